@@ -1,0 +1,39 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Install helixtrack_ros (ament_python; also plain pip)."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'helixtrack_ros'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        ('share/' + PACKAGE, ['package.xml']),
+        ('share/' + PACKAGE + '/launch', glob('launch/*.launch.py')),
+        ('share/' + PACKAGE + '/config', glob('config/*.yaml')),
+    ],
+    package_data={PACKAGE: ['config/*.yaml']},
+    python_requires='>=3.10',
+    install_requires=['setuptools', 'numpy', 'numba>=0.60', 'pyyaml'],
+    extras_require={
+        'bags': ['rosbags>=0.10', 'matplotlib'],
+        'test': ['pytest', 'hypothesis', 'ruff', 'rosbags>=0.10', 'matplotlib'],
+    },
+    zip_safe=True,
+    maintainer='helixtrack_ros maintainers',
+    maintainer_email='helixtrack@example.com',
+    description='Event-camera propeller RPM, phase and pose tracking (HelixTrack) for ROS 2',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'helixtrack = helixtrack_ros.cli:main',
+            'helixtrack_node = helixtrack_ros.node:main',
+        ],
+    },
+)
