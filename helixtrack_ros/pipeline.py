@@ -1,0 +1,448 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Packet-by-packet processing shared by the ROS node and the offline CLI.
+
+One :class:`TrackingPipeline` turns raw ``EventPacket`` payloads into
+per-rotor states: decode once, map sensor time to ROS time, route each event
+to the rotor(s) whose image region holds it, run one HelixTrack tracker per
+rotor, and keep the counters that diagnostics report. It imports no ROS
+module, so that ``helixtrack track`` and ``helixtrack_node`` give the same
+numbers for the same packets.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+import math
+import time
+from typing import Any
+
+from numba import njit
+import numpy as np
+
+from helixtrack_ros.codecs import make_decoder, UnsupportedEncodingError
+from helixtrack_ros.codecs.time_sync import TimeMapper
+from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.params import RotorInit, TrackerParams
+from helixtrack_ros.core.tracker import HelixTracker
+from helixtrack_ros.io.params_file import load_ros_params
+
+#: Diagnostic levels (diagnostic_msgs/DiagnosticStatus).
+OK, WARN, ERROR = 0, 1, 2
+
+#: A backward jump of sensor time larger than this is a camera restart.
+RESTART_JUMP_US = 1_000_000
+#: A forward jump larger than this is a gap: trackers restart their phase lock.
+GAP_US = 500_000
+
+
+@dataclass
+class PipelineConfig:
+    """Everything a :class:`TrackingPipeline` needs, from one parameter file.
+
+    Attributes
+    ----------
+    rotors : list of RotorInit
+        The rotors to track, in output order.
+    tracker : TrackerParams
+        Tracker parameters shared by all rotors.
+    realtime_stride : bool
+        Live mode: when processing falls behind the sensor, feed trackers
+        only every k-th routed event (k shown in diagnostics) instead of
+        letting a queue grow. Off for offline processing.
+    max_stride : int
+        Largest k the real-time policy may choose.
+    threads : int
+        Worker threads for rotors (the kernels release the GIL); 1 = inline.
+    auto_detect : bool
+        Detect rotors from the stream when ``rotors`` is empty (not yet
+        available: reported in diagnostics).
+    """
+
+    rotors: list[RotorInit] = field(default_factory=list)
+    tracker: TrackerParams = field(default_factory=TrackerParams)
+    realtime_stride: bool = False
+    max_stride: int = 8
+    threads: int = 2
+    auto_detect: bool = False
+
+    @staticmethod
+    def from_ros_params(params: dict[str, Any]) -> PipelineConfig:
+        """Build a config from flat ROS parameters (``rotors.<name>.<field>``).
+
+        Raises
+        ------
+        ValueError
+            A rotor is incomplete or a value is out of range; the message
+            names the parameter.
+        """
+        names = list(params.get('rotor_names', []) or [])
+        rotors = []
+        for name in names:
+            prefix = f'rotors.{name}.'
+
+            def get(key: str, default: Any = None, _p: str = prefix) -> Any:
+                value = params.get(_p + key, default)
+                if value is None:
+                    raise ValueError(f'parameter {_p + key} is missing for rotor "{name}"')
+                return value
+
+            center = get('center_px')
+            if len(center) != 2:
+                raise ValueError(f'{prefix}center_px must be [x, y]')
+            persp = params.get(prefix + 'perspective', [0.0, 0.0])
+            rotors.append(RotorInit(
+                name=str(name),
+                center_px=(float(center[0]), float(center[1])),
+                radius_px=float(get('radius_px')),
+                rpm_shaft=float(get('rpm')),
+                blades=int(get('blades', 2)),
+                direction=int(params.get(prefix + 'direction', 0)),
+                psi_rad=float(params.get(prefix + 'psi_rad', 0.0)),
+                perspective=(float(persp[0]), float(persp[1])),
+            ))
+        tracker_values = {k[len('tracker.'):]: v for k, v in params.items()
+                          if k.startswith('tracker.')}
+        tracker = TrackerParams.from_dict(tracker_values)
+        return PipelineConfig(
+            rotors=rotors, tracker=tracker,
+            realtime_stride=bool(params.get('realtime_stride', False)),
+            max_stride=int(params.get('max_stride', 8)),
+            threads=int(params.get('threads', 2)),
+            auto_detect=bool(params.get('auto_detect', False)),
+        )
+
+    @staticmethod
+    def from_yaml(path: str, node_name: str = 'helixtrack') -> PipelineConfig:
+        """Read a ROS 2 parameter file (see :mod:`helixtrack_ros.io.params_file`)."""
+        return PipelineConfig.from_ros_params(load_ros_params(path, node_name))
+
+    @staticmethod
+    def parameter_descriptions() -> dict[str, tuple[str, str, float | None, float | None]]:
+        """Describe the runtime parameters: name -> (description, unit, min, max)."""
+        out = {f'tracker.{k}': v for k, v in TrackerParams.describe().items()}
+        out['realtime_stride'] = (
+            'feed trackers every k-th event when processing falls behind', '', None, None)
+        out['max_stride'] = ('largest event stride of the real-time policy', '', 1, 64)
+        out['threads'] = ('worker threads for rotors', '', 1, 16)
+        return out
+
+
+@dataclass
+class RotorOutput:
+    """State of one rotor after a packet."""
+
+    name: str
+    t_us: int
+    phase_rad: float
+    omega_rad_s: float
+    rpm_shaft: float
+    rpm_shaft_std: float
+    homography: np.ndarray
+    events: int
+    level: int = OK
+    message: str = 'tracking'
+
+
+@dataclass
+class PacketResult:
+    """Outcome of one packet: per-rotor states or the reason it was refused."""
+
+    stamp_ns: int = 0
+    t_us: int = 0
+    n_events: int = 0
+    rotors: list[RotorOutput] = field(default_factory=list)
+    error: str | None = None
+
+
+@njit(cache=True, nogil=True)
+def _route(x: np.ndarray, y: np.ndarray, boxes: np.ndarray, stride: int,
+           index: np.ndarray, counts: np.ndarray) -> None:  # pragma: no cover - jitted
+    """Write, per rotor, the indices of events inside its box (every stride-th)."""
+    n_rotors = boxes.shape[0]
+    for r in range(n_rotors):
+        counts[r] = 0
+    seen = np.zeros(n_rotors, np.int64)
+    for i in range(x.shape[0]):
+        xi = x[i]
+        yi = y[i]
+        for r in range(n_rotors):
+            if boxes[r, 0] <= xi <= boxes[r, 2] and boxes[r, 1] <= yi <= boxes[r, 3]:
+                if seen[r] % stride == 0:
+                    index[r, counts[r]] = i
+                    counts[r] += 1
+                seen[r] += 1
+
+
+class TrackingPipeline:
+    """Decode, route and track, one packet at a time.
+
+    Parameters
+    ----------
+    config : PipelineConfig
+        Rotors, tracker parameters and the real-time policy.
+    """
+
+    def __init__(self, config: PipelineConfig) -> None:
+        self.config = config
+        self._trackers = [HelixTracker(r, config.tracker) for r in config.rotors]
+        self._inits = list(config.rotors)
+        self._decoder = None
+        self._decoder_key: tuple | None = None
+        self._time = TimeMapper()
+        self._pool = (ThreadPoolExecutor(max_workers=config.threads)
+                      if config.threads > 1 and len(self._trackers) > 1 else None)
+        self.stride = 1
+        self._load_ema = 0.0
+        self._last_seq: int | None = None
+        self._last_t_us: int | None = None
+        self._last_outputs: list[RotorOutput] = []
+        self.counters: dict[str, int] = {
+            'packets': 0, 'packets_refused': 0, 'seq_gaps': 0, 'packets_dropped': 0,
+            'events_in': 0, 'events_routed': 0, 'time_backwards': 0, 'time_gaps': 0,
+            'camera_restarts': 0, 'decode_errors': 0,
+        }
+        self._rate_window: list[tuple[float, int]] = []
+        self._wall_s = 0.0
+        self._sensor_us = 0
+
+    # ------------------------------------------------------------------ info
+    @property
+    def rotor_names(self) -> list[str]:
+        """Names of the tracked rotors, in output order."""
+        return [r.name for r in self._inits]
+
+    @staticmethod
+    def warmup() -> float:
+        """Compile every numba kernel the pipeline uses; return seconds taken."""
+        t0 = time.perf_counter()
+        HelixTracker.warmup()
+        dec = make_decoder('evt3', 1280, 720)
+        dec.decode(np.zeros(2, np.uint8))
+        index = np.zeros((1, 1), np.int64)
+        _route(np.zeros(1, np.uint16), np.zeros(1, np.uint16),
+               np.zeros((1, 4), np.int64), 1, index, np.zeros(1, np.int64))
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        """Stop the worker threads."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    # ------------------------------------------------------------------ params
+    def update_tracker_params(self, changes: dict[str, Any]) -> None:
+        """Apply new tracker parameters to every rotor.
+
+        Raises
+        ------
+        ValueError
+            A name is unknown or a value out of range (nothing is changed).
+        """
+        merged = self.config.tracker.to_dict()
+        merged.update(changes)
+        params = TrackerParams.from_dict(merged)
+        self.config = replace(self.config, tracker=params)
+        for tracker in self._trackers:
+            tracker.params = params
+
+    # ------------------------------------------------------------------ packets
+    def _get_decoder(self, encoding: str, width: int, height: int):
+        key = (encoding, width, height)
+        if key != self._decoder_key:
+            self._decoder = make_decoder(encoding, width, height)
+            self._decoder_key = key
+        return self._decoder
+
+    def _restart_trackers(self) -> None:
+        """Re-initialise every tracker from its current estimate (time restarted)."""
+        for i, tracker in enumerate(self._trackers):
+            st = tracker.state
+            q = st.q
+            init = replace(self._inits[i], center_px=(float(q[2]), float(q[3])),
+                           radius_px=float(q[0]), psi_rad=float(q[1]),
+                           perspective=(float(q[4]), float(q[5])),
+                           rpm_shaft=max(float(st.rpm_shaft), 1.0),
+                           direction=int(st.direction))
+            tracker.reset(init)
+
+    def process_packet(self, payload: bytes | np.ndarray, encoding: str, width: int,
+                       height: int, is_bigendian: bool, stamp_ns: int, seq: int,
+                       time_base: int = 0) -> PacketResult:
+        """Process one ``EventPacket``.
+
+        Returns
+        -------
+        PacketResult
+            Per-rotor states at the sensor time of the packet's last event,
+            or ``error`` set when the packet was refused (the pipeline state
+            is unchanged then).
+        """
+        wall0 = time.perf_counter()
+        self.counters['packets'] += 1
+        if self._last_seq is not None and seq != self._last_seq + 1:
+            self.counters['seq_gaps'] += 1
+            if seq > self._last_seq:
+                self.counters['packets_dropped'] += int(seq - self._last_seq - 1)
+        self._last_seq = int(seq)
+        try:
+            decoder = self._get_decoder(encoding, int(width), int(height))
+        except UnsupportedEncodingError as exc:
+            self.counters['packets_refused'] += 1
+            return PacketResult(error=str(exc))
+        except ValueError as exc:
+            self.counters['packets_refused'] += 1
+            return PacketResult(error=f'bad packet: {exc}')
+        before = self._decoder_errors(decoder)
+        try:
+            decoded = decoder.decode(payload, is_bigendian=bool(is_bigendian),
+                                     time_base=int(time_base))
+        except ValueError as exc:
+            self.counters['packets_refused'] += 1
+            return PacketResult(error=f'undecodable payload: {exc}')
+        self.counters['decode_errors'] += self._decoder_errors(decoder) - before
+        ev = decoded.events
+        n = len(ev)
+        self.counters['events_in'] += n
+        if n == 0:
+            return PacketResult(stamp_ns=int(stamp_ns), t_us=self._last_t_us or 0,
+                                n_events=0, rotors=self._last_outputs)
+        t_first = int(ev.t_us[0])
+        t_last = int(ev.t_us[-1])
+        if self._last_t_us is not None:
+            if t_first < self._last_t_us - RESTART_JUMP_US:
+                # camera restart: sensor time starts again; keep the rotor estimates
+                self.counters['camera_restarts'] += 1
+                self._time.reset()
+                self._restart_trackers()
+            elif t_first < self._last_t_us:
+                self.counters['time_backwards'] += 1
+            elif t_first > self._last_t_us + GAP_US:
+                self.counters['time_gaps'] += 1
+                self._restart_trackers()
+        self._time.update(int(stamp_ns), t_first)
+        span_us = t_last - (self._last_t_us if self._last_t_us is not None else t_first)
+        self._last_t_us = t_last
+
+        outputs = self._track(ev, t_last)
+        self._last_outputs = outputs
+        wall = time.perf_counter() - wall0
+        self._account_load(wall, max(span_us, 1))
+        return PacketResult(stamp_ns=self._time.to_ros_ns(t_last), t_us=t_last,
+                            n_events=n, rotors=outputs)
+
+    @staticmethod
+    def _decoder_errors(decoder) -> int:
+        c = decoder.counters
+        return int(sum(c.get(k, 0) for k in
+                       ('skipped_unknown', 'out_of_bounds', 'odd_bytes', 'before_time_high')))
+
+    def _track(self, ev: EventArrays, t_last: int) -> list[RotorOutput]:
+        n_rot = len(self._trackers)
+        if n_rot == 0:
+            return []
+        boxes = np.array([t.bbox_px() for t in self._trackers], dtype=np.int64)
+        index = np.empty((n_rot, len(ev)), dtype=np.int64)
+        counts = np.zeros(n_rot, dtype=np.int64)
+        _route(ev.x, ev.y, boxes, int(self.stride), index, counts)
+        self.counters['events_routed'] += int(counts.sum())
+        sample_t = np.array([t_last], dtype=np.int64)
+
+        def run(r: int):
+            idx = index[r, :counts[r]]
+            sub = EventArrays(ev.t_us[idx], ev.x[idx], ev.y[idx], ev.p[idx])
+            return self._trackers[r].process(sub, sample_t_us=sample_t)
+
+        if self._pool is not None and len(ev) > 20_000:
+            samples = list(self._pool.map(run, range(n_rot)))
+        else:
+            samples = [run(r) for r in range(n_rot)]
+        outputs = []
+        for r, (tracker, s) in enumerate(zip(self._trackers, samples)):
+            st = tracker.state
+            level, message = self._rotor_status(tracker, int(counts[r]))
+            outputs.append(RotorOutput(
+                name=self._inits[r].name, t_us=t_last,
+                phase_rad=float(s.phase_rad[-1]) if len(s.t_us) else float(st.phase_rad),
+                omega_rad_s=float(s.omega_rad_s[-1]) if len(s.t_us) else float(st.omega_rad_s),
+                rpm_shaft=float(s.rpm_shaft[-1]) if len(s.t_us) else float(st.rpm_shaft),
+                rpm_shaft_std=(float(s.rpm_shaft_std[-1]) if len(s.t_us)
+                               else float(st.rpm_shaft_std)),
+                homography=np.array(st.homography, dtype=np.float64),
+                events=int(counts[r]), level=level, message=message))
+        return outputs
+
+    def _rotor_status(self, tracker: HelixTracker, n_routed: int) -> tuple[int, str]:
+        st = tracker.state
+        x0, y0, x1, y1 = tracker.bbox_px()
+        w, h = (self._decoder_key[1], self._decoder_key[2]) if self._decoder_key else (1280, 720)
+        cx, cy = float(st.q[2]), float(st.q[3])
+        if not (0 <= cx < w and 0 <= cy < h):
+            return ERROR, 'rotor centre left the image'
+        if not math.isfinite(st.rpm_shaft):
+            return ERROR, 'state is not finite'
+        if st.rpm_shaft > 0 and st.rpm_shaft_std > 0.05 * st.rpm_shaft:
+            return WARN, f'uncertain: RPM std {st.rpm_shaft_std:.0f}'
+        if x1 < 0 or y1 < 0 or x0 >= w or y0 >= h:
+            return ERROR, 'rotor region outside the image'
+        if self.stride > 1:
+            return WARN, f'degraded: every {self.stride}-th event (real-time policy)'
+        return OK, 'tracking'
+
+    def _account_load(self, wall_s: float, span_us: int) -> None:
+        self._wall_s += wall_s
+        self._sensor_us += span_us
+        load = wall_s / (span_us * 1e-6)
+        self._load_ema = 0.9 * self._load_ema + 0.1 * load
+        if not self.config.realtime_stride:
+            return
+        # real-time policy: widen the stride when processing lags the sensor
+        if self._load_ema > 0.9 and self.stride < self.config.max_stride:
+            self.stride += 1
+            self._load_ema = 0.5
+        elif self._load_ema < 0.4 and self.stride > 1:
+            self.stride -= 1
+            self._load_ema = 0.6
+
+    # ------------------------------------------------------------------ diagnostics
+    @property
+    def load(self) -> float:
+        """Processing wall time per second of sensor time, since the start."""
+        return self._wall_s / max(self._sensor_us * 1e-6, 1e-9)
+
+    def diagnostics(self) -> list[dict[str, Any]]:
+        """Statuses for ``/diagnostics``: one for the pipeline, one per rotor."""
+        c = self.counters
+        sensor_s = max(self._sensor_us * 1e-6, 1e-9)
+        pipe_level = OK
+        msg = 'ok'
+        if c['packets_refused'] or c['decode_errors']:
+            pipe_level, msg = WARN, 'bad packets seen'
+        if self.stride > 1:
+            pipe_level, msg = WARN, f'behind real time: every {self.stride}-th event'
+        if not self._inits:
+            pipe_level, msg = WARN, 'no rotors configured'
+        values = {k: str(v) for k, v in c.items()}
+        values.update({
+            'events_per_s_in': f'{c["events_in"] / sensor_s:.0f}',
+            'load': f'{self.load:.3f}',
+            'stride': str(self.stride),
+        })
+        out = [{'name': 'helixtrack: pipeline', 'level': pipe_level, 'message': msg,
+                'hardware_id': 'helixtrack', 'values': values}]
+        for init, tracker, last in zip(self._inits, self._trackers,
+                                       self._last_outputs or [None] * len(self._inits)):
+            st = tracker.state
+            level, message = (last.level, last.message) if last else (WARN, 'no data yet')
+            out.append({
+                'name': f'helixtrack: rotor {init.name}', 'level': level, 'message': message,
+                'hardware_id': init.name,
+                'values': {
+                    'rpm_shaft': f'{st.rpm_shaft:.1f}',
+                    'rpm_shaft_std': f'{st.rpm_shaft_std:.1f}',
+                    'events_per_s': f'{st.events_in / sensor_s:.0f}',
+                    'pose_updates': str(st.pose_updates),
+                    'direction': str(st.direction),
+                }})
+        return out

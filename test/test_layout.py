@@ -1,0 +1,66 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Architecture rules: a ROS-free core, licence headers, installed files."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ROS_MODULES = {'rclpy', 'launch', 'launch_ros', 'std_msgs', 'sensor_msgs', 'geometry_msgs',
+               'diagnostic_msgs', 'event_camera_msgs', 'builtin_interfaces', 'rosbags'}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split('.')[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split('.')[0])
+    return names
+
+
+def test_core_never_imports_ros():
+    offenders = {}
+    for path in (ROOT / 'helixtrack_ros' / 'core').rglob('*.py'):
+        bad = _imports(path) & ROS_MODULES
+        if bad:
+            offenders[path.name] = sorted(bad)
+    assert not offenders, f'core/ must stay ROS-free: {offenders}'
+
+
+def test_core_imports_only_numpy_numba_and_stdlib():
+    allowed = {'numpy', 'numba', 'helixtrack_ros', '__future__', 'math', 'typing',
+               'dataclasses', 'time', 'collections', 'enum', 'functools', 'cmath', 'os',
+               'resource', 'tracemalloc'}
+    for path in (ROOT / 'helixtrack_ros' / 'core').rglob('*.py'):
+        extra = _imports(path) - allowed
+        assert not extra, f'{path.name} imports {sorted(extra)}'
+
+
+def test_pipeline_and_cli_do_not_import_rclpy():
+    for name in ('pipeline.py', 'cli.py'):
+        assert 'rclpy' not in _imports(ROOT / 'helixtrack_ros' / name), name
+
+
+def test_every_source_file_has_the_licence_header():
+    missing = []
+    for pattern in ('helixtrack_ros/**/*.py', 'test/**/*.py', 'launch/*.py', 'scripts/*',
+                    'benchmarks/*.py', '.ci/run'):
+        for path in ROOT.glob(pattern):
+            if path.is_file() and path.suffix in ('.py', '.sh', ''):
+                head = path.read_text(errors='replace')[:400]
+                if 'SPDX-License-Identifier: Apache-2.0' not in head:
+                    missing.append(str(path.relative_to(ROOT)))
+    assert not missing, f'licence header missing in {missing}'
+
+
+def test_setup_installs_launch_and_config():
+    setup = (ROOT / 'setup.py').read_text()
+    assert "glob('launch/*.launch.py')" in setup and "glob('config/*.yaml')" in setup
+    assert (ROOT / 'config' / 'helixtrack.yaml').is_file()
+    assert (ROOT / 'resource' / 'helixtrack_ros').is_file()
+    for line in ('helixtrack = helixtrack_ros.cli:main',
+                 'helixtrack_node = helixtrack_ros.node:main'):
+        assert line in setup
