@@ -18,7 +18,6 @@ setup(
         ('share/' + PACKAGE + '/launch', glob('launch/*.launch.py')),
         ('share/' + PACKAGE + '/config', glob('config/*.yaml')),
     ],
-    package_data={PACKAGE: ['config/*.yaml']},
     python_requires='>=3.10',
     install_requires=['setuptools', 'numpy', 'numba>=0.60', 'pyyaml'],
     extras_require={

@@ -1,0 +1,256 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""EVT 3.0 encoder that writes streams shaped like those of an IMX636 sensor.
+
+Used by the simulator, tests and benchmarks. The word stream follows the
+input order exactly, so that decoding gives back the same events in the same
+order:
+
+- ``EVT_TIME_HIGH`` whenever the high 12 bits of the time change (the words
+  carry the time modulo 2**24, so the 24-bit wrap is crossed naturally);
+  across a silence of 1024 or more TIME_HIGH steps (4.2 s) intermediate
+  TIME_HIGH words are written so that the decoder's wrap tracking (which
+  accepts forward steps below 2048) never becomes ambiguous;
+- ``EVT_TIME_LOW`` whenever the time changes (always after a TIME_HIGH);
+- ``EVT_ADDR_Y`` whenever the row changes;
+- consecutive events of one time, row and polarity with increasing x that
+  fit in a 12-column window start a vector: ``VECT_BASE_X`` then
+  ``VECT_12`` words (``VECT_8`` when the window's events fit in 8 columns),
+  continuing while the next events fall in the next window; other events get
+  a single ``EVT_ADDR_X``;
+- optional ``EXT_TRIGGER`` words, merged in by time.
+
+The encoder is stateful: a stream encoded packet by packet decodes with one
+decoder exactly as if it had been encoded at once. The first word of a
+stream is a TIME_HIGH.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from helixtrack_ros.codecs.evt3 import (
+    ADDR_X, ADDR_Y, EVT3_MAX_SIZE, EXT_TRIGGER, TIME_HIGH, TIME_LOW, VECT_12, VECT_8,
+    VECT_BASE_X)
+from helixtrack_ros.core.events import EventArrays
+
+#: Longest gap between TIME_HIGH words the encoder leaves (TIME_HIGH steps).
+TIME_HIGH_FILL_STEPS = 1024
+
+_E_HIGH = 0  # absolute TIME_HIGH last written (-1: none yet)
+_E_T = 1     # time last written (-1: none yet)
+_E_Y = 2     # row the decoder holds (-1: unknown)
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _put_time(out, k, t, state):
+    ah = t >> 12
+    if ah != state[_E_HIGH]:
+        if state[_E_HIGH] >= 0:
+            while ah - state[_E_HIGH] >= TIME_HIGH_FILL_STEPS:
+                state[_E_HIGH] += TIME_HIGH_FILL_STEPS
+                out[k] = (TIME_HIGH << 12) | (state[_E_HIGH] & 0xFFF)
+                k += 1
+        out[k] = (TIME_HIGH << 12) | (ah & 0xFFF)
+        k += 1
+        state[_E_HIGH] = ah
+        out[k] = (TIME_LOW << 12) | (t & 0xFFF)
+        k += 1
+        state[_E_T] = t
+    elif t != state[_E_T]:
+        out[k] = (TIME_LOW << 12) | (t & 0xFFF)
+        k += 1
+        state[_E_T] = t
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
+    """Write EVT 3.0 words of events and triggers into ``out``; returns the count."""
+    n = t.shape[0]
+    ntr = tr_t.shape[0]
+    k = 0
+    i = 0
+    j = 0
+    while i < n or j < ntr:
+        if j < ntr and (i >= n or tr_t[j] <= t[i]):
+            k = _put_time(out, k, tr_t[j], state)
+            out[k] = (EXT_TRIGGER << 12) | ((tr_id[j] & 0xF) << 8) | (tr_v[j] & 1)
+            k += 1
+            j += 1
+            continue
+        ti = t[i]
+        k = _put_time(out, k, ti, state)
+        yi = np.int64(y[i])
+        if yi != state[_E_Y]:
+            out[k] = (ADDR_Y << 12) | yi
+            k += 1
+            state[_E_Y] = yi
+        xi = np.int64(x[i])
+        pi = 1 if p[i] != 0 else 0
+        nx = i + 1
+        if not (nx < n and t[nx] == ti and np.int64(y[nx]) == yi
+                and (1 if p[nx] != 0 else 0) == pi
+                and xi < np.int64(x[nx]) < xi + 12):
+            out[k] = (ADDR_X << 12) | (pi << 11) | xi
+            k += 1
+            i += 1
+            continue
+        # a vector run starting at column xi
+        out[k] = (VECT_BASE_X << 12) | (pi << 11) | xi
+        k += 1
+        base = xi
+        last_x = xi - 1
+        while True:
+            mask = 0
+            while (i < n and t[i] == ti and np.int64(y[i]) == yi
+                   and (1 if p[i] != 0 else 0) == pi):
+                xx = np.int64(x[i])
+                if xx <= last_x or xx >= base + 12:
+                    break
+                mask |= 1 << (xx - base)
+                last_x = xx
+                i += 1
+            if mask == 0:
+                break
+            if last_x - base < 8:
+                out[k] = (VECT_8 << 12) | mask
+                base += 8
+            else:
+                out[k] = (VECT_12 << 12) | mask
+                base += 12
+            k += 1
+    return k
+
+
+def _check_1d(name: str, a: np.ndarray, n: int) -> None:
+    if a.ndim != 1 or a.shape[0] != n:
+        raise ValueError(f'{name} must be 1-D with {n} elements, got shape {a.shape}')
+
+
+class Evt3Encoder:
+    """Stateful EVT 3.0 encoder of one stream (see the module docstring).
+
+    Examples
+    --------
+    >>> enc = Evt3Encoder()
+    >>> payload = enc.encode(events)  # doctest: +SKIP
+    """
+
+    def __init__(self) -> None:
+        self._state = np.array([-1, -1, -1], np.int64)
+
+    def reset(self) -> None:
+        """Start a new stream (the next packet begins with a TIME_HIGH)."""
+        self._state[:] = -1
+
+    @property
+    def last_t_us(self) -> int:
+        """Time of the last event or trigger written [us], -1 before the first."""
+        return int(self._state[_E_T])
+
+    def encode(self, events: EventArrays, trig_t_us: 'np.ndarray | None' = None,
+               trig_value: 'np.ndarray | None' = None,
+               trig_id: 'np.ndarray | None' = None) -> bytes:
+        """Encode one packet of events (and optional trigger events).
+
+        Parameters
+        ----------
+        events : EventArrays
+            Events with non-decreasing ``t_us`` >= 0, not earlier than the
+            previous packet's last time; x, y < 2048.
+        trig_t_us : numpy.ndarray, optional
+            Non-decreasing trigger times [us], same constraint.
+        trig_value : numpy.ndarray, optional
+            Trigger edges (0/1); default 1.
+        trig_id : numpy.ndarray, optional
+            Trigger channels (0..15); default 0.
+
+        Returns
+        -------
+        bytes
+            Little-endian 16-bit EVT 3.0 words.
+
+        Raises
+        ------
+        ValueError
+            On inconsistent lengths, decreasing or negative times, or
+            coordinates EVT 3.0 cannot hold.
+        """
+        t = np.ascontiguousarray(events.t_us, dtype=np.int64)
+        n = t.shape[0]
+        x = np.ascontiguousarray(events.x, dtype=np.uint16)
+        y = np.ascontiguousarray(events.y, dtype=np.uint16)
+        p = np.ascontiguousarray(events.p, dtype=np.uint8)
+        for name, a in (('t_us', t), ('x', x), ('y', y), ('p', p)):
+            _check_1d(name, a, n)
+        if trig_t_us is None:
+            tr_t = np.empty(0, np.int64)
+        else:
+            tr_t = np.ascontiguousarray(trig_t_us, dtype=np.int64).reshape(-1)
+        ntr = tr_t.shape[0]
+        tr_v = (np.ones(ntr, np.uint8) if trig_value is None
+                else np.ascontiguousarray(trig_value, dtype=np.uint8))
+        tr_id = (np.zeros(ntr, np.uint8) if trig_id is None
+                 else np.ascontiguousarray(trig_id, dtype=np.uint8))
+        _check_1d('trig_value', tr_v, ntr)
+        _check_1d('trig_id', tr_id, ntr)
+        if np.any(tr_v > 1) or np.any(tr_id > 15):
+            raise ValueError('trigger values must be 0/1 and trigger ids 0..15')
+        if n and (int(x.max()) >= EVT3_MAX_SIZE or int(y.max()) >= EVT3_MAX_SIZE):
+            raise ValueError(f'EVT 3.0 coordinates must be < {EVT3_MAX_SIZE}')
+        last = int(self._state[_E_T])
+        t_max = last
+        for name, a in (('t_us', t), ('trig_t_us', tr_t)):
+            if a.shape[0] == 0:
+                continue
+            if int(a[0]) < max(last, 0) or np.any(np.diff(a) < 0):
+                raise ValueError(f'{name} must be >= 0, non-decreasing and not before the '
+                                 f'previous packet (last time {last} us)')
+            t_max = max(t_max, int(a[-1]))
+        t_min = min([int(a[0]) for a in (t, tr_t) if a.shape[0]], default=0)
+        start = t_min if last < 0 else last
+        n_fill = (t_max - start) // (TIME_HIGH_FILL_STEPS << 12) + 2
+        out = np.empty(5 * n + 3 * ntr + n_fill + 8, np.uint16)
+        k = _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, self._state, out)
+        return out[:k].astype('<u2', copy=False).tobytes()
+
+
+def packetize(t_us: np.ndarray, packet_us: int = 1000,
+              max_events: 'int | None' = None) -> 'Sequence[tuple[int, int]]':
+    """Cut a time-sorted event stream into packets like the metavision driver.
+
+    A packet starts at an event and holds the following events less than
+    ``packet_us`` later (and at most ``max_events`` of them).
+
+    Parameters
+    ----------
+    t_us : numpy.ndarray
+        Non-decreasing event times [us].
+    packet_us : int
+        Packet duration [us] (the driver's default is 1 ms).
+    max_events : int, optional
+        Largest packet size in events.
+
+    Returns
+    -------
+    list of tuple of (int, int)
+        ``(start, stop)`` index ranges covering all events in order.
+    """
+    if packet_us <= 0:
+        raise ValueError(f'packet_us must be > 0, got {packet_us}')
+    if max_events is not None and max_events <= 0:
+        raise ValueError(f'max_events must be > 0, got {max_events}')
+    t = np.asarray(t_us, dtype=np.int64)
+    n = t.shape[0]
+    out = []
+    i = 0
+    while i < n:
+        stop = int(np.searchsorted(t, t[i] + packet_us, side='left'))
+        if max_events is not None:
+            stop = min(stop, i + max_events)
+        stop = max(stop, i + 1)
+        out.append((i, stop))
+        i = stop
+    return out

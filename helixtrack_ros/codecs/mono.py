@@ -1,0 +1,169 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The ``mono`` encoding of event_camera_msgs: one 64-bit word per CD event.
+
+Layout of each little-endian 64-bit word (ros-event-camera):
+
+======  ==================================================
+bits    meaning
+======  ==================================================
+63      polarity, 1 = ON, 0 = OFF
+48..62  y (15 bits)
+32..47  x (16 bits)
+0..31   dt: time after the packet's ``time_base`` [ns]
+======  ==================================================
+
+``time_base`` is sensor time in nanoseconds, so the event's sensor time is
+``(time_base + dt) // 1000`` microseconds. The encoding has no trigger
+events. As for EVT 3.0, event times are kept non-decreasing within a stream
+(a word earlier than the latest event is held at its time and counted as
+``time_clamped``), and events outside the sensor are dropped and counted.
+"""
+
+import numpy as np
+from numba import njit
+
+from helixtrack_ros.codecs.types import (
+    check_geometry, COUNTER_NAMES, DecodedPacket, payload_as_uint8)
+from helixtrack_ros.core.events import EventArrays
+
+#: Largest sensor size the mono words can address (15-bit y).
+MONO_MAX_SIZE = 1 << 15
+
+_C = {name: i for i, name in enumerate(COUNTER_NAMES)}
+_C_EVENTS = _C['events']
+_C_OOB = _C['out_of_bounds']
+_C_CLAMPED = _C['time_clamped']
+
+
+@njit(cache=True, nogil=True)
+def _mono_decode(words, time_base_ns, width, height, floor_us, counters):
+    """Decode 64-bit mono words; returns the arrays, their length and the new floor."""
+    n = words.shape[0]
+    out_t = np.empty(n, np.int64)
+    out_x = np.empty(n, np.uint16)
+    out_y = np.empty(n, np.uint16)
+    out_p = np.empty(n, np.uint8)
+    k = 0
+    n_oob = 0
+    n_clamped = 0
+    for i in range(n):
+        w = words[i]
+        xx = np.int64((w >> np.uint64(32)) & np.uint64(0xFFFF))
+        yy = np.int64((w >> np.uint64(48)) & np.uint64(0x7FFF))
+        if xx >= width or yy >= height:
+            n_oob += 1
+            continue
+        t = (time_base_ns + np.int64(w & np.uint64(0xFFFFFFFF))) // 1000
+        if t < floor_us:
+            t = floor_us
+            n_clamped += 1
+        floor_us = t
+        out_t[k] = t
+        out_x[k] = xx
+        out_y[k] = yy
+        out_p[k] = np.uint8(w >> np.uint64(63))
+        k += 1
+    counters[_C_EVENTS] += k
+    counters[_C_OOB] += n_oob
+    counters[_C_CLAMPED] += n_clamped
+    return out_t, out_x, out_y, out_p, k, floor_us
+
+
+class MonoDecoder:
+    """Stateful decoder of the ``mono`` encoding.
+
+    Parameters
+    ----------
+    width, height : int
+        Sensor size in pixels; events outside are dropped and counted.
+    """
+
+    encoding = 'mono'
+
+    def __init__(self, width: int, height: int) -> None:
+        self.width, self.height = check_geometry(width, height, MONO_MAX_SIZE)
+        self._counters = np.zeros(len(COUNTER_NAMES), np.int64)
+        self._floor_us = 0
+
+    def reset(self) -> None:
+        """Forget the stream state and zero the counters."""
+        self._counters[:] = 0
+        self._floor_us = 0
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Cumulative counters since construction or :meth:`reset`."""
+        return {name: int(v) for name, v in zip(COUNTER_NAMES, self._counters)}
+
+    def decode(self, payload: 'bytes | np.ndarray', is_bigendian: bool = False,
+               time_base: int = 0) -> DecodedPacket:
+        """Decode the payload of one ``mono`` EventPacket.
+
+        Parameters
+        ----------
+        payload : bytes or numpy.ndarray
+            The packet's ``events`` bytes.
+        is_bigendian : bool
+            True if the 64-bit words are big-endian.
+        time_base : int
+            The packet's ``time_base`` [ns of sensor time].
+
+        Returns
+        -------
+        DecodedPacket
+            The events (no triggers in this encoding).
+        """
+        time_base = int(time_base)
+        if not 0 <= time_base < 1 << 63:
+            raise ValueError(f'time_base must be in 0..2**63-1 ns, got {time_base}')
+        buf = payload_as_uint8(payload)
+        n = buf.shape[0] // 8
+        self._counters[_C['packets']] += 1
+        self._counters[_C['words']] += n
+        self._counters[_C['odd_bytes']] += buf.shape[0] - 8 * n
+        words = buf[:8 * n].view('>u8' if is_bigendian else '<u8').astype(np.uint64)
+        t, x, y, p, k, self._floor_us = _mono_decode(
+            words, time_base, self.width, self.height, self._floor_us, self._counters)
+        ev = EventArrays(t[:k], x[:k], y[:k], p[:k])
+        return DecodedPacket(ev, np.empty(0, np.int64), np.empty(0, np.uint8),
+                             np.empty(0, np.uint8))
+
+
+def encode_mono(events: EventArrays, time_base_ns: 'int | None' = None,
+                is_bigendian: bool = False) -> tuple[bytes, int]:
+    """Encode events as a ``mono`` payload (used by tests and tools).
+
+    Parameters
+    ----------
+    events : EventArrays
+        Events to encode; ``t_us * 1000 - time_base_ns`` must fit in 32 bits.
+    time_base_ns : int, optional
+        The packet's time base [ns]; default: the first event's time.
+    is_bigendian : bool
+        Write big-endian words.
+
+    Returns
+    -------
+    tuple of (bytes, int)
+        The payload and the time base used [ns].
+
+    Raises
+    ------
+    ValueError
+        If a time offset does not fit in 32 bits or a coordinate is too large.
+    """
+    t_ns = np.asarray(events.t_us, np.int64) * 1000
+    if time_base_ns is None:
+        time_base_ns = int(t_ns[0]) if t_ns.size else 0
+    dt = t_ns - int(time_base_ns)
+    if dt.size and (dt.min() < 0 or dt.max() > 0xFFFFFFFF):
+        raise ValueError('event times must lie within 0..2**32-1 ns after time_base_ns')
+    x = np.asarray(events.x, np.uint64)
+    y = np.asarray(events.y, np.uint64)
+    if y.size and y.max() >= MONO_MAX_SIZE:
+        raise ValueError(f'y must be < {MONO_MAX_SIZE} in the mono encoding')
+    p = (np.asarray(events.p) != 0).astype(np.uint64)
+    words = ((p << np.uint64(63)) | (y << np.uint64(48)) | (x << np.uint64(32))
+             | dt.astype(np.uint64))
+    return words.astype('>u8' if is_bigendian else '<u8').tobytes(), int(time_base_ns)

@@ -1,0 +1,247 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Rotor-plane homography H(q) of the paper (Sec. 3.1, Eq. 1-2): warp and Jacobian.
+
+The paper parameterises H by q = [s, psi, tx, ty, p31, p32]; the core works
+with q_core = [log s, psi, tx, ty, p31, p32] so that Gauss-Newton steps keep
+s > 0. Image points z relate to rotor-plane points u (tip radius 1) by
+z ~ H [u; 1]; events are back-warped with the closed-form inverse
+u ~ adj(H) [z; 1] (the determinant cancels in the projective division).
+
+The numba kernels work on a packed pose vector (``_POSE_LEN`` floats):
+[a, b, tx, ty, p31, p32, adj00 .. adj22] with a = s cos psi, b = s sin psi.
+"""
+
+import math
+
+from numba import njit
+import numpy as np
+
+_POSE_LEN = 15
+
+
+@njit(cache=True, nogil=True)
+def _pack_pose(q, pose):
+    """Fill the packed pose from q_core (Eq. 1 and its adjugate)."""
+    s = math.exp(q[0])
+    a = s * math.cos(q[1])
+    b = s * math.sin(q[1])
+    tx = q[2]
+    ty = q[3]
+    p = q[4]
+    r = q[5]
+    pose[0] = a
+    pose[1] = b
+    pose[2] = tx
+    pose[3] = ty
+    pose[4] = p
+    pose[5] = r
+    # adj(H) = cofactor matrix transposed
+    pose[6] = a - ty * r
+    pose[7] = b + tx * r
+    pose[8] = -b * ty - a * tx
+    pose[9] = -b + ty * p
+    pose[10] = a - tx * p
+    pose[11] = b * tx - a * ty
+    pose[12] = b * r - a * p
+    pose[13] = -(a * r + b * p)
+    pose[14] = a * a + b * b
+
+
+@njit(cache=True, nogil=True)
+def _backwarp1(pose, zx, zy):
+    """u = pi(adj(H) [z; 1]); returns (u_x, u_y, w) with w the third component."""
+    w = pose[12] * zx + pose[13] * zy + pose[14]
+    inv = 1.0 / w
+    ux = (pose[6] * zx + pose[7] * zy + pose[8]) * inv
+    uy = (pose[9] * zx + pose[10] * zy + pose[11]) * inv
+    return ux, uy, w
+
+
+@njit(cache=True, nogil=True)
+def _du_dq(pose, zx, zy, ux, uy, J):
+    """Analytic du/dq_core (2x6) at an event z with back-warped u.
+
+    Implicit differentiation of z = pi(H(q) [u; 1]):
+    du/dq = -(dz/du)^-1 dz/dq; the common factor 1/w cancels.
+    """
+    a = pose[0]
+    b = pose[1]
+    p = pose[4]
+    r = pose[5]
+    # M = w dz/du
+    m00 = a - zx * p
+    m01 = -b - zx * r
+    m10 = b - zy * p
+    m11 = a - zy * r
+    det = m00 * m11 - m01 * m10
+    idet = -1.0 / det
+    # -(M^-1) = idet * [[m11, -m01], [-m10, m00]]
+    i00 = idet * m11
+    i01 = -idet * m01
+    i10 = -idet * m10
+    i11 = idet * m00
+    # D = w dz/dq columns: log s, psi, tx, ty, p31, p32
+    d0x = a * ux - b * uy
+    d0y = b * ux + a * uy
+    d1x = -d0y
+    d1y = d0x
+    d4x = -zx * ux
+    d4y = -zy * ux
+    d5x = -zx * uy
+    d5y = -zy * uy
+    J[0, 0] = i00 * d0x + i01 * d0y
+    J[1, 0] = i10 * d0x + i11 * d0y
+    J[0, 1] = i00 * d1x + i01 * d1y
+    J[1, 1] = i10 * d1x + i11 * d1y
+    J[0, 2] = i00
+    J[1, 2] = i10
+    J[0, 3] = i01
+    J[1, 3] = i11
+    J[0, 4] = i00 * d4x + i01 * d4y
+    J[1, 4] = i10 * d4x + i11 * d4y
+    J[0, 5] = i00 * d5x + i01 * d5y
+    J[1, 5] = i10 * d5x + i11 * d5y
+
+
+@njit(cache=True, nogil=True)
+def _backwarp_many(pose, x, y, u):
+    for i in range(x.shape[0]):
+        ux, uy, _ = _backwarp1(pose, float(x[i]), float(y[i]))
+        u[i, 0] = ux
+        u[i, 1] = uy
+
+
+@njit(cache=True, nogil=True)
+def _jacobian_many(pose, x, y, u, J):
+    for i in range(x.shape[0]):
+        zx = float(x[i])
+        zy = float(y[i])
+        ux, uy, _ = _backwarp1(pose, zx, zy)
+        u[i, 0] = ux
+        u[i, 1] = uy
+        _du_dq(pose, zx, zy, ux, uy, J[i])
+
+
+def _check_q(q: np.ndarray, name: str = 'q') -> np.ndarray:
+    q = np.asarray(q, dtype=np.float64)
+    if q.shape != (6,):
+        raise ValueError(f'{name} must have shape (6,), got {q.shape}')
+    if not np.all(np.isfinite(q)):
+        raise ValueError(f'{name} must be finite')
+    return q
+
+
+def q_core_from_paper(q: np.ndarray) -> np.ndarray:
+    """[s, psi, tx, ty, p31, p32] -> [log s, psi, tx, ty, p31, p32].
+
+    Raises
+    ------
+    ValueError
+        Wrong shape, non-finite entries or s <= 0.
+    """
+    q = _check_q(q).copy()
+    if q[0] <= 0.0:
+        raise ValueError(f'scale s must be > 0, got {q[0]}')
+    q[0] = math.log(q[0])
+    return q
+
+
+def q_paper_from_core(q_core: np.ndarray) -> np.ndarray:
+    """[log s, psi, tx, ty, p31, p32] -> [s, psi, tx, ty, p31, p32]."""
+    q = _check_q(q_core, 'q_core').copy()
+    q[0] = math.exp(q[0])
+    return q
+
+
+def pack_pose(q_core: np.ndarray) -> np.ndarray:
+    """Return the packed pose vector used by the kernels."""
+    pose = np.empty(_POSE_LEN)
+    _pack_pose(_check_q(q_core, 'q_core'), pose)
+    return pose
+
+
+def homography(q_core: np.ndarray) -> np.ndarray:
+    """H(q) of Eq. (1): 3x3 matrix mapping rotor plane to image.
+
+    Parameters
+    ----------
+    q_core : numpy.ndarray
+        [log s, psi, tx, ty, p31, p32].
+    """
+    q = _check_q(q_core, 'q_core')
+    s = math.exp(q[0])
+    c, sn = math.cos(q[1]), math.sin(q[1])
+    return np.array([[s * c, -s * sn, q[2]], [s * sn, s * c, q[3]], [q[4], q[5], 1.0]])
+
+
+def homography_inverse(q_core: np.ndarray) -> np.ndarray:
+    """Closed-form H(q)^-1 = adj(H) / det(H)."""
+    pose = pack_pose(q_core)
+    adj = pose[6:15].reshape(3, 3)
+    a, b, tx, ty, p, r = pose[:6]
+    det = a * adj[0, 0] - b * adj[1, 0] + tx * adj[2, 0]
+    return adj / det
+
+
+def forward(q_core: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Project rotor-plane points u (n, 2) into the image: z = pi(H [u; 1])."""
+    u = np.asarray(u, dtype=np.float64)
+    if u.ndim != 2 or u.shape[1] != 2:
+        raise ValueError(f'u must have shape (n, 2), got {u.shape}')
+    H = homography(q_core)
+    zt = u @ H[:, :2].T + H[:, 2]
+    return zt[:, :2] / zt[:, 2:3]
+
+
+def backwarp(q_core: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Back-warp image points to the rotor plane, u = pi(H^-1 [z; 1]).
+
+    Parameters
+    ----------
+    q_core : numpy.ndarray
+        [log s, psi, tx, ty, p31, p32].
+    x, y : numpy.ndarray
+        Pixel coordinates (any real dtype), same length.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n, 2) rotor-plane points in tip radii.
+    """
+    pose = pack_pose(q_core)
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError('x and y must be 1-D arrays of the same length')
+    u = np.empty((x.shape[0], 2))
+    _backwarp_many(pose, x, y, u)
+    return u
+
+
+def backwarp_jacobian(q_core: np.ndarray, x: np.ndarray,
+                      y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Back-warp and its analytic Jacobian du/dq_core.
+
+    Returns
+    -------
+    u : numpy.ndarray
+        (n, 2) rotor-plane points.
+    J : numpy.ndarray
+        (n, 2, 6) derivatives of u with respect to
+        [log s, psi, tx, ty, p31, p32].
+
+    Notes
+    -----
+    Paper Sec. 3.1 requires du/dq in R^{2x6}; it is obtained by implicit
+    differentiation of z = pi(H(q) [u; 1]) (see ``_du_dq``).
+    """
+    pose = pack_pose(q_core)
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError('x and y must be 1-D arrays of the same length')
+    u = np.empty((x.shape[0], 2))
+    J = np.empty((x.shape[0], 2, 6))
+    _jacobian_many(pose, x, y, u, J)
+    return u, J

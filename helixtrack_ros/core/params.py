@@ -1,0 +1,292 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Tracker parameters and rotor initialisation.
+
+:class:`TrackerParams` holds every tunable number of the HelixTrack tracker.
+Defaults are the paper's settings (supplement S3) completed with the values of
+the authors' released configuration (see ``shared/notes/helixtrack-facts.md``);
+where this package deliberately differs the field description says so.
+:class:`RotorInit` is the coarse initial state of one rotor (the detector
+output the paper assumes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+import math
+from typing import Any
+
+# name -> (description, unit, min, max); min/max None = unbounded
+_DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
+    # --- phase EKF (Sec. 3.3 / 3.4)
+    'kappa': ('von Mises concentration of the phase gate w_vm (0 = no gating)', '', 0.0, 1e4),
+    'q_jerk': ('white-jerk spectral density of the phase model', 'rad^2/s^5', 0.0, 1e12),
+    'p0_phase_rad2': ('initial variance of the B-fold phase', 'rad^2', 1e-12, 1e6),
+    'p0_omega_rad2_s2': ('initial variance of the B-fold phase rate', 'rad^2/s^2', 1e-12, 1e12),
+    'p0_alpha_rad2_s4': ('initial variance of the phase acceleration', 'rad^2/s^4', 1e-12,
+                         1e16),
+    'sigma0_rad2': ('nominal phase noise sigma0^2 of R = sigma0^2 / max(w_vm w_ring, eps); '
+                    'default 1/kappa', 'rad^2', 1e-9, 1e3),
+    'r_floor': ('eps of R = sigma0^2 / max(w_vm w_ring, eps)', '', 1e-12, 1.0),
+    'sigma_ring': ('width of the tip ring gate w_ring around r = 1', 'tip radii', 1e-3, 10.0),
+    # --- annulus
+    'r_in': ('inner radius of the informative annulus', 'tip radii', 0.0, 10.0),
+    'r_out': ('outer radius of the informative annulus', 'tip radii', 0.01, 10.0),
+    # --- loss weights (Eq. loss)
+    'lambda_phi': ('weight of the phase residual', '', 0.0, 1e6),
+    'lambda_r': ('weight of the radial residual', '', 0.0, 1e6),
+    'lambda_pol': ('weight of the polarity residual', '', 0.0, 1e6),
+    'lambda_band': ('weight of the soft annulus barriers', '', 0.0, 1e6),
+    'lambda_bto': ('weight of the balanced tip occupancy penalty (per batch event)', '',
+                   0.0, 1e6),
+    'lambda_reg': ('weight of the perspective regulariser (p31^2 + p32^2, per batch event)', '',
+                   0.0, 1e9),
+    'pol_c_on_rad': ('expected phase residual c+ of ON events', 'rad', -math.pi, math.pi),
+    'pol_c_off_rad': ('expected phase residual c- of OFF events', 'rad', -math.pi, math.pi),
+    'pol_scale': ('c_pol of the polarity residual', '', 0.0, 1e3),
+    'band_scale': ('c_b of the soft annulus barriers', '', 0.0, 1e3),
+    'band_tau': ('softplus temperature of the annulus barriers', 'tip radii', 1e-4, 10.0),
+    # --- balanced tip occupancy (S1)
+    'bto_sigma_core': ('width of the core occupancy band at r = 1', 'tip radii', 1e-4, 1.0),
+    'bto_delta': ('offset of the inside / outside bands from r = 1', 'tip radii', 0.0, 1.0),
+    'bto_sigma_band': ('width of the inside / outside occupancy bands', 'tip radii', 1e-4, 1.0),
+    'bto_min_px': ('lower bound of every band width and offset', 'px', 0.0, 100.0),
+    'bto_tau': ('softplus temperature of the occupancy penalties', '', 1e-4, 10.0),
+    'bto_p_in_min': ('lower bound of p_in = C_in / C_core (negative = off)', '', -1.0, 100.0),
+    'bto_p_in_max': ('upper bound of p_in (negative = off)', '', -1.0, 100.0),
+    'bto_p_out_min': ('lower bound of p_out = C_out / C_core (negative = off)', '', -1.0, 100.0),
+    'bto_p_out_max': ('upper bound of p_out (negative = off)', '', -1.0, 100.0),
+    # --- robust weights
+    'huber_phi_rad': ('Huber threshold of the phase residual', 'rad', 1e-6, 10.0),
+    'huber_r': ('Huber threshold of the radial residual', 'tip radii', 1e-6, 10.0),
+    # --- Gauss-Newton
+    'gn_damping': ('diagonal damping mu: A_ii <- A_ii (1 + mu) + mu', '', 0.0, 1e6),
+    'gamma_scale': ('step gain of log-scale', '', 0.0, 100.0),
+    'gamma_rot': ('step gain of the in-plane rotation psi', '', 0.0, 100.0),
+    'gamma_t': ('step gain of the translation tx, ty', '', 0.0, 100.0),
+    'gamma_persp': ('step gain of the perspective terms p31, p32', '', 0.0, 100.0),
+    'gn_forget': ('forgetting factor rho of the normal equations after a solve', '', 0.0, 1.0),
+    'gn_min_events': ('a pose batch with fewer in-annulus events is not solved (deferred)', '',
+                      0, 1e9),
+    'gn_target_events': ('GN accumulates every k-th in-annulus event, k chosen so a pose batch '
+                         'holds about this many (0 = every event, as the paper)', '', 0, 1e9),
+    'gn_max_step': ('largest |step| of log-scale and perspective per solve; translation is '
+                    'limited to gn_max_step tip radii', '', 1e-6, 10.0),
+    'pose_timer_us': ('pose solve also when this much stream time passed (0 = off)', 'us',
+                      0, 1e12),
+    'pose_max_events': ('pose solve also after this many in-annulus events (0 = off)', '',
+                        0, 1e12),
+    # --- rotation sign / phase acquisition
+    'sign_events': ('in-ring events kept (evenly thinned) for the rotation-sign and phase '
+                    'acquisition', '', 16, 1e6),
+    'sign_turns': ('the acquisition window spans at least this many predicted shaft turns', '',
+                   0.0, 100.0),
+    'sign_margin': ('relative lead the winning rotation sign needs, else +1', '', 0.0, 10.0),
+    'sign_rpm_span': ('relative RPM search span of the acquisition (+-)', '', 0.0, 0.95),
+    # --- region of interest
+    'bbox_margin_px': ('margin around the projected r_out circle of bbox_px()', 'px', 0.0,
+                       1e4),
+}
+
+_INT_FIELDS = {'gn_min_events', 'gn_target_events', 'pose_timer_us', 'pose_max_events',
+               'sign_events'}
+
+
+@dataclass(frozen=True)
+class TrackerParams:
+    """Every parameter of the HelixTrack tracker (immutable).
+
+    The field meanings, units and ranges are in :meth:`describe`. Defaults:
+    paper supplement S3 (q_jerk, lambda_*, r_in, r_out, gamma_t, gamma_persp)
+    and the released configuration (kappa, P0, sigma_ring, BTO bands, Huber
+    thresholds, damping, forgetting, minimum batch, 100 ms pose timer).
+
+    Notes
+    -----
+    Deliberate differences from the paper / release (see the modules):
+
+    - ``sigma0_rad2``: the paper's heteroscedastic R = sigma0^2 / max(w_vm
+      w_ring, eps) is used (the release drops w_vm); sigma0^2 = 1 / kappa
+      makes it equal the release's R for events on the predicted phase.
+    - ``lambda_bto`` and ``lambda_reg`` act per batch event (the penalty is
+      multiplied by the batch's event count) so that they keep the same
+      strength relative to the per-event data terms whatever the rate.
+    - ``gn_target_events``: Gauss-Newton accumulates a deterministic
+      subsample of in-annulus events (speed); 0 restores the paper.
+    - ``bto_p_in_min = 0.55`` (release 0.5) tightens the scale dead band.
+    """
+
+    # phase EKF
+    kappa: float = 22.0
+    q_jerk: float = 400.0
+    p0_phase_rad2: float = 1.0
+    p0_omega_rad2_s2: float = 100.0
+    p0_alpha_rad2_s4: float = 1e4
+    sigma0_rad2: float = 1.0 / 22.0
+    r_floor: float = 1e-3
+    sigma_ring: float = 0.15
+    # annulus
+    r_in: float = 0.2
+    r_out: float = 1.5
+    # loss weights
+    lambda_phi: float = 1.0
+    lambda_r: float = 1.0
+    lambda_pol: float = 0.25
+    lambda_band: float = 5.0
+    lambda_bto: float = 1.0
+    lambda_reg: float = 0.01
+    pol_c_on_rad: float = 0.25
+    pol_c_off_rad: float = -0.25
+    pol_scale: float = 1.0
+    band_scale: float = 1.0
+    band_tau: float = 0.05
+    # balanced tip occupancy
+    bto_sigma_core: float = 0.06
+    bto_delta: float = 0.03
+    bto_sigma_band: float = 0.02
+    bto_min_px: float = 1.0
+    bto_tau: float = 0.05
+    bto_p_in_min: float = 0.5
+    bto_p_in_max: float = -1.0
+    bto_p_out_min: float = -1.0
+    bto_p_out_max: float = 0.5
+    # robust weights
+    huber_phi_rad: float = 0.6
+    huber_r: float = 0.3
+    # Gauss-Newton
+    gn_damping: float = 1e-3
+    gamma_scale: float = 1.0
+    gamma_rot: float = 1.0
+    gamma_t: float = 6.0
+    gamma_persp: float = 1.0
+    gn_forget: float = 0.5
+    gn_min_events: int = 2000
+    gn_target_events: int = 6000
+    gn_max_step: float = 0.1
+    pose_timer_us: int = 100_000
+    pose_max_events: int = 0
+    # rotation sign / phase acquisition
+    sign_events: int = 5000
+    sign_turns: float = 0.5
+    sign_margin: float = 0.02
+    sign_rpm_span: float = 0.3
+    # region of interest
+    bbox_margin_px: float = 4.0
+
+    def __post_init__(self) -> None:
+        """Check types and ranges; raise ValueError naming the field."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f'tracker parameter {f.name} must be a number, got {value!r}')
+            if f.name in _INT_FIELDS:
+                if float(value) != int(value):
+                    raise ValueError(f'tracker parameter {f.name} must be an integer, got '
+                                     f'{value!r}')
+                object.__setattr__(self, f.name, int(value))
+            else:
+                object.__setattr__(self, f.name, float(value))
+            value = getattr(self, f.name)
+            if not math.isfinite(value):
+                raise ValueError(f'tracker parameter {f.name} must be finite, got {value!r}')
+            _, _, lo, hi = _DESCRIBE[f.name]
+            if (lo is not None and value < lo) or (hi is not None and value > hi):
+                raise ValueError(f'tracker parameter {f.name}={value!r} is outside '
+                                 f'[{lo}, {hi}]')
+        if self.r_out <= self.r_in:
+            raise ValueError(f'tracker parameter r_out={self.r_out} must exceed '
+                             f'r_in={self.r_in}')
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrackerParams:
+        """Build parameters from a mapping; missing keys keep their default.
+
+        Raises
+        ------
+        ValueError
+            A key is unknown or a value is not a number / out of range.
+        """
+        known = {f.name for f in fields(cls)}
+        for key in d:
+            if key not in known:
+                raise ValueError(f'unknown tracker parameter {key!r}')
+        return cls(**dict(d))
+
+    def to_dict(self) -> dict[str, float | int]:
+        """Return all fields as a plain dict."""
+        return asdict(self)
+
+    @classmethod
+    def describe(cls) -> dict[str, tuple[str, str, float | None, float | None]]:
+        """Describe every field: name -> (description, unit, min, max)."""
+        return {f.name: _DESCRIBE[f.name] for f in fields(cls)}
+
+
+@dataclass(frozen=True)
+class RotorInit:
+    """Coarse initial state of one rotor (detector output).
+
+    Attributes
+    ----------
+    name : str
+        Rotor name (non-empty).
+    center_px : tuple of float
+        Rotor centre in the image (x, y) [px] = (tx, ty).
+    radius_px : float
+        Blade tip radius [px] = homography scale s (> 0).
+    rpm_shaft : float
+        Initial shaft RPM (> 0).
+    blades : int
+        Blade count B (1..16).
+    direction : int
+        +1 / -1 (see docs/ARCHITECTURE.md) or 0 = estimate.
+    psi_rad : float
+        In-plane rotation psi [rad].
+    perspective : tuple of float
+        (p31, p32) of the homography.
+    """
+
+    name: str
+    center_px: tuple[float, float]
+    radius_px: float
+    rpm_shaft: float
+    blades: int
+    direction: int = 0
+    psi_rad: float = 0.0
+    perspective: tuple[float, float] = (0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        """Validate; raise ValueError naming the field."""
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError('rotor name must be a non-empty string')
+        try:
+            cx, cy = (float(v) for v in self.center_px)
+        except (TypeError, ValueError):
+            raise ValueError(f'rotor {self.name}: center_px must be two numbers') from None
+        object.__setattr__(self, 'center_px', (cx, cy))
+        try:
+            px, py = (float(v) for v in self.perspective)
+        except (TypeError, ValueError):
+            raise ValueError(f'rotor {self.name}: perspective must be two numbers') from None
+        object.__setattr__(self, 'perspective', (px, py))
+        for key in ('radius_px', 'rpm_shaft', 'psi_rad'):
+            object.__setattr__(self, key, float(getattr(self, key)))
+        if not all(math.isfinite(v) for v in (cx, cy, px, py, self.psi_rad)):
+            raise ValueError(f'rotor {self.name}: center_px, perspective and psi_rad must be '
+                             'finite')
+        if not (math.isfinite(self.radius_px) and self.radius_px > 0.5):
+            raise ValueError(f'rotor {self.name}: radius_px must be > 0.5, got '
+                             f'{self.radius_px}')
+        if not (math.isfinite(self.rpm_shaft) and self.rpm_shaft > 0.0):
+            raise ValueError(f'rotor {self.name}: rpm_shaft must be > 0, got {self.rpm_shaft}')
+        if isinstance(self.blades, bool) or int(self.blades) != self.blades \
+                or not 1 <= int(self.blades) <= 16:
+            raise ValueError(f'rotor {self.name}: blades must be an integer in 1..16, got '
+                             f'{self.blades}')
+        object.__setattr__(self, 'blades', int(self.blades))
+        if self.direction not in (-1, 0, 1):
+            raise ValueError(f'rotor {self.name}: direction must be -1, 0 or +1, got '
+                             f'{self.direction}')
+        object.__setattr__(self, 'direction', int(self.direction))
+        if max(abs(px), abs(py)) >= 0.9:
+            raise ValueError(f'rotor {self.name}: |perspective| must be < 0.9')

@@ -1,0 +1,493 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""rosbag2 input and output with ``rosbags`` (no ROS installation needed).
+
+Reading: :func:`iter_event_packets` streams ``event_camera_msgs/msg/EventPacket``
+messages of one topic from a sqlite3 or mcap bag (a bag directory, or a single
+``.db3``/``.mcap`` file). The EventPacket type is registered from its message
+definition here, so bags that do not store the definition (e.g. the sqlite3
+bags of older rosbag2 versions) read as well. :func:`iter_messages` reads any
+topic of standard message types (used to read back results).
+
+Writing: :class:`EventBagWriter` writes EventPackets (e.g. simulated streams);
+:class:`ResultBagWriter` writes the tracker outputs with the same topics and
+types as the node publishes.
+
+Errors: a missing path raises ``FileNotFoundError``; a bag that cannot be read,
+a missing topic or a topic of the wrong type raise ``ValueError`` with a
+one-line reason (listing the available topics where it helps).
+"""
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+import re
+from typing import Any
+
+import numpy as np
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.typesys import get_types_from_msg, get_typestore, Stores
+
+#: ROS type name of the event packet message.
+EVENT_PACKET_TYPE = 'event_camera_msgs/msg/EventPacket'
+#: Default topic of the metavision driver.
+DEFAULT_EVENT_TOPIC = '/event_camera/events'
+
+# The field list of event_camera_msgs/msg/EventPacket (ros-event-camera, Apache-2.0).
+_EVENT_PACKET_MSG = """std_msgs/Header header
+uint32 height
+uint32 width
+uint64 seq
+uint64 time_base
+string encoding
+bool is_bigendian
+uint8[] events
+"""
+
+_STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
+_NAME_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
+_NS_PER_S = 1_000_000_000
+
+
+@lru_cache(maxsize=1)
+def typestore() -> Any:
+    """Return the rosbags typestore (ROS 2 Kilted types + EventPacket), shared."""
+    store = get_typestore(Stores.ROS2_KILTED)
+    store.register(get_types_from_msg(_EVENT_PACKET_MSG, EVENT_PACKET_TYPE))
+    return store
+
+
+@dataclass(frozen=True)
+class EventPacketRecord:
+    """One EventPacket read from a bag.
+
+    Attributes
+    ----------
+    stamp_ns : int
+        Header stamp [ns of ROS time].
+    seq : int
+        Packet sequence number.
+    width, height : int
+        Sensor size in pixels.
+    encoding : str
+        Payload encoding, e.g. ``'evt3'``.
+    is_bigendian : bool
+        Byte order of the payload words.
+    time_base : int
+        The message's time base (0 for EVT 3.0; ns for ``mono``).
+    events : numpy.ndarray
+        The payload bytes (uint8).
+    log_time_ns : int
+        Time at which the bag recorded the message [ns].
+    """
+
+    stamp_ns: int
+    seq: int
+    width: int
+    height: int
+    encoding: str
+    is_bigendian: bool
+    time_base: int
+    events: np.ndarray
+    log_time_ns: int
+
+
+def _resolve_bag_path(bag_path: 'str | Path') -> Path:
+    path = Path(bag_path)
+    if not path.exists():
+        raise FileNotFoundError(f'bag not found: {path}')
+    if path.is_dir() and not (path / 'metadata.yaml').exists():
+        files = sorted(path.glob('*.mcap')) + sorted(path.glob('*.db3'))
+        if len(files) != 1:
+            raise FileNotFoundError(
+                f'{path} is not a rosbag2 directory: no metadata.yaml and '
+                f'{len(files)} .mcap/.db3 files')
+        path = files[0]
+    return path
+
+
+def _open(bag_path: 'str | Path') -> Reader:
+    path = _resolve_bag_path(bag_path)
+    try:
+        reader = Reader(path)
+        reader.open()
+    except (FileNotFoundError, PermissionError):
+        raise
+    except Exception as err:  # rosbags, sqlite3, yaml and mcap raise many types
+        raise ValueError(f'cannot read bag {path}: {_one_line(err)}') from err
+    return reader
+
+
+def _one_line(err: BaseException) -> str:
+    text = ' '.join(str(err).split())
+    return f'{type(err).__name__}: {text}' if text else type(err).__name__
+
+
+def _topic_types(reader: Reader) -> dict[str, str]:
+    return {c.topic: c.msgtype for c in reader.connections}
+
+
+def _require_topic(reader: Reader, topic: str, msgtype: 'str | None' = None) -> list:
+    topics = _topic_types(reader)
+    if topic not in topics:
+        avail = ', '.join(f'{t} ({m})' for t, m in sorted(topics.items())) or 'none'
+        raise ValueError(f'topic {topic!r} not in bag {reader.path}; available: {avail}')
+    conns = [c for c in reader.connections if c.topic == topic]
+    if msgtype is not None and any(c.msgtype != msgtype for c in conns):
+        raise ValueError(f'topic {topic!r} has type {topics[topic]}, expected {msgtype}')
+    return conns
+
+
+def list_topics(bag_path: 'str | Path') -> dict[str, str]:
+    """Return the topics of a bag and their message types.
+
+    Parameters
+    ----------
+    bag_path : str or pathlib.Path
+        Bag directory, or a ``.db3``/``.mcap`` file.
+
+    Returns
+    -------
+    dict of str to str
+        Topic name -> ROS message type.
+    """
+    reader = _open(bag_path)
+    try:
+        return dict(sorted(_topic_types(reader).items()))
+    finally:
+        reader.close()
+
+
+def count_messages(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC) -> int:
+    """Return the number of messages of one topic (from the bag's index).
+
+    Parameters
+    ----------
+    bag_path : str or pathlib.Path
+        Bag directory, or a ``.db3``/``.mcap`` file.
+    topic : str
+        Topic name.
+
+    Returns
+    -------
+    int
+        Message count.
+    """
+    reader = _open(bag_path)
+    try:
+        return int(sum(c.msgcount for c in _require_topic(reader, topic)))
+    finally:
+        reader.close()
+
+
+def _stamp_ns(header: Any) -> int:
+    return int(header.stamp.sec) * _NS_PER_S + int(header.stamp.nanosec)
+
+
+def iter_event_packets(bag_path: 'str | Path',
+                       topic: str = DEFAULT_EVENT_TOPIC) -> Iterator[EventPacketRecord]:
+    """Stream the EventPacket messages of one topic, in recording order.
+
+    Parameters
+    ----------
+    bag_path : str or pathlib.Path
+        Bag directory (sqlite3 or mcap), or a ``.db3``/``.mcap`` file.
+    topic : str
+        Topic of ``event_camera_msgs/msg/EventPacket`` messages.
+
+    Yields
+    ------
+    EventPacketRecord
+        One record per message.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the bag does not exist.
+    ValueError
+        If the bag cannot be read, the topic is missing or has another type,
+        or a message cannot be deserialized.
+    """
+    reader = _open(bag_path)
+    try:
+        conns = _require_topic(reader, topic, EVENT_PACKET_TYPE)
+        store = typestore()
+        n = 0
+        it = reader.messages(connections=conns)
+        while True:
+            try:
+                item = next(it)
+            except StopIteration:
+                break
+            except Exception as err:
+                raise ValueError(f'cannot read message {n} of {topic!r} in {reader.path}: '
+                                 f'{_one_line(err)}') from err
+            _, log_time_ns, raw = item
+            try:
+                msg = store.deserialize_cdr(raw, EVENT_PACKET_TYPE)
+            except Exception as err:
+                raise ValueError(f'corrupt EventPacket {n} on {topic!r} in {reader.path}: '
+                                 f'{_one_line(err)}') from err
+            n += 1
+            yield EventPacketRecord(
+                stamp_ns=_stamp_ns(msg.header), seq=int(msg.seq), width=int(msg.width),
+                height=int(msg.height), encoding=str(msg.encoding),
+                is_bigendian=bool(msg.is_bigendian), time_base=int(msg.time_base),
+                events=np.asarray(msg.events, dtype=np.uint8), log_time_ns=int(log_time_ns))
+    finally:
+        reader.close()
+
+
+def iter_messages(bag_path: 'str | Path',
+                  topics: 'Iterable[str] | None' = None) -> Iterator[tuple[str, int, Any]]:
+    """Stream deserialized messages of standard types (and EventPacket).
+
+    Parameters
+    ----------
+    bag_path : str or pathlib.Path
+        Bag directory, or a ``.db3``/``.mcap`` file.
+    topics : iterable of str, optional
+        Topics to read; all topics when omitted.
+
+    Yields
+    ------
+    tuple of (str, int, object)
+        Topic, log time [ns] and the rosbags message object.
+
+    Raises
+    ------
+    ValueError
+        If a topic is missing, or a type is unknown to the typestore.
+    """
+    reader = _open(bag_path)
+    try:
+        if topics is None:
+            conns = list(reader.connections)
+        else:
+            conns = [c for t in dict.fromkeys(topics) for c in _require_topic(reader, t)]
+        store = typestore()
+        for c in conns:
+            if c.msgtype not in store.types:
+                raise ValueError(f'unknown message type {c.msgtype} on {c.topic!r}')
+        for conn, log_time_ns, raw in reader.messages(connections=conns):
+            try:
+                msg = store.deserialize_cdr(raw, conn.msgtype)
+            except Exception as err:
+                raise ValueError(f'corrupt {conn.msgtype} on {conn.topic!r}: '
+                                 f'{_one_line(err)}') from err
+            yield conn.topic, int(log_time_ns), msg
+    finally:
+        reader.close()
+
+
+class _BagWriterBase:
+    """Owns a rosbags Writer and lazily created connections."""
+
+    def __init__(self, path: 'str | Path', storage: str) -> None:
+        if storage not in _STORAGES:
+            raise ValueError(f'storage must be one of {", ".join(_STORAGES)}, got {storage!r}')
+        self.path = Path(path)
+        if self.path.exists():
+            raise FileExistsError(f'output bag exists already: {self.path}')
+        self._writer = Writer(self.path, version=Writer.VERSION_LATEST,
+                              storage_plugin=_STORAGES[storage])
+        self._conns: dict[str, Any] = {}
+        self._store = typestore()
+        self._open = False
+
+    def open(self) -> None:
+        """Create the bag (called by ``with``)."""
+        if not self._open:
+            self._writer.open()
+            self._open = True
+
+    def close(self) -> None:
+        """Finish the bag and write its metadata (called by ``with``)."""
+        if self._open:
+            self._writer.close()
+            self._open = False
+
+    def __enter__(self):  # noqa: D105
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:  # noqa: D105
+        self.close()
+
+    def _write(self, topic: str, msgtype: str, msg: Any, log_time_ns: int) -> None:
+        if not self._open:
+            raise ValueError(f'bag {self.path} is not open (use it in a with block)')
+        conn = self._conns.get(topic)
+        if conn is None:
+            conn = self._writer.add_connection(topic, msgtype, typestore=self._store)
+            self._conns[topic] = conn
+        self._writer.write(conn, int(log_time_ns), self._store.serialize_cdr(msg, msgtype))
+
+    def _header(self, stamp_ns: int, frame_id: str) -> Any:
+        stamp_ns = int(stamp_ns)
+        if stamp_ns < 0:
+            raise ValueError(f'stamp_ns must be >= 0, got {stamp_ns}')
+        t = self._store.types['builtin_interfaces/msg/Time']
+        h = self._store.types['std_msgs/msg/Header']
+        return h(stamp=t(sec=stamp_ns // _NS_PER_S, nanosec=stamp_ns % _NS_PER_S),
+                 frame_id=frame_id)
+
+
+class EventBagWriter(_BagWriterBase):
+    """Write EventPacket messages to a new bag.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        Bag directory to create (must not exist).
+    topic : str
+        Topic name.
+    storage : str
+        ``'mcap'`` or ``'sqlite3'``.
+
+    Examples
+    --------
+    >>> with EventBagWriter('out_bag') as w:            # doctest: +SKIP
+    ...     w.write(stamp_ns, seq, payload)
+    """
+
+    def __init__(self, path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
+                 storage: str = 'mcap') -> None:
+        super().__init__(path, storage)
+        self.topic = topic
+
+    def write(self, stamp_ns: int, seq: int, payload: 'bytes | np.ndarray', width: int = 1280,
+              height: int = 720, encoding: str = 'evt3', frame_id: str = 'event_camera',
+              time_base: int = 0, log_time_ns: 'int | None' = None) -> None:
+        """Write one EventPacket (little-endian payload).
+
+        Parameters
+        ----------
+        stamp_ns : int
+            Header stamp [ns]; also the bag's log time unless ``log_time_ns`` is given.
+        seq : int
+            Packet sequence number.
+        payload : bytes or numpy.ndarray
+            Encoded events.
+        width, height : int
+            Sensor size.
+        encoding : str
+            Payload encoding.
+        frame_id : str
+            Header frame id.
+        time_base : int
+            Message time base (0 for EVT 3.0, ns for ``mono``).
+        log_time_ns : int, optional
+            Recording time [ns].
+        """
+        if isinstance(payload, np.ndarray):
+            data = np.ascontiguousarray(payload, dtype=np.uint8).reshape(-1)
+        else:
+            data = np.frombuffer(bytes(payload), dtype=np.uint8)
+        cls = self._store.types[EVENT_PACKET_TYPE]
+        msg = cls(header=self._header(stamp_ns, frame_id), height=int(height), width=int(width),
+                  seq=int(seq), time_base=int(time_base), encoding=str(encoding),
+                  is_bigendian=False, events=data)
+        self._write(self.topic, EVENT_PACKET_TYPE, msg,
+                    stamp_ns if log_time_ns is None else log_time_ns)
+
+
+class ResultBagWriter(_BagWriterBase):
+    """Write the tracker outputs with the node's topics and types.
+
+    Topics (``ns`` = namespace):
+
+    - ``<ns>/rotors`` sensor_msgs/msg/JointState: name = rotor names,
+      position = shaft phase [rad], velocity = shaft angular speed [rad/s],
+      effort empty;
+    - ``<ns>/<rotor>/rpm`` std_msgs/msg/Float64: shaft RPM;
+    - ``<ns>/<rotor>/homography`` std_msgs/msg/Float64MultiArray: H (3x3,
+      row-major; dims ``rows`` size 3 stride 9, ``cols`` size 3 stride 3);
+    - ``/diagnostics`` diagnostic_msgs/msg/DiagnosticArray.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        Bag directory to create (must not exist).
+    namespace : str
+        Topic prefix.
+    storage : str
+        ``'mcap'`` or ``'sqlite3'``.
+    frame_id : str
+        Header frame id.
+    """
+
+    def __init__(self, path: 'str | Path', namespace: str = '/helixtrack',
+                 storage: str = 'mcap', frame_id: str = 'event_camera') -> None:
+        super().__init__(path, storage)
+        ns = '/' + namespace.strip('/')
+        self.namespace = '' if ns == '/' else ns
+        self.frame_id = frame_id
+
+    def write_packet_outputs(self, stamp_ns: int, rotors: 'list[dict]') -> None:
+        """Write the outputs of one processed packet.
+
+        Parameters
+        ----------
+        stamp_ns : int
+            ROS time of the outputs [ns] (header stamp and log time).
+        rotors : list of dict
+            One dict per rotor with keys ``name``, ``phase_rad``,
+            ``omega_rad_s`` (shaft angular speed), ``rpm_shaft`` and
+            ``homography`` (3x3).
+        """
+        st = self._store.types
+        names, phase, omega = [], [], []
+        for r in rotors:
+            name = str(r['name'])
+            if not _NAME_RE.match(name):
+                raise ValueError(f'rotor name {name!r} is not a valid ROS name token')
+            hom = np.asarray(r['homography'], dtype=np.float64)
+            if hom.shape != (3, 3):
+                raise ValueError(f'homography of {name!r} must be 3x3, got shape {hom.shape}')
+            names.append(name)
+            phase.append(float(r['phase_rad']))
+            omega.append(float(r['omega_rad_s']))
+            base = f'{self.namespace}/{name}'
+            self._write(f'{base}/rpm', 'std_msgs/msg/Float64',
+                        st['std_msgs/msg/Float64'](data=float(r['rpm_shaft'])), stamp_ns)
+            dim = st['std_msgs/msg/MultiArrayDimension']
+            layout = st['std_msgs/msg/MultiArrayLayout'](
+                dim=[dim(label='rows', size=3, stride=9), dim(label='cols', size=3, stride=3)],
+                data_offset=0)
+            self._write(f'{base}/homography', 'std_msgs/msg/Float64MultiArray',
+                        st['std_msgs/msg/Float64MultiArray'](layout=layout,
+                                                             data=hom.reshape(9).copy()),
+                        stamp_ns)
+        js = st['sensor_msgs/msg/JointState'](
+            header=self._header(stamp_ns, self.frame_id), name=names,
+            position=np.asarray(phase, np.float64), velocity=np.asarray(omega, np.float64),
+            effort=np.empty(0, np.float64))
+        self._write(f'{self.namespace}/rotors', 'sensor_msgs/msg/JointState', js, stamp_ns)
+
+    def write_diagnostics(self, stamp_ns: int, statuses: 'list[dict]') -> None:
+        """Write one DiagnosticArray on ``/diagnostics``.
+
+        Parameters
+        ----------
+        stamp_ns : int
+            ROS time [ns].
+        statuses : list of dict
+            Each with ``name``, ``level`` (0 OK, 1 WARN, 2 ERROR, 3 STALE),
+            ``message``, ``hardware_id`` and ``values`` (dict of str to str).
+        """
+        st = self._store.types
+        kv = st['diagnostic_msgs/msg/KeyValue']
+        out = []
+        for s in statuses:
+            level = int(s['level'])
+            if level not in (0, 1, 2, 3):
+                raise ValueError(f'diagnostic level must be 0, 1, 2 or 3, got {level}')
+            out.append(st['diagnostic_msgs/msg/DiagnosticStatus'](
+                level=level, name=str(s['name']), message=str(s.get('message', '')),
+                hardware_id=str(s.get('hardware_id', '')),
+                values=[kv(key=str(k), value=str(v)) for k, v in s.get('values', {}).items()]))
+        msg = st['diagnostic_msgs/msg/DiagnosticArray'](
+            header=self._header(stamp_ns, self.frame_id), status=out)
+        self._write('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', msg, stamp_ns)

@@ -1,0 +1,785 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The ``helixtrack_node`` ROS 2 node: event packets in, rotor states out.
+
+ROS plumbing only; all processing lives in :mod:`helixtrack_ros.pipeline`.
+
+Topics
+------
+``~/events`` (in, ``event_camera_msgs/msg/EventPacket``)
+    Best effort, keep-last 1000, volatile (what ``metavision_driver``
+    offers); QoS overridable through ``qos_overrides.*`` parameters.
+``~/rotors`` (``sensor_msgs/JointState``)
+    One per packet: name = rotor names, position = shaft phase [rad],
+    velocity = shaft angular speed [rad/s], effort empty.
+``~/<rotor>/rpm`` (``std_msgs/Float64``)
+    Shaft RPM, one per packet.
+``~/<rotor>/homography`` (``std_msgs/Float64MultiArray``)
+    Rotor plane -> image homography, 3 x 3 row-major.
+``/diagnostics`` (``diagnostic_msgs/DiagnosticArray``)
+    Once a second: the pipeline's statuses plus one for the node.
+``~/debug_image`` (``sensor_msgs/Image``, off by default)
+    Event frame with each rotor's tracked ellipse and RPM.
+
+Parameters
+----------
+``rotor_names`` and ``rotors.<name>.{center_px, radius_px, rpm, blades,
+direction, psi_rad, perspective}`` (read only), ``tracker.<field>``
+(reconfigurable, validated), ``realtime_stride``, ``max_stride``,
+``threads``, ``auto_detect`` (read only), ``debug_image_hz``,
+``debug_image_encoding``, ``debug_image_window_ms`` (reconfigurable),
+``diagnostics_period_s`` (read only).
+"""
+
+from __future__ import annotations
+
+import array
+from collections import deque
+from collections.abc import Callable
+import math
+import re
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from event_camera_msgs.msg import EventPacket
+import numpy as np
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
+import rclpy
+from rclpy.clock import Clock, ClockType
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.executors import ExternalShutdownException
+from rclpy.logging import get_logger
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
+
+if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.pipeline import PacketResult, TrackingPipeline
+
+#: Default node name.
+NODE_NAME = 'helixtrack'
+
+#: QoS of ``~/events``: what metavision_driver publishes with.
+EVENTS_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
+                        history=HistoryPolicy.KEEP_LAST, depth=1000,
+                        durability=DurabilityPolicy.VOLATILE)
+#: QoS of the per-packet outputs.
+OUTPUT_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
+                        history=HistoryPolicy.KEEP_LAST, depth=10,
+                        durability=DurabilityPolicy.VOLATILE)
+
+#: Rotor parameters: field -> (default or None when required, description, read-only).
+ROTOR_FIELDS: dict[str, tuple[Any, str]] = {
+    'center_px': (None, 'rotor centre in the image [px], [x, y]'),
+    'radius_px': (None, 'blade tip radius in the image [px]'),
+    'rpm': (None, 'initial shaft speed [RPM]'),
+    'blades': (2, 'blade count B'),
+    'direction': (0, 'rotation direction: +1, -1, or 0 = estimate it'),
+    'psi_rad': (0.0, 'in-plane rotation of the rotor plane [rad]'),
+    'perspective': ([0.0, 0.0], 'perspective terms [p31, p32] of the homography'),
+}
+
+_NAME_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
+_LEVEL_BYTES = [DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR,
+                DiagnosticStatus.STALE]
+
+
+def _stamp(ns: int) -> Time:
+    """Convert integer nanoseconds to a ``builtin_interfaces/Time``."""
+    ns = max(int(ns), 0)
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _level_byte(level: int) -> bytes:
+    return _LEVEL_BYTES[min(max(int(level), 0), 3)]
+
+
+# ---------------------------------------------------------------------- debug image drawing
+# A 3 x 5 pixel font, one string of 15 bits per glyph (rows top to bottom).
+_GLYPHS = {
+    '0': '111101101101111', '1': '010110010010111', '2': '111001111100111',
+    '3': '111001111001111', '4': '101101111001001', '5': '111100111001111',
+    '6': '111100111101111', '7': '111001001001001', '8': '111101111101111',
+    '9': '111101111001111', '-': '000000111000000', '.': '000000000000010',
+    ' ': '000000000000000', 'R': '110101110101101', 'P': '110101110100100',
+    'M': '101111111101101', '?': '111001011000010',
+}
+_GLYPH_MASKS = {c: np.array([int(b) for b in bits], bool).reshape(5, 3)
+                for c, bits in _GLYPHS.items()}
+
+_LEVEL_RGB = [(0, 200, 0), (230, 180, 0), (230, 0, 0)]
+
+
+def draw_text(img: np.ndarray, text: str, x: int, y: int, color: Any, scale: int = 2) -> None:
+    """Draw ``text`` into ``img`` with the built-in 3 x 5 font (top-left at x, y).
+
+    Parameters
+    ----------
+    img : numpy.ndarray
+        (H, W) or (H, W, 3) uint8 image, changed in place.
+    text : str
+        Digits, ``-``, ``.``, space and the letters R, P, M; others show as ``?``.
+    x, y : int
+        Top-left corner [px].
+    color : int or tuple of int
+        Grey value or RGB triple.
+    scale : int
+        Pixel size of one font dot.
+    """
+    h, w = img.shape[:2]
+    for i, ch in enumerate(text):
+        mask = _GLYPH_MASKS.get(ch.upper(), _GLYPH_MASKS['?'])
+        big = np.kron(mask, np.ones((scale, scale), bool))
+        x0 = x + i * 4 * scale
+        y0 = y
+        ys, xs = np.nonzero(big)
+        ys = ys + y0
+        xs = xs + x0
+        keep = (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
+        img[ys[keep], xs[keep]] = color
+
+
+def ellipse_points(H: np.ndarray, n: int = 180) -> np.ndarray:
+    """Project the unit circle of the rotor plane into the image.
+
+    Parameters
+    ----------
+    H : numpy.ndarray
+        3 x 3 homography, rotor plane -> image.
+    n : int
+        Number of samples.
+
+    Returns
+    -------
+    numpy.ndarray
+        (m, 2) float image points (x, y); points behind the camera are dropped.
+    """
+    a = np.linspace(0.0, 2.0 * np.pi, n, endpoint=False)
+    u = np.stack([np.cos(a), np.sin(a), np.ones_like(a)])
+    z = np.asarray(H, dtype=np.float64).reshape(3, 3) @ u
+    ok = z[2] > 1e-9
+    return np.stack([z[0, ok] / z[2, ok], z[1, ok] / z[2, ok]], axis=1)
+
+
+def draw_polyline(img: np.ndarray, pts: np.ndarray, color: Any, closed: bool = True) -> None:
+    """Draw straight segments through ``pts`` (2 px thick) into ``img``."""
+    if len(pts) < 2:
+        return
+    h, w = img.shape[:2]
+    p = np.asarray(pts, dtype=np.float64)
+    q = np.roll(p, -1, axis=0) if closed else p[1:]
+    p = p if closed else p[:-1]
+    seg = np.maximum(np.abs(q - p).max(axis=1), 1.0)
+    steps = np.minimum(np.ceil(seg).astype(np.int64), 4096)
+    xs, ys = [], []
+    for (x0, y0), (x1, y1), k in zip(p, q, steps, strict=True):
+        t = np.linspace(0.0, 1.0, int(k) + 1)
+        xs.append(x0 + (x1 - x0) * t)
+        ys.append(y0 + (y1 - y0) * t)
+    x = np.rint(np.concatenate(xs)).astype(np.int64)
+    y = np.rint(np.concatenate(ys)).astype(np.int64)
+    for dx, dy in ((0, 0), (1, 0), (0, 1), (1, 1)):
+        xx, yy = x + dx, y + dy
+        keep = (xx >= 0) & (xx < w) & (yy >= 0) & (yy < h)
+        img[yy[keep], xx[keep]] = color
+
+
+def render_debug_image(width: int, height: int, events: Any, rotors: list[Any],
+                       encoding: str = 'mono8') -> np.ndarray:
+    """Render an event frame with each rotor's ellipse and RPM.
+
+    Parameters
+    ----------
+    width, height : int
+        Image size [px].
+    events : sequence of (x, y, p) array triples
+        Events to accumulate (ON brighter, OFF darker).
+    rotors : list of RotorOutput
+        Rotor states (``homography``, ``rpm_shaft``, ``level``).
+    encoding : str
+        ``mono8`` or ``rgb8``.
+
+    Returns
+    -------
+    numpy.ndarray
+        (height, width) or (height, width, 3) uint8 image.
+    """
+    rgb = encoding == 'rgb8'
+    img = np.full((height, width, 3) if rgb else (height, width), 128, np.uint8)
+    for x, y, p in events:
+        x = np.asarray(x, np.int64)
+        y = np.asarray(y, np.int64)
+        on = np.asarray(p) > 0
+        keep = (x < width) & (y < height)
+        xk, yk, onk = x[keep], y[keep], on[keep]
+        if rgb:
+            img[yk[onk], xk[onk]] = (255, 255, 255)
+            img[yk[~onk], xk[~onk]] = (0, 0, 0)
+        else:
+            img[yk[onk], xk[onk]] = 255
+            img[yk[~onk], xk[~onk]] = 0
+    for r in rotors:
+        H = np.asarray(r.homography, dtype=np.float64).reshape(3, 3)
+        if not np.all(np.isfinite(H)):
+            continue
+        color: Any = _LEVEL_RGB[min(max(int(r.level), 0), 2)] if rgb else 255
+        pts = ellipse_points(H)
+        draw_polyline(img, pts, color)
+        c = H @ np.array([0.0, 0.0, 1.0])
+        if abs(c[2]) < 1e-9 or len(pts) == 0:
+            continue
+        cx, cy = c[0] / c[2], c[1] / c[2]
+        draw_polyline(img, np.array([[cx - 4, cy], [cx + 4, cy]]), color, closed=False)
+        draw_polyline(img, np.array([[cx, cy - 4], [cx, cy + 4]]), color, closed=False)
+        rpm = r.rpm_shaft
+        text = (f'{rpm:.0f}' if math.isfinite(rpm) else '?') + ' RPM'
+        top = int(pts[:, 1].min()) - 14
+        if top < 0:
+            top = int(pts[:, 1].max()) + 4
+        draw_text(img, text, int(cx) - len(text) * 4, top, color, scale=2)
+    return img
+
+
+# ---------------------------------------------------------------------- the node
+class _Window:
+    """Counters over one diagnostics period."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.wall0 = time.monotonic()
+        self.packets = 0
+        self.events = 0
+        self.cb_s = 0.0
+        self.cb_max_s = 0.0
+        self.sensor_us = 0
+
+
+class HelixtrackNode(Node):
+    """Track propellers from ``EventPacket`` messages (see module docstring).
+
+    Parameters
+    ----------
+    node_name : str
+        Node name (remappable with ``-r __node:=...``).
+    pipeline_factory : callable, optional
+        ``factory(params: dict) -> TrackingPipeline``; default builds a
+        :class:`helixtrack_ros.pipeline.TrackingPipeline` from
+        ``PipelineConfig.from_ros_params``. Tests inject stand-ins here.
+    warmup : callable, optional
+        Called once before subscribing; default ``TrackingPipeline.warmup``.
+    descriptions : dict, optional
+        ``name -> (description, unit, min, max)`` of the runtime parameters;
+        default ``PipelineConfig.parameter_descriptions()``.
+    defaults : dict, optional
+        Default values of the runtime parameters named in ``descriptions``;
+        default taken from ``PipelineConfig()`` and its ``TrackerParams``.
+    **kwargs
+        Passed to :class:`rclpy.node.Node` (``context``, ``cli_args``, ...).
+    """
+
+    def __init__(self, node_name: str = NODE_NAME, *,
+                 pipeline_factory: Callable[[dict[str, Any]], TrackingPipeline] | None = None,
+                 warmup: Callable[[], float] | None = None,
+                 descriptions: dict[str, tuple[str, str, Any, Any]] | None = None,
+                 defaults: dict[str, Any] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        if pipeline_factory is None or descriptions is None or defaults is None:
+            f, w, d, v = _default_pipeline_api()
+            pipeline_factory = pipeline_factory or f
+            warmup = warmup or w
+            descriptions = descriptions if descriptions is not None else d
+            defaults = defaults if defaults is not None else v
+        self._descriptions = dict(descriptions)
+        self._runtime_types: dict[str, type] = {}
+        self._log = self.get_logger()
+
+        params = self._declare_parameters(defaults)
+        self._warn_unused_overrides()
+        self._pipe = pipeline_factory(params)
+        self.rotor_names = list(self._pipe.rotor_names)
+        for name in self.rotor_names:
+            if not _NAME_RE.match(name) or '__' in name:
+                raise ValueError(f'rotor name "{name}" cannot be a topic name: use letters, '
+                                 'digits and single underscores, starting with a letter')
+
+        # ------------------------------------------------------------- publishers
+        pub_qos = QoSOverridingOptions.with_default_policies()
+        self._pub_rotors = self.create_publisher(JointState, '~/rotors', OUTPUT_QOS,
+                                                 qos_overriding_options=pub_qos)
+        self._pub_rpm = []
+        self._pub_h = []
+        for name in self.rotor_names:
+            self._pub_rpm.append(self.create_publisher(Float64, f'~/{name}/rpm', OUTPUT_QOS))
+            self._pub_h.append(self.create_publisher(Float64MultiArray, f'~/{name}/homography',
+                                                     OUTPUT_QOS))
+        self._pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', OUTPUT_QOS)
+        self._pub_image = self.create_publisher(Image, '~/debug_image',
+                                                QoSProfile(depth=2))
+        self._joint = JointState()
+        self._joint.name = list(self.rotor_names)
+        self._rpm_msgs = [Float64() for _ in self.rotor_names]
+        self._h_msgs = []
+        for _ in self.rotor_names:
+            m = Float64MultiArray()
+            m.layout.dim = [MultiArrayDimension(label='rows', size=3, stride=9),
+                            MultiArrayDimension(label='cols', size=3, stride=3)]
+            m.layout.data_offset = 0
+            self._h_msgs.append(m)
+
+        # ------------------------------------------------------------- state
+        self._last_seq: int | None = None
+        self._last_t_us: int | None = None
+        self._frame_id = ''
+        self._size = (1280, 720)
+        self._last_rotors: list[Any] = []
+        self.counters: dict[str, int] = {
+            'packets': 0, 'events': 0, 'seq_gaps': 0, 'packets_dropped': 0,
+            'seq_restarts': 0, 'packets_refused': 0, 'internal_errors': 0,
+        }
+        self._win = _Window()
+        self._debug_events: deque = deque()
+        self._debug_decoder = None
+        self._debug_decoder_key: tuple | None = None
+        self._debug_timer = None
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        period = float(self.get_parameter('diagnostics_period_s').value)
+        self._diag_timer = self.create_timer(period, self._publish_diagnostics,
+                                             clock=self._steady)
+        self._update_debug_timer()
+
+        # ------------------------------------------------------------- compile, then subscribe
+        if warmup is not None:
+            t0 = time.perf_counter()
+            warmup()
+            self._log.info(f'compiled kernels in {time.perf_counter() - t0:.1f} s')
+        self._sub = self.create_subscription(
+            EventPacket, '~/events', self._on_packet, EVENTS_QOS,
+            qos_overriding_options=QoSOverridingOptions(
+                policy_kinds=(QoSPolicyKind.RELIABILITY, QoSPolicyKind.HISTORY,
+                              QoSPolicyKind.DEPTH, QoSPolicyKind.DURABILITY)))
+        self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
+                       f'[{", ".join(self.rotor_names)}] on {self._sub.topic_name}')
+
+    # ------------------------------------------------------------------ parameters
+    def _declare(self, name: str, default: Any, description: str, *, read_only: bool,
+                 dynamic: bool = False, lo: Any = None, hi: Any = None) -> Any:
+        desc = ParameterDescriptor(description=description, read_only=read_only,
+                                   dynamic_typing=dynamic)
+        if isinstance(default, bool) or (lo is None and hi is None):
+            pass
+        elif isinstance(default, int) and not dynamic:
+            desc.integer_range = [IntegerRange(
+                from_value=int(lo) if lo is not None else -(2 ** 31),
+                to_value=int(hi) if hi is not None else 2 ** 31 - 1, step=0)]
+        else:
+            desc.floating_point_range = [FloatingPointRange(
+                from_value=float(lo) if lo is not None else -math.inf,
+                to_value=float(hi) if hi is not None else math.inf, step=0.0)]
+        if dynamic and default is None:
+            return self.declare_parameter(name, None, desc).value
+        return self.declare_parameter(name, default, desc).value
+
+    def _declare_parameters(self, defaults: dict[str, Any]) -> dict[str, Any]:
+        """Declare every parameter; return the flat dict for the pipeline."""
+        out: dict[str, Any] = {}
+        names = self._declare('rotor_names', None, 'names of the rotors to track; each one '
+                              'needs rotors.<name>.{center_px, radius_px, rpm}',
+                              read_only=True, dynamic=True)
+        if names is None:
+            names = []
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f'rotor_names must be a list of strings, not {names!r}')
+        if len(set(names)) != len(names):
+            raise ValueError(f'rotor_names has duplicates: {list(names)}')
+        names = list(names)
+        out['rotor_names'] = names
+        for name in names:
+            for field, (default, text) in ROTOR_FIELDS.items():
+                key = f'rotors.{name}.{field}'
+                value = self._declare(key, default, text, read_only=True,
+                                      dynamic=True)
+                if value is None:
+                    if default is None:
+                        raise ValueError(f'parameter {key} is missing for rotor "{name}"')
+                    value = default
+                out[key] = self._coerce_rotor(key, value)
+        for key, (text, unit, lo, hi) in self._descriptions.items():
+            default = defaults.get(key)
+            if default is None:
+                continue
+            label = f'{text} [{unit}]' if unit else text
+            bounds = []
+            if lo is not None:
+                bounds.append(f'min {lo}')
+            if hi is not None:
+                bounds.append(f'max {hi}')
+            if bounds:
+                label += f' ({", ".join(bounds)})'
+            runtime = key.startswith('tracker.')
+            is_float = isinstance(default, float)
+            self._runtime_types[key] = type(default)
+            value = self._declare(key, default, label, read_only=not runtime,
+                                  dynamic=is_float, lo=lo, hi=hi)
+            reason = self._check_value(key, value)
+            if reason:
+                raise ValueError(f'parameter {key}: {reason}')
+            out[key] = float(value) if is_float else value
+        for key, default, text in (
+                ('auto_detect', False, 'detect rotors from the stream when none are given'),):
+            if key not in out:
+                out[key] = self._declare(key, defaults.get(key, default), text, read_only=True)
+        self._declare('debug_image_hz', 0.0, 'debug image rate [Hz], 0 = off (min 0, max 60)',
+                      read_only=False, dynamic=True, lo=0.0, hi=60.0)
+        self._declare('debug_image_encoding', 'mono8', 'debug image encoding: mono8 or rgb8',
+                      read_only=False)
+        self._declare('debug_image_window_ms', 10.0,
+                      'sensor time of events drawn in a debug image [ms] (min 0.1, max 1000)',
+                      read_only=False, dynamic=True, lo=0.1, hi=1000.0)
+        self._declare('diagnostics_period_s', 1.0, 'period of /diagnostics [s]',
+                      read_only=True, dynamic=True, lo=0.05, hi=60.0)
+        for key in ('debug_image_hz', 'debug_image_encoding', 'debug_image_window_ms',
+                    'diagnostics_period_s'):
+            reason = self._check_value(key, self.get_parameter(key).value)
+            if reason:
+                raise ValueError(f'parameter {key}: {reason}')
+        return out
+
+    @staticmethod
+    def _coerce_rotor(key: str, value: Any) -> Any:
+        field = key.rsplit('.', 1)[1]
+        try:
+            if field in ('center_px', 'perspective'):
+                seq = [float(v) for v in value]
+                if len(seq) != 2:
+                    raise ValueError
+                return seq
+            if field in ('blades', 'direction'):
+                if isinstance(value, float) and not value.is_integer():
+                    raise ValueError
+                return int(value)
+            if isinstance(value, (str, bool)) or value is None:
+                raise ValueError
+            return float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f'parameter {key} has a bad value: {value!r}') from None
+
+    def _warn_unused_overrides(self) -> None:
+        overrides = getattr(self, '_parameter_overrides', None) or {}
+        unused = sorted(k for k in overrides
+                        if not self.has_parameter(k) and not k.startswith('qos_overrides.')
+                        and k not in ('use_sim_time', 'start_type_description_service'))
+        if unused:
+            self._log.warning('ignoring unknown parameters (typo, or rotor not in '
+                              f'rotor_names?): {", ".join(unused)}')
+
+    def _check_value(self, name: str, value: Any) -> str | None:
+        """Return why ``value`` is refused for ``name``, or None when acceptable."""
+        if name == 'debug_image_encoding':
+            if value not in ('mono8', 'rgb8'):
+                return f'must be "mono8" or "rgb8", not {value!r}'
+            return None
+        if name in ('debug_image_hz', 'debug_image_window_ms', 'diagnostics_period_s'):
+            lo, hi = {'debug_image_hz': (0.0, 60.0), 'debug_image_window_ms': (0.1, 1000.0),
+                      'diagnostics_period_s': (0.05, 60.0)}[name]
+        elif name in self._descriptions:
+            _, _, lo, hi = self._descriptions[name]
+            want = self._runtime_types.get(name)
+            if want is bool:
+                if not isinstance(value, bool):
+                    return f'must be true or false, not {value!r}'
+                return None
+            if want is int and not (isinstance(value, int) and not isinstance(value, bool)):
+                return f'must be an integer, not {value!r}'
+        else:
+            return None
+        if not _is_number(value):
+            return f'must be a number, not {value!r}'
+        if not math.isfinite(float(value)):
+            return f'must be finite, not {value!r}'
+        if lo is not None and value < lo:
+            return f'{value} is below the minimum {lo}'
+        if hi is not None and value > hi:
+            return f'{value} is above the maximum {hi}'
+        return None
+
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        tracker_changes: dict[str, Any] = {}
+        for p in params:
+            reason = self._check_value(p.name, p.value)
+            if reason:
+                return SetParametersResult(successful=False, reason=f'{p.name}: {reason}')
+            if p.name.startswith('tracker.') and p.name in self._descriptions:
+                value = p.value
+                if self._runtime_types.get(p.name) is float:
+                    value = float(value)
+                tracker_changes[p.name[len('tracker.'):]] = value
+        if tracker_changes:
+            try:
+                self._pipe.update_tracker_params(tracker_changes)
+            except (ValueError, TypeError) as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+            self._log.info(f'tracker parameters changed: {tracker_changes}')
+        if any(p.name in ('debug_image_hz', 'debug_image_window_ms') for p in params):
+            # the new values are not stored yet: hand them over
+            self._update_debug_timer({p.name: p.value for p in params})
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ debug image
+    def _debug_param(self, name: str, pending: dict[str, Any] | None = None) -> Any:
+        if pending and name in pending:
+            return pending[name]
+        return self.get_parameter(name).value
+
+    def _update_debug_timer(self, pending: dict[str, Any] | None = None) -> None:
+        hz = float(self._debug_param('debug_image_hz', pending))
+        if self._debug_timer is not None:
+            self.destroy_timer(self._debug_timer)
+            self._debug_timer = None
+        if hz > 0.0:
+            self._debug_timer = self.create_timer(1.0 / hz, self._publish_debug_image,
+                                                  clock=self._steady)
+        else:
+            self._debug_events.clear()
+            self._debug_decoder = None
+
+    def _debug_enabled(self) -> bool:
+        return self._debug_timer is not None
+
+    def _collect_debug_events(self, msg: EventPacket, payload: np.ndarray,
+                              res: PacketResult) -> None:
+        ev = getattr(res, 'events', None)
+        if ev is None:
+            ev = getattr(self._pipe, 'last_events', None)
+        if ev is None:
+            ev = self._decode_for_debug(msg, payload)
+        if ev is None or len(ev.t_us) == 0:
+            return
+        self._debug_events.append((int(ev.t_us[-1]), ev.x, ev.y, ev.p))
+        window_us = float(self.get_parameter('debug_image_window_ms').value) * 1000.0
+        newest = int(ev.t_us[-1])
+        while self._debug_events and (self._debug_events[0][0] < newest - window_us
+                                      or self._debug_events[0][0] > newest):
+            self._debug_events.popleft()
+        while len(self._debug_events) > 2000:
+            self._debug_events.popleft()
+
+    def _decode_for_debug(self, msg: EventPacket, payload: np.ndarray) -> Any:
+        """Decode again, for the debug image only (when the pipeline does not share)."""
+        try:
+            from helixtrack_ros.codecs import make_decoder
+            key = (msg.encoding, int(msg.width), int(msg.height))
+            if key != self._debug_decoder_key:
+                self._debug_decoder = make_decoder(*key)
+                self._debug_decoder_key = key
+            return self._debug_decoder.decode(payload, is_bigendian=bool(msg.is_bigendian),
+                                              time_base=int(msg.time_base)).events
+        except Exception:  # noqa: BLE001 - a debug image must never stop tracking
+            return None
+
+    def _publish_debug_image(self) -> None:
+        w, h = self._size
+        enc = str(self.get_parameter('debug_image_encoding').value)
+        events = [(x, y, p) for _, x, y, p in self._debug_events]
+        img = render_debug_image(w, h, events, self._last_rotors, enc)
+        msg = Image()
+        msg.header.stamp = _stamp(self._last_stamp_ns) if self._last_rotors else \
+            self.get_clock().now().to_msg()
+        msg.header.frame_id = self._frame_id
+        msg.height, msg.width = h, w
+        msg.encoding = enc
+        msg.is_bigendian = 0
+        msg.step = w * (3 if enc == 'rgb8' else 1)
+        msg.data = array.array('B', img.tobytes())
+        self._pub_image.publish(msg)
+
+    _last_stamp_ns = 0
+
+    # ------------------------------------------------------------------ packets
+    def _on_packet(self, msg: EventPacket) -> None:
+        t0 = time.perf_counter()
+        c = self.counters
+        c['packets'] += 1
+        seq = int(msg.seq)
+        if self._last_seq is not None and seq != self._last_seq + 1:
+            if seq > self._last_seq:
+                c['seq_gaps'] += 1
+                c['packets_dropped'] += seq - self._last_seq - 1
+                self._log.warning(f'packets lost: seq {self._last_seq} -> {seq} '
+                                  f'({c["packets_dropped"]} dropped so far)',
+                                  throttle_duration_sec=5.0)
+            else:
+                c['seq_restarts'] += 1
+                self._log.warning(f'sequence restarted: {self._last_seq} -> {seq} '
+                                  '(camera restart?)', throttle_duration_sec=5.0)
+        self._last_seq = seq
+        stamp_ns = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+        payload = np.frombuffer(msg.events, dtype=np.uint8)
+        try:
+            res = self._pipe.process_packet(payload, msg.encoding, int(msg.width),
+                                            int(msg.height), bool(msg.is_bigendian),
+                                            stamp_ns, seq, int(msg.time_base))
+        except Exception as exc:  # noqa: BLE001 - one bad packet must not stop the node
+            c['internal_errors'] += 1
+            self._log.error(f'packet {seq} failed: {type(exc).__name__}: {exc}',
+                            throttle_duration_sec=5.0)
+            return
+        if res.error is not None:
+            c['packets_refused'] += 1
+            self._log.warning(f'packet {seq} refused ({c["packets_refused"]} so far): '
+                              f'{res.error}', throttle_duration_sec=5.0)
+            return
+        self._frame_id = msg.header.frame_id
+        if msg.width and msg.height:
+            self._size = (int(msg.width), int(msg.height))
+        c['events'] += int(res.n_events)
+        self._publish(res)
+        if self._debug_timer is not None:
+            self._collect_debug_events(msg, payload, res)
+
+        win = self._win
+        if self._last_t_us is not None and 0 < res.t_us - self._last_t_us < 1_000_000:
+            win.sensor_us += int(res.t_us - self._last_t_us)
+        if res.n_events:
+            self._last_t_us = int(res.t_us)
+        dt = time.perf_counter() - t0
+        win.packets += 1
+        win.events += int(res.n_events)
+        win.cb_s += dt
+        win.cb_max_s = max(win.cb_max_s, dt)
+
+    def _publish(self, res: PacketResult) -> None:
+        rotors = res.rotors
+        if not rotors:
+            return
+        stamp = _stamp(res.stamp_ns)
+        self._last_stamp_ns = int(res.stamp_ns)
+        self._last_rotors = rotors
+        j = self._joint
+        j.header.stamp = stamp
+        j.header.frame_id = self._frame_id
+        j.position = array.array('d', [float(r.phase_rad) for r in rotors])
+        j.velocity = array.array('d', [float(r.omega_rad_s) for r in rotors])
+        self._pub_rotors.publish(j)
+        for i, r in enumerate(rotors):
+            m = self._rpm_msgs[i]
+            m.data = float(r.rpm_shaft)
+            self._pub_rpm[i].publish(m)
+            h = self._h_msgs[i]
+            h.data = array.array('d', np.asarray(r.homography, np.float64).reshape(9).tobytes())
+            self._pub_h[i].publish(h)
+
+    # ------------------------------------------------------------------ diagnostics
+    def node_status(self) -> dict[str, Any]:
+        """The node's own status for ``/diagnostics`` (resets the rate window)."""
+        win = self._win
+        wall = max(time.monotonic() - win.wall0, 1e-9)
+        sensor_s = win.sensor_us * 1e-6
+        load = win.cb_s / sensor_s if sensor_s > 0 else 0.0
+        c = self.counters
+        values = {
+            'events_per_s_in': f'{win.events / wall:.0f}',
+            'packets_per_s_in': f'{win.packets / wall:.1f}',
+            'processing_load': f'{load:.3f}',
+            'callback_ms_mean': f'{1e3 * win.cb_s / max(win.packets, 1):.3f}',
+            'callback_ms_max': f'{1e3 * win.cb_max_s:.3f}',
+            'packets_dropped': str(c['packets_dropped']),
+            'seq_gaps': str(c['seq_gaps']),
+            'decode_errors': str(c['packets_refused']),
+        }
+        values.update({k: str(v) for k, v in c.items() if k not in values})
+        level, message = 0, 'ok'
+        if win.packets == 0:
+            level, message = 0, 'waiting for events'
+        if c['packets_refused'] or c['internal_errors']:
+            level, message = 1, 'bad packets seen'
+        if load > 1.0:
+            level, message = 1, f'behind real time (load {load:.2f})'
+        win.reset()
+        return {'name': f'helixtrack: node {self.get_fully_qualified_name()}', 'level': level,
+                'message': message, 'hardware_id': self.get_fully_qualified_name(),
+                'values': values}
+
+    def _publish_diagnostics(self) -> None:
+        statuses = [self.node_status()]
+        try:
+            statuses += list(self._pipe.diagnostics())
+        except Exception as exc:  # noqa: BLE001
+            statuses.append({'name': 'helixtrack: pipeline', 'level': 2,
+                             'message': f'diagnostics failed: {exc}', 'hardware_id': '',
+                             'values': {}})
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        for s in statuses:
+            arr.status.append(DiagnosticStatus(
+                level=_level_byte(s.get('level', 0)), name=str(s.get('name', '')),
+                message=str(s.get('message', '')), hardware_id=str(s.get('hardware_id', '')),
+                values=[KeyValue(key=str(k), value=str(v))
+                        for k, v in (s.get('values') or {}).items()]))
+        self._pub_diag.publish(arr)
+
+    def destroy_node(self) -> None:
+        """Stop the pipeline's workers, then the node."""
+        close = getattr(self._pipe, 'close', None) if hasattr(self, '_pipe') else None
+        if close is not None:
+            close()
+        super().destroy_node()
+
+
+def _default_pipeline_api() -> tuple[Callable, Callable, dict, dict]:
+    """Return (factory, warmup, descriptions, defaults) of the real pipeline."""
+    from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
+
+    def factory(params: dict[str, Any]) -> TrackingPipeline:
+        return TrackingPipeline(PipelineConfig.from_ros_params(params))
+
+    base = PipelineConfig(realtime_stride=True)
+    defaults: dict[str, Any] = {f'tracker.{k}': v for k, v in base.tracker.to_dict().items()}
+    for key in ('realtime_stride', 'max_stride', 'threads', 'auto_detect'):
+        if hasattr(base, key):
+            defaults[key] = getattr(base, key)
+    return factory, TrackingPipeline.warmup, PipelineConfig.parameter_descriptions(), defaults
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the node until Ctrl-C or shutdown; return the exit code."""
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = HelixtrackNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (ValueError, FileNotFoundError, InvalidParameterTypeException,
+            InvalidParameterValueException) as exc:
+        get_logger(NODE_NAME).fatal(f'cannot start: {exc}')
+        code = 1
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,45 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""ROS 2 parameter files shared by the node and the CLI."""
+
+import pytest
+
+from helixtrack_ros.io.params_file import (flatten, load_ros_params, rotor_params_tree,
+                                           unflatten, write_ros_params)
+
+
+def test_round_trip_through_a_ros_parameter_file(tmp_path):
+    rotors = [{'name': 'a', 'center_px': [10, 20], 'radius_px': 30, 'rpm': 4000,
+               'blades': 3, 'direction': -1, 'perspective': [0.01, -0.02]}]
+    tree = rotor_params_tree(rotors)
+    tree['tracker'] = {'q_jerk': 123.0}
+    path = tmp_path / 'p.yaml'
+    write_ros_params(path, tree, header='test file')
+    flat = load_ros_params(path)
+    assert flat['rotor_names'] == ['a']
+    assert flat['rotors.a.center_px'] == [10.0, 20.0]
+    assert flat['rotors.a.blades'] == 3 and flat['rotors.a.direction'] == -1
+    assert flat['rotors.a.perspective'] == [0.01, -0.02]
+    assert flat['tracker.q_jerk'] == 123.0
+    assert path.read_text().startswith('# test file\n/**:')
+    assert unflatten(flatten(tree)) == tree
+
+
+def test_node_specific_section_overrides_wildcard(tmp_path):
+    path = tmp_path / 'p.yaml'
+    path.write_text('/**:\n  ros__parameters:\n    x: 1\n    y: 1\n'
+                    'helixtrack:\n  ros__parameters:\n    y: 2\n')
+    assert load_ros_params(path) == {'x': 1, 'y': 2}
+
+
+def test_bad_files_give_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match='not found'):
+        load_ros_params(tmp_path / 'missing.yaml')
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('just: [a, list\n')
+    with pytest.raises(ValueError, match='not valid YAML'):
+        load_ros_params(bad)
+    other = tmp_path / 'other.yaml'
+    other.write_text('foo:\n  bar: 1\n')
+    with pytest.raises(ValueError, match='ros__parameters'):
+        load_ros_params(other)
