@@ -597,6 +597,9 @@ class HelixtrackNode(Node):
             return None
 
     def _publish_debug_image(self) -> None:
+        if self.counters['packets'] == self._packets_at_image:
+            return  # nothing new since the last image
+        self._packets_at_image = self.counters['packets']
         w, h = self._size
         enc = str(self.get_parameter('debug_image_encoding').value)
         events = [(x, y, p) for _, x, y, p in self._debug_events]
@@ -613,6 +616,7 @@ class HelixtrackNode(Node):
         self._pub_image.publish(msg)
 
     _last_stamp_ns = 0
+    _packets_at_image = -1
 
     # ------------------------------------------------------------------ packets
     def _on_packet(self, msg: EventPacket) -> None:
@@ -705,6 +709,7 @@ class HelixtrackNode(Node):
             'packets_dropped': str(c['packets_dropped']),
             'seq_gaps': str(c['seq_gaps']),
             'decode_errors': str(c['packets_refused']),
+            'last_seq': str(self._last_seq if self._last_seq is not None else -1),
         }
         values.update({k: str(v) for k, v in c.items() if k not in values})
         level, message = 0, 'ok'
@@ -760,13 +765,21 @@ def _default_pipeline_api() -> tuple[Callable, Callable, dict, dict]:
     return factory, TrackingPipeline.warmup, PipelineConfig.parameter_descriptions(), defaults
 
 
-def main(args: list[str] | None = None) -> int:
-    """Run the node until Ctrl-C or shutdown; return the exit code."""
+def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
+    """Run the node until Ctrl-C or shutdown; return the exit code.
+
+    Parameters
+    ----------
+    args : list of str, optional
+        Command line (default ``sys.argv``), with ``--ros-args ...``.
+    **node_kwargs
+        Passed to :class:`HelixtrackNode` (tests inject a pipeline here).
+    """
     rclpy.init(args=args)
     node = None
     code = 0
     try:
-        node = HelixtrackNode()
+        node = HelixtrackNode(**node_kwargs)
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

@@ -4,8 +4,13 @@
 
 import pytest
 
-from helixtrack_ros.io.params_file import (flatten, load_ros_params, rotor_params_tree,
-                                           unflatten, write_ros_params)
+from helixtrack_ros.io.params_file import (
+    flatten,
+    load_ros_params,
+    rotor_params_tree,
+    unflatten,
+    write_ros_params,
+)
 
 
 def test_round_trip_through_a_ros_parameter_file(tmp_path):

@@ -8,8 +8,7 @@ Use :func:`make_decoder` with an EventPacket's ``encoding``, ``width`` and
 
 from helixtrack_ros.codecs.evt3 import Evt3Decoder
 from helixtrack_ros.codecs.mono import MonoDecoder
-from helixtrack_ros.codecs.types import (
-    COUNTER_NAMES, DecodedPacket, UnsupportedEncodingError)
+from helixtrack_ros.codecs.types import COUNTER_NAMES, DecodedPacket, UnsupportedEncodingError
 
 _DECODERS = {
     'evt3': Evt3Decoder,

@@ -27,12 +27,20 @@ stream is a TIME_HIGH.
 
 from collections.abc import Sequence
 
-import numpy as np
 from numba import njit
+import numpy as np
 
 from helixtrack_ros.codecs.evt3 import (
-    ADDR_X, ADDR_Y, EVT3_MAX_SIZE, EXT_TRIGGER, TIME_HIGH, TIME_LOW, VECT_12, VECT_8,
-    VECT_BASE_X)
+    ADDR_X,
+    ADDR_Y,
+    EVT3_MAX_SIZE,
+    EXT_TRIGGER,
+    TIME_HIGH,
+    TIME_LOW,
+    VECT_8,
+    VECT_12,
+    VECT_BASE_X,
+)
 from helixtrack_ros.core.events import EventArrays
 
 #: Longest gap between TIME_HIGH words the encoder leaves (TIME_HIGH steps).
@@ -43,70 +51,66 @@ _E_T = 1     # time last written (-1: none yet)
 _E_Y = 2     # row the decoder holds (-1: unknown)
 
 
-@njit(cache=True, nogil=True, inline='always')
-def _put_time(out, k, t, state):
-    ah = t >> 12
-    if ah != state[_E_HIGH]:
-        if state[_E_HIGH] >= 0:
-            while ah - state[_E_HIGH] >= TIME_HIGH_FILL_STEPS:
-                state[_E_HIGH] += TIME_HIGH_FILL_STEPS
-                out[k] = (TIME_HIGH << 12) | (state[_E_HIGH] & 0xFFF)
-                k += 1
-        out[k] = (TIME_HIGH << 12) | (ah & 0xFFF)
-        k += 1
-        state[_E_HIGH] = ah
-        out[k] = (TIME_LOW << 12) | (t & 0xFFF)
-        k += 1
-        state[_E_T] = t
-    elif t != state[_E_T]:
-        out[k] = (TIME_LOW << 12) | (t & 0xFFF)
-        k += 1
-        state[_E_T] = t
-    return k
-
-
 @njit(cache=True, nogil=True)
 def _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
     """Write EVT 3.0 words of events and triggers into ``out``; returns the count."""
     n = t.shape[0]
     ntr = tr_t.shape[0]
+    last_high = state[_E_HIGH]
+    last_t = state[_E_T]
+    cur_y = state[_E_Y]
     k = 0
     i = 0
     j = 0
+    # unsigned indices (np.uint64) spare numba's negative-index checks
     while i < n or j < ntr:
-        if j < ntr and (i >= n or tr_t[j] <= t[i]):
-            k = _put_time(out, k, tr_t[j], state)
-            out[k] = (EXT_TRIGGER << 12) | ((tr_id[j] & 0xF) << 8) | (tr_v[j] & 1)
+        is_trig = j < ntr and (i >= n or tr_t[np.uint64(j)] <= t[np.uint64(i)])
+        ti = tr_t[np.uint64(j)] if is_trig else t[np.uint64(i)]
+        if ti != last_t:
+            ah = ti >> 12
+            if ah != last_high:
+                if last_high >= 0:
+                    while ah - last_high >= TIME_HIGH_FILL_STEPS:
+                        last_high += TIME_HIGH_FILL_STEPS
+                        out[np.uint64(k)] = (TIME_HIGH << 12) | (last_high & 0xFFF)
+                        k += 1
+                out[np.uint64(k)] = (TIME_HIGH << 12) | (ah & 0xFFF)
+                k += 1
+                last_high = ah
+            out[np.uint64(k)] = (TIME_LOW << 12) | (ti & 0xFFF)
+            k += 1
+            last_t = ti
+        if is_trig:
+            out[np.uint64(k)] = ((EXT_TRIGGER << 12) | ((np.int64(tr_id[np.uint64(j)]) & 0xF) << 8)
+                                 | (np.int64(tr_v[np.uint64(j)]) & 1))
             k += 1
             j += 1
             continue
-        ti = t[i]
-        k = _put_time(out, k, ti, state)
-        yi = np.int64(y[i])
-        if yi != state[_E_Y]:
-            out[k] = (ADDR_Y << 12) | yi
+        yi = np.int64(y[np.uint64(i)])
+        if yi != cur_y:
+            out[np.uint64(k)] = (ADDR_Y << 12) | yi
             k += 1
-            state[_E_Y] = yi
-        xi = np.int64(x[i])
-        pi = 1 if p[i] != 0 else 0
+            cur_y = yi
+        xi = np.int64(x[np.uint64(i)])
+        pi = np.int64(p[np.uint64(i)] != 0)
         nx = i + 1
-        if not (nx < n and t[nx] == ti and np.int64(y[nx]) == yi
-                and (1 if p[nx] != 0 else 0) == pi
-                and xi < np.int64(x[nx]) < xi + 12):
-            out[k] = (ADDR_X << 12) | (pi << 11) | xi
+        if not (nx < n and t[np.uint64(nx)] == ti and np.int64(y[np.uint64(nx)]) == yi
+                and np.int64(p[np.uint64(nx)] != 0) == pi
+                and xi < np.int64(x[np.uint64(nx)]) < xi + 12):
+            out[np.uint64(k)] = (ADDR_X << 12) | (pi << 11) | xi
             k += 1
-            i += 1
+            i = nx
             continue
         # a vector run starting at column xi
-        out[k] = (VECT_BASE_X << 12) | (pi << 11) | xi
+        out[np.uint64(k)] = (VECT_BASE_X << 12) | (pi << 11) | xi
         k += 1
         base = xi
         last_x = xi - 1
         while True:
             mask = 0
-            while (i < n and t[i] == ti and np.int64(y[i]) == yi
-                   and (1 if p[i] != 0 else 0) == pi):
-                xx = np.int64(x[i])
+            while (i < n and t[np.uint64(i)] == ti and np.int64(y[np.uint64(i)]) == yi
+                   and np.int64(p[np.uint64(i)] != 0) == pi):
+                xx = np.int64(x[np.uint64(i)])
                 if xx <= last_x or xx >= base + 12:
                     break
                 mask |= 1 << (xx - base)
@@ -115,13 +119,28 @@ def _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
             if mask == 0:
                 break
             if last_x - base < 8:
-                out[k] = (VECT_8 << 12) | mask
+                out[np.uint64(k)] = (VECT_8 << 12) | mask
                 base += 8
             else:
-                out[k] = (VECT_12 << 12) | mask
+                out[np.uint64(k)] = (VECT_12 << 12) | mask
                 base += 12
             k += 1
+    state[_E_HIGH] = last_high
+    state[_E_T] = last_t
+    state[_E_Y] = cur_y
     return k
+
+
+@njit(cache=True, nogil=True)
+def _sorted_from(a, lo):
+    """True if ``a`` is non-decreasing and starts at or after ``lo``."""
+    prev = lo
+    for i in range(a.shape[0]):
+        v = a[np.uint64(i)]
+        if v < prev:
+            return False
+        prev = v
+    return True
 
 
 def _check_1d(name: str, a: np.ndarray, n: int) -> None:
@@ -205,7 +224,7 @@ class Evt3Encoder:
         for name, a in (('t_us', t), ('trig_t_us', tr_t)):
             if a.shape[0] == 0:
                 continue
-            if int(a[0]) < max(last, 0) or np.any(np.diff(a) < 0):
+            if not _sorted_from(a, max(last, 0)):
                 raise ValueError(f'{name} must be >= 0, non-decreasing and not before the '
                                  f'previous packet (last time {last} us)')
             t_max = max(t_max, int(a[-1]))

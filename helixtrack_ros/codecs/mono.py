@@ -20,11 +20,15 @@ events. As for EVT 3.0, event times are kept non-decreasing within a stream
 ``time_clamped``), and events outside the sensor are dropped and counted.
 """
 
-import numpy as np
 from numba import njit
+import numpy as np
 
 from helixtrack_ros.codecs.types import (
-    check_geometry, COUNTER_NAMES, DecodedPacket, payload_as_uint8)
+    COUNTER_NAMES,
+    DecodedPacket,
+    check_geometry,
+    payload_as_uint8,
+)
 from helixtrack_ros.core.events import EventArrays
 
 #: Largest sensor size the mono words can address (15-bit y).
@@ -94,7 +98,8 @@ class MonoDecoder:
     @property
     def counters(self) -> dict[str, int]:
         """Cumulative counters since construction or :meth:`reset`."""
-        return {name: int(v) for name, v in zip(COUNTER_NAMES, self._counters)}
+        return {name: int(v)
+                for name, v in zip(COUNTER_NAMES, self._counters, strict=True)}
 
     def decode(self, payload: 'bytes | np.ndarray', is_bigendian: bool = False,
                time_base: int = 0) -> DecodedPacket:

@@ -21,7 +21,7 @@ COUNTER_NAMES: tuple[str, ...] = (
     'out_of_bounds',     # events dropped because x >= width or y >= height
     'odd_bytes',         # trailing bytes that do not make a whole word
     'time_backwards',    # TIME_HIGH words that stepped back (a glitch, not a wrap)
-    'time_wraps',        # 24-bit time wraps crossed
+    'time_wraps',        # 24-bit time wraps of the sensor clock (highest epoch reached)
     'time_clamped',      # time updates held at the last event time to keep t non-decreasing
 )
 

@@ -59,6 +59,15 @@ def _backwarp1(pose, zx, zy):
 
 
 @njit(cache=True, nogil=True)
+def _forward1(pose, ux, uy):
+    """z = pi(H [u; 1]) (Eq. 2)."""
+    w = pose[4] * ux + pose[5] * uy + 1.0
+    zx = (pose[0] * ux - pose[1] * uy + pose[2]) / w
+    zy = (pose[1] * ux + pose[0] * uy + pose[3]) / w
+    return zx, zy
+
+
+@njit(cache=True, nogil=True)
 def _du_dq(pose, zx, zy, ux, uy, J):
     """Analytic du/dq_core (2x6) at an event z with back-warped u.
 

@@ -51,6 +51,8 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
     'bto_delta': ('offset of the inside / outside bands from r = 1', 'tip radii', 0.0, 1.0),
     'bto_sigma_band': ('width of the inside / outside occupancy bands', 'tip radii', 1e-4, 1.0),
     'bto_min_px': ('lower bound of every band width and offset', 'px', 0.0, 100.0),
+    'bto_sectors': ('angular sectors with their own BTO occupancies (1 = paper)', '', 1,
+                    16),
     'bto_tau': ('softplus temperature of the occupancy penalties', '', 1e-4, 10.0),
     'bto_p_in_min': ('lower bound of p_in = C_in / C_core (negative = off)', '', -1.0, 100.0),
     'bto_p_in_max': ('upper bound of p_in (negative = off)', '', -1.0, 100.0),
@@ -70,8 +72,8 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
                       0, 1e9),
     'gn_target_events': ('GN accumulates every k-th in-annulus event, k chosen so a pose batch '
                          'holds about this many (0 = every event, as the paper)', '', 0, 1e9),
-    'gn_max_step': ('largest |step| of log-scale and perspective per solve; translation is '
-                    'limited to gn_max_step tip radii', '', 1e-6, 10.0),
+    'gn_max_step': ('trust region: a solve moves the tip circle by at most this many tip '
+                    'radii', 'tip radii', 1e-6, 10.0),
     'pose_timer_us': ('pose solve also when this much stream time passed (0 = off)', 'us',
                       0, 1e12),
     'pose_max_events': ('pose solve also after this many in-annulus events (0 = off)', '',
@@ -88,7 +90,7 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
                        1e4),
 }
 
-_INT_FIELDS = {'gn_min_events', 'gn_target_events', 'pose_timer_us', 'pose_max_events',
+_INT_FIELDS = {'bto_sectors', 'gn_min_events', 'gn_target_events', 'pose_timer_us', 'pose_max_events',
                'sign_events'}
 
 
@@ -141,15 +143,16 @@ class TrackerParams:
     band_scale: float = 1.0
     band_tau: float = 0.05
     # balanced tip occupancy
-    bto_sigma_core: float = 0.06
-    bto_delta: float = 0.03
-    bto_sigma_band: float = 0.02
+    bto_sigma_core: float = 0.04
+    bto_delta: float = 0.1
+    bto_sigma_band: float = 0.04
     bto_min_px: float = 1.0
-    bto_tau: float = 0.05
-    bto_p_in_min: float = 0.5
-    bto_p_in_max: float = -1.0
+    bto_sectors: int = 8
+    bto_tau: float = 0.02
+    bto_p_in_min: float = 0.62
+    bto_p_in_max: float = 0.68
     bto_p_out_min: float = -1.0
-    bto_p_out_max: float = 0.5
+    bto_p_out_max: float = 0.09
     # robust weights
     huber_phi_rad: float = 0.6
     huber_r: float = 0.3
@@ -162,7 +165,7 @@ class TrackerParams:
     gn_forget: float = 0.5
     gn_min_events: int = 2000
     gn_target_events: int = 6000
-    gn_max_step: float = 0.1
+    gn_max_step: float = 0.02
     pose_timer_us: int = 100_000
     pose_max_events: int = 0
     # rotation sign / phase acquisition

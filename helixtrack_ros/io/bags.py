@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
-from rosbags.typesys import get_types_from_msg, get_typestore, Stores
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 #: ROS type name of the event packet message.
 EVENT_PACKET_TYPE = 'event_camera_msgs/msg/EventPacket'

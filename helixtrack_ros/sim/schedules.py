@@ -63,36 +63,37 @@ class RpmSchedule:
         kt = np.asarray(self.knots_t_us, np.float64)
         out = np.interp(t, kt, np.asarray(self.knots_rpm, np.float64))
         ts = t * 1e-6
-        for a, f, ph in zip(self.sine_amp_rpm, self.sine_freq_hz, self.sine_phase_rad):
+        for a, f, ph in zip(self.sine_amp_rpm, self.sine_freq_hz, self.sine_phase_rad,
+                                strict=True):
             out = out + a * np.sin(2.0 * math.pi * f * ts + ph)
         return out
 
-    def _base_integral(self, t: np.ndarray) -> np.ndarray:
-        """Integral of the base curve from 0 to t [rpm * us]."""
+    def _from_first_knot(self, t: np.ndarray) -> np.ndarray:
+        """Integral of the base curve from the first knot to ``t`` [rpm * us]."""
         kt = np.asarray(self.knots_t_us, np.float64)
         kr = np.asarray(self.knots_rpm, np.float64)
-        cum = self._cum
-        # integral from kt[0] to t, then subtract the part from kt[0] to 0
-        def from_first(tt: np.ndarray) -> np.ndarray:
-            i = np.clip(np.searchsorted(kt, tt, side='right') - 1, 0, kt.size - 1)
-            before = tt < kt[0]
-            dt = tt - kt[i]
-            if kt.size > 1:
-                ii = np.minimum(i, kt.size - 2)
-                slope = (kr[ii + 1] - kr[ii]) / (kt[ii + 1] - kt[ii])
-                slope = np.where(i >= kt.size - 1, 0.0, slope)
-            else:
-                slope = np.zeros_like(tt)
-            val = cum[i] + kr[i] * dt + 0.5 * slope * dt * dt
-            return np.where(before, kr[0] * (tt - kt[0]), val)
-        return from_first(t) - from_first(np.zeros(1))[0]
+        i = np.clip(np.searchsorted(kt, t, side='right') - 1, 0, kt.size - 1)
+        dt = t - kt[i]
+        if kt.size > 1:
+            ii = np.minimum(i, kt.size - 2)
+            slope = (kr[ii + 1] - kr[ii]) / (kt[ii + 1] - kt[ii])
+            slope = np.where(i >= kt.size - 1, 0.0, slope)
+        else:
+            slope = np.zeros_like(t)
+        val = self._cum[i] + kr[i] * dt + 0.5 * slope * dt * dt
+        return np.where(t < kt[0], kr[0] * (t - kt[0]), val)
+
+    def _base_integral(self, t: np.ndarray) -> np.ndarray:
+        """Integral of the base curve from 0 to ``t`` [rpm * us]."""
+        return self._from_first_knot(t) - self._from_first_knot(np.zeros(1))[0]
 
     def shaft_angle(self, t_us: np.ndarray) -> np.ndarray:
         """Unwrapped shaft angle [rad] at ``t_us``: exact integral of :meth:`rpm`."""
         t = np.asarray(t_us, np.float64)
         ang = self._base_integral(t) * RPM_TO_RAD_PER_US
         ts = t * 1e-6
-        for a, f, ph in zip(self.sine_amp_rpm, self.sine_freq_hz, self.sine_phase_rad):
+        for a, f, ph in zip(self.sine_amp_rpm, self.sine_freq_hz, self.sine_phase_rad,
+                                strict=True):
             w = 2.0 * math.pi * f
             # integral over seconds of a*sin(w s + ph), converted rpm*s -> rad
             ang = ang + a * (2.0 * math.pi / 60.0) * (math.cos(ph) - np.cos(w * ts + ph)) / w

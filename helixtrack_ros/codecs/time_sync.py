@@ -1,0 +1,105 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Mapping of sensor time (us) to ROS time (ns).
+
+Each EventPacket gives one sample of the clock offset,
+``offset = header.stamp - t_first`` (both in ns), where ``t_first`` is the
+sensor time of the packet's first event. The stamp is taken by the host when
+the packet's first data arrived, so each sample is the true offset plus a
+positive, jittery transport latency. The least-delayed packets are therefore
+the best ones: the estimate is a *leaky running minimum*
+
+    est_k = min(sample_k, est_{k-1} + creep * (stamp_k - stamp_{k-1})),
+
+Why this choice:
+
+- a minimum rejects the latency jitter (which only ever adds), whereas a mean
+  would be biased by the average latency and follow its bursts;
+- the slow upward creep (default 100 us per s, i.e. 100 ppm) lets the
+  estimate follow a host clock that runs faster than the sensor clock and
+  forget a single unusually early sample; a clock drifting the other way is
+  followed at once because the minimum takes the lower samples;
+- it is O(1) per packet and changes smoothly (no jump when a windowed
+  minimum's best sample leaves the window).
+
+The residual error is about the smallest latency seen recently (a constant
+bias common to all packets, typically well under a millisecond on USB), plus
+the creep accumulated between low-latency packets. A sample more than
+``reset_ns`` (default 1 s) above the estimate means the sensor clock was
+restarted (or a bag looped): the estimate restarts from that sample.
+"""
+
+import numpy as np
+
+
+class TimeMapper:
+    """Sensor-to-ROS time mapping with a leaky running minimum of the offset.
+
+    Parameters
+    ----------
+    creep_ns_per_s : float
+        Upward drift allowed for the offset estimate [ns per s of ROS time].
+    reset_ns : int
+        A sample this much above the estimate restarts the estimate [ns].
+    """
+
+    def __init__(self, creep_ns_per_s: float = 100_000.0, reset_ns: int = 1_000_000_000) -> None:
+        if creep_ns_per_s < 0:
+            raise ValueError(f'creep_ns_per_s must be >= 0, got {creep_ns_per_s}')
+        if reset_ns <= 0:
+            raise ValueError(f'reset_ns must be > 0, got {reset_ns}')
+        self.creep_ns_per_s = float(creep_ns_per_s)
+        self.reset_ns = int(reset_ns)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget all samples."""
+        self._offset_ns: int | None = None
+        self._last_stamp_ns = 0
+        self.n_updates = 0
+        self.n_restarts = 0
+
+    @property
+    def has_estimate(self) -> bool:
+        """True once :meth:`update` was called."""
+        return self._offset_ns is not None
+
+    @property
+    def offset_ns(self) -> int:
+        """Current offset estimate, ROS time minus sensor time [ns]."""
+        if self._offset_ns is None:
+            raise RuntimeError('TimeMapper has no estimate yet: call update() first')
+        return self._offset_ns
+
+    def update(self, stamp_ns: int, t_first_us: int) -> None:
+        """Add one packet's sample.
+
+        Parameters
+        ----------
+        stamp_ns : int
+            The packet's header stamp [ns of ROS time].
+        t_first_us : int
+            Sensor time of the packet's first event [us].
+        """
+        stamp_ns = int(stamp_ns)
+        sample = stamp_ns - int(t_first_us) * 1000
+        self.n_updates += 1
+        if self._offset_ns is None:
+            self._offset_ns = sample
+        else:
+            dt_ns = max(stamp_ns - self._last_stamp_ns, 0)
+            crept = self._offset_ns + int(self.creep_ns_per_s * dt_ns * 1e-9)
+            if sample - crept > self.reset_ns:
+                self.n_restarts += 1
+                self._offset_ns = sample
+            else:
+                self._offset_ns = min(sample, crept)
+        self._last_stamp_ns = stamp_ns
+
+    def to_ros_ns(self, t_us: int) -> int:
+        """Return the ROS time [ns] of a sensor time [us]."""
+        return int(t_us) * 1000 + self.offset_ns
+
+    def to_ros_ns_array(self, t_us: np.ndarray) -> np.ndarray:
+        """Vectorised :meth:`to_ros_ns` (int64 ns)."""
+        return np.asarray(t_us, np.int64) * 1000 + np.int64(self.offset_ns)

@@ -1,0 +1,675 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""HelixTracker: one rotor's per-event phase EKF and batched GN pose (paper Sec. 3).
+
+Per input event (one numba kernel call per batch, state in preallocated
+arrays, so any batch split gives the same result):
+
+1. back-warp u = H^-1 z with the closed-form inverse (Sec. 3.1) and reject
+   events outside the annulus r_in <= |u| <= r_out (compared on |u|^2);
+2. while the rotor is not yet locked: collect in-ring events for the
+   rotation sign and initial phase (:mod:`rotation_sign`);
+3. lazy predict: the EKF is propagated only when an accepted event carries
+   a new timestamp, over the whole gap since the last accepted event; the
+   white-jerk model is linear time-invariant, so F(a) F(b) = F(a + b) and the
+   process noise composes exactly: the result equals predicting per event;
+4. wrapped phase residual (Eq. 3) with polynomial atan2 / cos, gate product
+   w_vm w_ring from one exp, heteroscedastic R, EKF update (Sec. 3.4);
+5. Gauss-Newton accumulation (Sec. 3.5, S1) on every k-th accepted event,
+   k = max(1, events of the previous pose batch // gn_target_events)
+   (k = 1 when gn_target_events = 0, the paper). A solve needs only a few
+   thousand events; the EKF still sees every event;
+6. pose trigger: |(phi - phi_base - zeta B (psi - psi_base)) / B| >= pi
+   (paper), or pose_timer_us of stream time (release: 100 ms), or
+   pose_max_events accepted events; a batch with fewer than gn_min_events
+   accepted events is not solved but keeps accumulating.
+
+Outputs (Sec. 3.6): shaft RPM = 60 |omega| / (2 pi B), its standard
+deviation from P[1, 1], shaft phase = wrap(zeta phi_eff / B) (blade angle
+atan2(u_y, u_x) of one blade in the rotor plane, the phase tracks the middle
+of the blade's two edges), shaft angular speed zeta omega / B.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import NamedTuple
+
+from numba import njit
+import numpy as np
+
+from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.fastmath import _atan2_poly, _cos_poly, _wrap_pi, TWO_PI
+from helixtrack_ros.core.homography import _pack_pose, _POSE_LEN, homography
+from helixtrack_ros.core.params import RotorInit, TrackerParams
+from helixtrack_ros.core.phase_ekf import _predict_s, _update_s
+from helixtrack_ros.core.pose_gn import (_accumulate, _set_bands, _solve, ACC_LEN, ACC_N,
+                                         G_ZETA, pack_gn_params)
+from helixtrack_ros.core.rotation_sign import _acquire
+
+# ---- float state ------------------------------------------------------------------------
+FS_PHI, FS_OM, FS_AL = 0, 1, 2
+FS_P00, FS_P01, FS_P02, FS_P11, FS_P12, FS_P22 = 3, 4, 5, 6, 7, 8
+FS_PHIB, FS_PSIB = 9, 10
+FS_LEN = 11
+
+# ---- int state --------------------------------------------------------------------------
+IS_T = 0           # time of the EKF state x [us]; -1 before the first accepted event
+IS_TMAX = 1        # latest input time [us]; -1 before the first event
+IS_IN = 2          # input events
+IS_USED = 3        # events assimilated by the EKF
+IS_POSE = 4        # pose solves
+IS_BACK = 5        # events whose time went backwards
+IS_ZETA = 6        # rotation sign, 0 while acquiring
+IS_ACQ = 7         # 1 while acquiring sign / phase
+IS_ACQ_N = 8       # buffered acquisition events
+IS_ACQ_STRIDE = 9
+IS_ACQ_SEEN = 10   # in-ring events seen while acquiring
+IS_ACQ_T0 = 11
+IS_GN_STRIDE = 12
+IS_GN_CNT = 13
+IS_BATCH_N = 14    # accepted events in the current pose batch
+IS_BATCH_T0 = 15
+IS_DIR = 16        # configured direction
+IS_DEFER = 17      # triggers whose batch was too small
+IS_ACCEPT = 18     # events inside the annulus
+IS_LEN = 19
+
+# ---- tracker parameter vector -----------------------------------------------------------
+TP_B = 0
+TP_KAPPA = 1
+TP_QJ = 2
+TP_SIG0 = 3
+TP_RFLOOR = 4
+TP_INV2SR2 = 5
+TP_RIN2 = 6
+TP_ROUT2 = 7
+TP_GNMIN = 8
+TP_GNTARGET = 9
+TP_TIMER = 10
+TP_MAXEV = 11
+TP_ACQ_US = 12     # minimum acquisition window [us]
+TP_OMEGA0 = 13     # initial |omega| [rad/s] of the B-fold phase
+TP_SPAN = 14
+TP_MARGIN = 15
+TP_P0PHI = 16
+TP_P0OM = 17
+TP_P0AL = 18
+TP_RINGACQ = 19    # acquisition uses |r - 1| <= this
+TP_ACQ_MIN = 20    # minimum buffered events before a decision
+TP_LEN = 21
+
+# output columns
+OUT_RPM, OUT_STD, OUT_PHASE, OUT_OMEGA, OUT_Q = 0, 1, 2, 3, 4
+OUT_LEN = 10
+
+MODE_LAST, MODE_TIMES, MODE_EVERY = 0, 1, 2
+
+
+class TrackerSamples(NamedTuple):
+    """Tracker outputs at sample times.
+
+    Attributes
+    ----------
+    t_us : numpy.ndarray
+        int64 sample times [us].
+    rpm_shaft, rpm_shaft_std : numpy.ndarray
+        Shaft RPM and its standard deviation.
+    phase_rad : numpy.ndarray
+        Shaft phase (blade angle in the rotor plane) in [-pi, pi).
+    omega_rad_s : numpy.ndarray
+        Shaft angular speed [rad/s], sign = direction.
+    q : numpy.ndarray
+        (n, 6) pose [s, psi, tx, ty, p31, p32] (paper parameterisation).
+    """
+
+    t_us: np.ndarray
+    rpm_shaft: np.ndarray
+    rpm_shaft_std: np.ndarray
+    phase_rad: np.ndarray
+    omega_rad_s: np.ndarray
+    q: np.ndarray
+
+
+class TrackerState(NamedTuple):
+    """Current estimate of one rotor (see :class:`HelixTracker`)."""
+
+    t_us: int
+    rpm_shaft: float
+    rpm_shaft_std: float
+    phase_rad: float
+    omega_rad_s: float
+    homography: np.ndarray
+    q: np.ndarray
+    direction: int
+    events_in: int
+    events_used: int
+    pose_updates: int
+
+
+@njit(cache=True, nogil=True)
+def _emit(k, t, tp, fs, ist, q, out_t, out_v):
+    """Write the state propagated from the EKF time to t into output row k (Sec. 3.6)."""
+    B = tp[TP_B]
+    dt = 0.0
+    if ist[IS_T] >= 0 and t > ist[IS_T]:
+        dt = (t - ist[IS_T]) * 1e-6
+    om = fs[FS_OM]
+    al = fs[FS_AL]
+    phi = fs[FS_PHI] + dt * om + 0.5 * dt * dt * al
+    om_t = om + dt * al
+    P11 = fs[FS_P11] + 2.0 * dt * fs[FS_P12] + dt * dt * fs[FS_P22] \
+        + tp[TP_QJ] * dt * dt * dt / 3.0
+    zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
+    c = 60.0 / (TWO_PI * B)
+    out_t[k] = t
+    out_v[k, OUT_RPM] = c * abs(om_t)
+    out_v[k, OUT_STD] = c * math.sqrt(max(P11, 0.0))
+    # blade angle atan2(u_y, u_x) = zeta phi_eff / B = zeta phi / B - psi
+    out_v[k, OUT_PHASE] = _wrap_pi(zeta * phi / B - q[1])
+    out_v[k, OUT_OMEGA] = zeta * om_t / B
+    out_v[k, OUT_Q] = math.exp(q[0])
+    for j in range(1, 6):
+        out_v[k, OUT_Q + j] = q[j]
+
+
+@njit(cache=True, nogil=True)
+def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
+    """Decide rotation sign, phase and rate from the acquisition buffer (Sec. 3.2)."""
+    n = ist[IS_ACQ_N]
+    ts = np.empty(n)
+    for j in range(n):
+        ts[j] = (acq_t[j] - t) * 1e-6
+    span_s = (t - ist[IS_ACQ_T0]) * 1e-6
+    out = np.empty(5)
+    B = tp[TP_B]
+    _acquire(ts, acq_a, n, int(B), int(ist[IS_DIR]), tp[TP_OMEGA0], tp[TP_SPAN],
+             tp[TP_MARGIN], span_s, out)
+    zeta = out[0]
+    ist[IS_ZETA] = 1 if zeta > 0 else -1
+    gp[G_ZETA] = zeta
+    # phi = phi_eff + zeta B psi
+    fs[FS_PHI] = out[1] + zeta * B * q[1]
+    fs[FS_OM] = out[2]
+    fs[FS_AL] = 0.0
+    d_omega = math.pi / 8.0 / max(span_s, 1e-9)
+    fs[FS_P00] = tp[TP_P0PHI]
+    fs[FS_P01] = 0.0
+    fs[FS_P02] = 0.0
+    fs[FS_P11] = max(tp[TP_P0OM], 0.0625 * d_omega * d_omega)
+    fs[FS_P12] = 0.0
+    fs[FS_P22] = tp[TP_P0AL]
+    fs[FS_PHIB] = fs[FS_PHI]
+    fs[FS_PSIB] = q[1]
+    ist[IS_T] = t
+    ist[IS_ACQ] = 0
+    ist[IS_BATCH_T0] = t
+    ist[IS_BATCH_N] = 0
+    ist[IS_GN_CNT] = 0
+    ist[IS_GN_STRIDE] = 1
+
+
+@njit(cache=True, nogil=True)
+def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode, sample_t,
+             out_t, out_v):
+    """Run the tracker over one batch; returns the number of output rows written."""
+    n = t_us.shape[0]
+    n_samp = sample_t.shape[0]
+    k_out = 0
+    k_samp = 0
+    J = np.empty((2, 6))
+    jphi = np.empty(6)
+    jr = np.empty(6)
+    # ---- locals
+    B = tp[TP_B]
+    kappa = tp[TP_KAPPA]
+    qj = tp[TP_QJ]
+    sig0 = tp[TP_SIG0]
+    rfloor = tp[TP_RFLOOR]
+    inv2sr2 = tp[TP_INV2SR2]
+    rin2 = tp[TP_RIN2]
+    rout2 = tp[TP_ROUT2]
+    gn_min = int(tp[TP_GNMIN])
+    gn_target = int(tp[TP_GNTARGET])
+    timer = int(tp[TP_TIMER])
+    maxev = int(tp[TP_MAXEV])
+    ring_acq = tp[TP_RINGACQ]
+    acq_cap = acq_t.shape[0]
+    phi = fs[FS_PHI]
+    om = fs[FS_OM]
+    al = fs[FS_AL]
+    P00 = fs[FS_P00]
+    P01 = fs[FS_P01]
+    P02 = fs[FS_P02]
+    P11 = fs[FS_P11]
+    P12 = fs[FS_P12]
+    P22 = fs[FS_P22]
+    phib = fs[FS_PHIB]
+    psib = fs[FS_PSIB]
+    t_x = ist[IS_T]
+    t_max = ist[IS_TMAX]
+    acquiring = ist[IS_ACQ] != 0
+    zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
+    zb = zeta * B
+    psi = q[1]
+    phiw = _wrap_pi(phi - zb * psi)
+    n_back = 0
+    n_used = 0
+    n_accept = 0
+    gn_stride = ist[IS_GN_STRIDE]
+    gn_cnt = ist[IS_GN_CNT]
+    batch_n = ist[IS_BATCH_N]
+    batch_t0 = ist[IS_BATCH_T0]
+    h0 = pose[6]
+    h1 = pose[7]
+    h2 = pose[8]
+    h3 = pose[9]
+    h4 = pose[10]
+    h5 = pose[11]
+    h6 = pose[12]
+    h7 = pose[13]
+    h8 = pose[14]
+    for i in range(n):
+        t = t_us[i]
+        if t_max < 0:
+            t_max = t
+        if t < t_max:
+            # time went backwards: dt < 0 is treated as 0
+            n_back += 1
+            t = t_max
+        t_max = t
+        if mode == MODE_TIMES:
+            while k_samp < n_samp and sample_t[k_samp] < t_us[i]:
+                _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x)
+                _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
+                k_out += 1
+                k_samp += 1
+        zx = float(xs[i])
+        zy = float(ys[i])
+        # back-warp u = pi(adj(H) [z; 1]) (Sec. 3.1)
+        w3 = h6 * zx + h7 * zy + h8
+        iw = 1.0 / w3
+        ux = (h0 * zx + h1 * zy + h2) * iw
+        uy = (h3 * zx + h4 * zy + h5) * iw
+        r2 = ux * ux + uy * uy
+        if r2 >= rin2 and r2 <= rout2:
+            n_accept += 1
+            r = math.sqrt(r2)
+            if acquiring:
+                if abs(r - 1.0) <= ring_acq:
+                    seen = ist[IS_ACQ_SEEN]
+                    if seen == 0:
+                        ist[IS_ACQ_T0] = t
+                    stride = ist[IS_ACQ_STRIDE]
+                    if seen % stride == 0:
+                        if ist[IS_ACQ_N] == acq_cap:
+                            # thin the buffer evenly: keep every second entry
+                            half = acq_cap // 2
+                            for j in range(half):
+                                acq_t[j] = acq_t[2 * j]
+                                acq_a[j] = acq_a[2 * j]
+                            ist[IS_ACQ_N] = half
+                            stride *= 2
+                            ist[IS_ACQ_STRIDE] = stride
+                        if seen % stride == 0:
+                            m = ist[IS_ACQ_N]
+                            acq_t[m] = t
+                            acq_a[m] = math.atan2(uy, ux)
+                            ist[IS_ACQ_N] = m + 1
+                    ist[IS_ACQ_SEEN] = seen + 1
+                    if (t - ist[IS_ACQ_T0] >= tp[TP_ACQ_US]
+                            and ist[IS_ACQ_N] >= tp[TP_ACQ_MIN]):
+                        _lock(tp, gp, fs, ist, q, acq_t, acq_a, t)
+                        acquiring = False
+                        phi = fs[FS_PHI]
+                        om = fs[FS_OM]
+                        al = fs[FS_AL]
+                        P00 = fs[FS_P00]
+                        P01 = fs[FS_P01]
+                        P02 = fs[FS_P02]
+                        P11 = fs[FS_P11]
+                        P12 = fs[FS_P12]
+                        P22 = fs[FS_P22]
+                        phib = fs[FS_PHIB]
+                        psib = fs[FS_PSIB]
+                        t_x = t
+                        zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
+                        zb = zeta * B
+                        phiw = _wrap_pi(phi - zb * psi)
+                        gn_stride = 1
+                        gn_cnt = 0
+                        batch_n = 0
+                        batch_t0 = t
+            else:
+                # lazy predict over the whole gap since the last accepted event (Sec. 3.3)
+                if t > t_x:
+                    if t_x >= 0:
+                        dt = (t - t_x) * 1e-6
+                        phi, om, al, P00, P01, P02, P11, P12, P22 = _predict_s(
+                            phi, om, al, P00, P01, P02, P11, P12, P22, dt, qj)
+                    t_x = t
+                    phiw = _wrap_pi(phi - zb * psi)
+                # eps = wrap(phi_eff - B theta_zeta(u)) (Eq. 3)
+                theta = _atan2_poly(zeta * uy, ux)
+                eps = _wrap_pi(phiw - B * theta)
+                # w_vm w_ring in one exp (Sec. 3.4)
+                d = r - 1.0
+                w = math.exp(kappa * (_cos_poly(eps) - 1.0) - d * d * inv2sr2)
+                R = sig0 / max(w, rfloor)
+                phi_old = phi
+                phi, om, al, P00, P01, P02, P11, P12, P22 = _update_s(
+                    phi, om, al, P00, P01, P02, P11, P12, P22, eps, R)
+                phiw += phi - phi_old
+                n_used += 1
+                batch_n += 1
+                # Gauss-Newton accumulation on every gn_stride-th event (Sec. 3.5, S1)
+                gn_cnt += 1
+                if gn_cnt >= gn_stride:
+                    gn_cnt = 0
+                    _accumulate(acc, gp, pose, zx, zy, ux, uy, r, eps, w, ps[i], J, jphi, jr)
+                # pose trigger
+                if (abs((phi - phib - zb * (psi - psib)) / B) >= math.pi
+                        or (timer > 0 and t - batch_t0 >= timer)
+                        or (maxev > 0 and batch_n >= maxev)):
+                    if batch_n >= gn_min and acc[ACC_N] >= 8.0:
+                        _solve(acc, gp, q, pose, True)
+                        ist[IS_POSE] += 1
+                        # keep phi_eff = phi - zeta B psi continuous across a psi step
+                        phi += zb * (q[1] - psi)
+                        if gn_target > 0:
+                            gn_stride = max(1, batch_n // gn_target)
+                        else:
+                            gn_stride = 1
+                        gn_cnt = 0
+                        batch_n = 0
+                        psi = q[1]
+                        phiw = _wrap_pi(phi - zb * psi)
+                        h0 = pose[6]
+                        h1 = pose[7]
+                        h2 = pose[8]
+                        h3 = pose[9]
+                        h4 = pose[10]
+                        h5 = pose[11]
+                        h6 = pose[12]
+                        h7 = pose[13]
+                        h8 = pose[14]
+                    else:
+                        ist[IS_DEFER] += 1
+                    phib = phi
+                    psib = psi
+                    batch_t0 = t
+        if mode == MODE_EVERY:
+            _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x)
+            _emit(k_out, t, tp, fs, ist, q, out_t, out_v)
+            k_out += 1
+    # ---- write back
+    _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x)
+    fs[FS_PHIB] = phib
+    fs[FS_PSIB] = psib
+    ist[IS_TMAX] = t_max
+    ist[IS_IN] += n
+    ist[IS_USED] += n_used
+    ist[IS_BACK] += n_back
+    ist[IS_ACCEPT] += n_accept
+    ist[IS_GN_STRIDE] = gn_stride
+    ist[IS_GN_CNT] = gn_cnt
+    ist[IS_BATCH_N] = batch_n
+    ist[IS_BATCH_T0] = batch_t0
+    if mode == MODE_TIMES:
+        while k_samp < n_samp:
+            _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
+            k_out += 1
+            k_samp += 1
+    elif mode == MODE_LAST and n > 0:
+        _emit(k_out, t_max, tp, fs, ist, q, out_t, out_v)
+        k_out += 1
+    return k_out
+
+
+@njit(cache=True, nogil=True)
+def _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x):
+    fs[FS_PHI] = phi
+    fs[FS_OM] = om
+    fs[FS_AL] = al
+    fs[FS_P00] = P00
+    fs[FS_P01] = P01
+    fs[FS_P02] = P02
+    fs[FS_P11] = P11
+    fs[FS_P12] = P12
+    fs[FS_P22] = P22
+    ist[IS_T] = t_x
+
+
+class HelixTracker:
+    """Track one rotor's shaft RPM, blade phase and homography from events.
+
+    Parameters
+    ----------
+    rotor : RotorInit
+        Coarse initial state (centre, tip radius, RPM, blades, direction).
+    params : TrackerParams
+        Tracker parameters.
+
+    Notes
+    -----
+    See the module docstring for the per-event steps and their paper
+    sections. All state lives in small numpy arrays; :meth:`process` makes
+    one numba call per batch, so results do not depend on how a stream is
+    split into batches.
+    """
+
+    def __init__(self, rotor: RotorInit, params: TrackerParams = TrackerParams()) -> None:
+        if not isinstance(rotor, RotorInit):
+            raise ValueError('rotor must be a RotorInit')
+        if not isinstance(params, TrackerParams):
+            raise ValueError('params must be a TrackerParams')
+        self._params = params
+        self.reset(rotor)
+
+    # ------------------------------------------------------------------ set-up
+    def reset(self, rotor: RotorInit) -> None:
+        """Re-initialise in place from a rotor initialisation (time restarts)."""
+        if not isinstance(rotor, RotorInit):
+            raise ValueError('rotor must be a RotorInit')
+        self.rotor = rotor
+        p = self._params
+        B = rotor.blades
+        self.q = np.array([math.log(rotor.radius_px), rotor.psi_rad, rotor.center_px[0],
+                           rotor.center_px[1], rotor.perspective[0], rotor.perspective[1]])
+        self.pose = np.empty(_POSE_LEN)
+        _pack_pose(self.q, self.pose)
+        omega0 = rotor.rpm_shaft * TWO_PI / 60.0 * B
+        self.fs = np.zeros(FS_LEN)
+        self.fs[FS_OM] = omega0
+        self.fs[FS_P00] = p.p0_phase_rad2
+        self.fs[FS_P11] = p.p0_omega_rad2_s2
+        self.fs[FS_P22] = p.p0_alpha_rad2_s4
+        self.ist = np.zeros(IS_LEN, dtype=np.int64)
+        self.ist[IS_T] = -1
+        self.ist[IS_TMAX] = -1
+        self.ist[IS_ZETA] = 0
+        self.ist[IS_ACQ] = 1
+        self.ist[IS_ACQ_STRIDE] = 1
+        self.ist[IS_GN_STRIDE] = 1
+        self.ist[IS_DIR] = rotor.direction
+        self.acc = np.zeros(ACC_LEN)
+        self.acq_t = np.zeros(p.sign_events, dtype=np.int64)
+        self.acq_a = np.zeros(p.sign_events)
+        self._pack_params()
+
+    def _pack_params(self) -> None:
+        p = self._params
+        rotor = self.rotor
+        B = rotor.blades
+        tp = np.zeros(TP_LEN)
+        tp[TP_B] = B
+        tp[TP_KAPPA] = p.kappa
+        tp[TP_QJ] = p.q_jerk
+        tp[TP_SIG0] = p.sigma0_rad2
+        tp[TP_RFLOOR] = p.r_floor
+        tp[TP_INV2SR2] = 0.5 / p.sigma_ring ** 2
+        tp[TP_RIN2] = p.r_in ** 2
+        tp[TP_ROUT2] = p.r_out ** 2
+        tp[TP_GNMIN] = p.gn_min_events
+        tp[TP_GNTARGET] = p.gn_target_events
+        tp[TP_TIMER] = p.pose_timer_us
+        tp[TP_MAXEV] = p.pose_max_events
+        tp[TP_ACQ_US] = p.sign_turns * 60e6 / rotor.rpm_shaft
+        tp[TP_OMEGA0] = rotor.rpm_shaft * TWO_PI / 60.0 * B
+        tp[TP_SPAN] = p.sign_rpm_span
+        tp[TP_MARGIN] = p.sign_margin
+        tp[TP_P0PHI] = p.p0_phase_rad2
+        tp[TP_P0OM] = p.p0_omega_rad2_s2
+        tp[TP_P0AL] = p.p0_alpha_rad2_s4
+        tp[TP_RINGACQ] = 2.0 * p.sigma_ring
+        tp[TP_ACQ_MIN] = min(64, p.sign_events)
+        self.tp = tp
+        zeta = int(self.ist[IS_ZETA]) if self.ist[IS_ZETA] != 0 else 1
+        self.gp = pack_gn_params(p, B, zeta)
+        _set_bands(self.gp, math.exp(self.q[0]))
+        if self.acq_t.shape[0] != p.sign_events:
+            # a new acquisition buffer size only matters while acquiring
+            n = min(int(self.ist[IS_ACQ_N]), p.sign_events)
+            t_new = np.zeros(p.sign_events, dtype=np.int64)
+            a_new = np.zeros(p.sign_events)
+            t_new[:n] = self.acq_t[:n]
+            a_new[:n] = self.acq_a[:n]
+            self.acq_t, self.acq_a = t_new, a_new
+            self.ist[IS_ACQ_N] = n
+
+    @property
+    def params(self) -> TrackerParams:
+        """Tracker parameters; assigning new ones keeps the current estimate."""
+        return self._params
+
+    @params.setter
+    def params(self, value: TrackerParams) -> None:
+        if not isinstance(value, TrackerParams):
+            raise ValueError('params must be a TrackerParams')
+        self._params = value
+        self._pack_params()
+
+    # ------------------------------------------------------------------ processing
+    def process(self, events: EventArrays, sample_t_us: np.ndarray | None = None,
+                every_event: bool = False) -> TrackerSamples:
+        """Feed a batch of events (any size) and return samples of the state.
+
+        Parameters
+        ----------
+        events : EventArrays
+            Events routed to this rotor, in time order (backward steps are
+            tolerated: dt < 0 counts as 0).
+        sample_t_us : numpy.ndarray, optional
+            int64 sorted sample times; each gets the state after the last
+            event at or before it, propagated to it.
+        every_event : bool
+            One sample per input event (state right after it).
+
+        Returns
+        -------
+        TrackerSamples
+            Without sample times and every_event: one sample at the batch's
+            last event (none for an empty batch).
+        """
+        t_us = np.ascontiguousarray(events.t_us, dtype=np.int64)
+        n = t_us.shape[0]
+        xs = np.ascontiguousarray(events.x, dtype=np.uint16)
+        ys = np.ascontiguousarray(events.y, dtype=np.uint16)
+        ps = np.ascontiguousarray(events.p, dtype=np.uint8)
+        if t_us.ndim != 1 or xs.shape != (n,) or ys.shape != (n,) or ps.shape != (n,):
+            raise ValueError('events: t_us, x, y, p must be 1-D arrays of equal length')
+        if every_event and sample_t_us is not None:
+            raise ValueError('give either sample_t_us or every_event, not both')
+        if every_event:
+            mode = MODE_EVERY
+            samp = np.empty(0, dtype=np.int64)
+            n_out = n
+        elif sample_t_us is not None:
+            mode = MODE_TIMES
+            samp = np.ascontiguousarray(sample_t_us, dtype=np.int64)
+            if samp.ndim != 1:
+                raise ValueError('sample_t_us must be 1-D')
+            if samp.size > 1 and np.any(np.diff(samp) < 0):
+                raise ValueError('sample_t_us must be sorted')
+            n_out = samp.shape[0]
+        else:
+            mode = MODE_LAST
+            samp = np.empty(0, dtype=np.int64)
+            n_out = 1 if n > 0 else 0
+        out_t = np.empty(n_out, dtype=np.int64)
+        out_v = np.empty((n_out, OUT_LEN))
+        k = _process(t_us, xs, ys, ps, self.tp, self.gp, self.fs, self.ist, self.q, self.pose,
+                     self.acc, self.acq_t, self.acq_a, mode, samp, out_t, out_v)
+        out_v = out_v[:k]
+        return TrackerSamples(out_t[:k], out_v[:, OUT_RPM], out_v[:, OUT_STD],
+                              out_v[:, OUT_PHASE], out_v[:, OUT_OMEGA],
+                              out_v[:, OUT_Q:OUT_Q + 6])
+
+    # ------------------------------------------------------------------ outputs
+    @property
+    def state(self) -> TrackerState:
+        """The estimate at the latest input event."""
+        t = int(self.ist[IS_TMAX])
+        out_t = np.empty(1, dtype=np.int64)
+        out_v = np.empty((1, OUT_LEN))
+        _emit(0, max(t, 0), self.tp, self.fs, self.ist, self.q, out_t, out_v)
+        v = out_v[0]
+        q_paper = v[OUT_Q:OUT_Q + 6].copy()
+        return TrackerState(
+            t_us=t, rpm_shaft=float(v[OUT_RPM]), rpm_shaft_std=float(v[OUT_STD]),
+            phase_rad=float(v[OUT_PHASE]), omega_rad_s=float(v[OUT_OMEGA]),
+            homography=homography(self.q), q=q_paper, direction=int(self.ist[IS_ZETA]),
+            events_in=int(self.ist[IS_IN]), events_used=int(self.ist[IS_USED]),
+            pose_updates=int(self.ist[IS_POSE]))
+
+    def diagnostics(self) -> dict[str, int | float]:
+        """Counters: accepted (in-annulus) events, backward times, deferred solves, ..."""
+        return {'events_in': int(self.ist[IS_IN]), 'events_in_annulus': int(self.ist[IS_ACCEPT]),
+                'events_used': int(self.ist[IS_USED]), 'pose_updates': int(self.ist[IS_POSE]),
+                'time_backwards': int(self.ist[IS_BACK]), 'solves_deferred': int(
+                    self.ist[IS_DEFER]), 'locked': int(self.ist[IS_ACQ] == 0),
+                'gn_stride': int(self.ist[IS_GN_STRIDE])}
+
+    def bbox_px(self) -> tuple[int, int, int, int]:
+        """Image region (x0, y0, x1, y1, inclusive) of the r_out annulus plus a margin."""
+        return _bbox(self.q, self._params.r_out, self._params.bbox_margin_px)
+
+    # ------------------------------------------------------------------ warm-up
+    @classmethod
+    def warmup(cls) -> float:
+        """Compile every kernel on a tiny synthetic batch; return the seconds spent."""
+        t0 = time.perf_counter()
+        rng = np.random.default_rng(0)
+        n = 4000
+        t_us = np.sort(rng.integers(0, 20_000, n)).astype(np.int64)
+        ang = 2.0 * t_us * 1e-6 * 2.0 * math.pi * 50.0 + rng.normal(0, 0.05, n)
+        rad = rng.uniform(0.5, 1.0, n) * 20.0
+        x = (50.0 + rad * np.cos(ang)).astype(np.uint16)
+        y = (50.0 + rad * np.sin(ang)).astype(np.uint16)
+        p = rng.integers(0, 2, n).astype(np.uint8)
+        ev = EventArrays(t_us, x, y, p)
+        prm = TrackerParams(gn_min_events=10, pose_timer_us=2000, sign_events=64)
+        tr = cls(RotorInit('warmup', (50.0, 50.0), 20.0, 3000.0, 2), prm)
+        tr.process(ev.slice(0, 2000), every_event=True)
+        tr.process(ev.slice(2000, 3000), sample_t_us=np.array([15_000, 30_000]))
+        tr.process(ev.slice(3000, n))
+        _ = tr.state
+        tr.bbox_px()
+        return time.perf_counter() - t0
+
+
+def _bbox(q: np.ndarray, r_out: float, margin_px: float) -> tuple[int, int, int, int]:
+    ang = np.linspace(0.0, TWO_PI, 73)
+    H = homography(q)
+    u = np.stack([r_out * np.cos(ang), r_out * np.sin(ang), np.ones_like(ang)])
+    zt = H @ u
+    if np.any(zt[2] <= 1e-6):
+        return (0, 0, 65535, 65535)
+    zx = zt[0] / zt[2]
+    zy = zt[1] / zt[2]
+    x0 = int(max(0, math.floor(zx.min() - margin_px)))
+    y0 = int(max(0, math.floor(zy.min() - margin_px)))
+    x1 = int(min(65535, math.ceil(zx.max() + margin_px)))
+    y1 = int(min(65535, math.ceil(zy.max() + margin_px)))
+    return (x0, y0, max(x0, x1), max(y0, y1))

@@ -1,0 +1,597 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""numba kernels of the event simulator (private; see simulator.py for the wrappers).
+
+All kernels work on one *segment* of fixed length (several 1 ms blocks) and use a
+counter-based splitmix64 generator seeded per (source, segment), so the event stream
+depends on the seed only, never on how the caller chunks it.
+
+Rotor model (per pixel): the pixel's rotor-plane polar coordinates (r, beta) are
+computed at geometry knots and interpolated linearly in time; for each blade edge
+``e`` the edge phase ``g_e(t) = theta(t) - direction * beta(t) + o_e(r(t))`` is
+evaluated at block boundaries, and a crossing happens whenever ``g_e`` passes a
+multiple of ``2 pi / B`` (leading edge ``o = c + w/2``, trailing ``o = c - w/2``
+with ``c`` the centre-line offset and ``w`` the angular blade width). Crossing
+times are refined with the exact quadratic shape of ``theta`` within the block.
+"""
+
+import math
+
+from numba import njit
+import numpy as np
+
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S11 = np.uint64(11)
+_INV53 = 1.0 / 9007199254740992.0
+TWO_PI = 2.0 * math.pi
+
+# indices into the rotor parameter vector
+GEO_DIRECTION, GEO_BLADES, GEO_HUB, GEO_RADIUS_PX = 0, 1, 2, 3
+GEO_CHORD_ROOT, GEO_CHORD_PEAK, GEO_CHORD_TIP, GEO_SWEEP = 4, 5, 6, 7
+GEO_M_SCALE, GEO_TAU_US, GEO_POL_LEAD = 8, 9, 10
+N_GEO = 11
+# indices into the sensor parameter vector
+SEN_JITTER, SEN_REFR, SEN_GAP, SEN_JNEG, SEN_JPOS, SEN_INV_THR = 0, 1, 2, 3, 4, 5
+N_SEN = 6
+
+
+def seed_state(*keys: int) -> np.ndarray:
+    """A splitmix64 state (uint64[1]) derived from integer keys."""
+    h = 0x243F6A8885A308D3
+    mask = (1 << 64) - 1
+    for k in keys:
+        h = (h ^ (int(k) & mask)) & mask
+        h = (h * 0x100000001B3 + 0x9E3779B97F4A7C15) & mask
+        h ^= h >> 29
+        h = (h * 0xBF58476D1CE4E5B9) & mask
+        h ^= h >> 32
+    return np.array([h], np.uint64)
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _next(st):
+    s = st[0] + _GOLD
+    st[0] = s
+    z = (s ^ (s >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _rand(st):
+    """Uniform in [0, 1)."""
+    return float(_next(st) >> _S11) * _INV53
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _gauss4(st):
+    """Approximately standard normal (Irwin-Hall of 4), bounded to +-3.46."""
+    return (_rand(st) + _rand(st) + _rand(st) + _rand(st) - 2.0) * 1.7320508075688772
+
+
+@njit(cache=True, nogil=True)
+def _poisson(st, lam):
+    if lam <= 0.0:
+        return 0
+    if lam > 40.0:
+        v = lam + math.sqrt(lam) * _gauss4(st) + 0.5
+        return max(0, int(v))
+    lim = math.exp(-lam)
+    k = 0
+    prod = _rand(st)
+    while prod > lim:
+        k += 1
+        prod *= _rand(st)
+    return k
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _emit_burst(st, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, n):
+    """Write ``n_ev`` events of one threshold crossing starting near time ``tc``.
+
+    The first event is jittered (approximately normal, sd ``jitter_us``), the next
+    ones follow after the refractory time plus a uniform extra gap (mean ``gap_us``).
+    """
+    t = tc + sen[SEN_JITTER] * _gauss4(st)
+    t_max = tc + sen[SEN_JPOS]
+    for i in range(n_ev):
+        if i > 0:
+            t += sen[SEN_REFR] + 2.0 * sen[SEN_GAP] * _rand(st)
+            if t > t_max:
+                break
+        out_t[n] = int(math.floor(t))
+        out_x[n] = x
+        out_y[n] = y
+        out_p[n] = pol
+        n += 1
+    return n
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _blade_width(r, hub, c_root, c_peak, c_tip):
+    if r <= hub:
+        chord = c_root
+    elif r <= 0.4:
+        chord = c_root + (c_peak - c_root) * (r - hub) / max(0.4 - hub, 1e-9)
+    elif r < 1.0:
+        chord = c_peak + (c_tip - c_peak) * (r - 0.4) / 0.6
+    else:
+        chord = c_tip
+    a = chord / (2.0 * max(r, 1e-6))
+    if a >= 1.0:
+        return math.pi
+    return 2.0 * math.asin(a)
+
+
+# per pixel and knot interval: start value and change over the interval of the
+# leading-edge phase offset, trailing-edge phase offset, radius and blade width
+CO_L0, CO_L1, CO_T0, CO_T1, CO_R0, CO_R1, CO_W0, CO_W1 = 0, 1, 2, 3, 4, 5, 6, 7
+N_CO = 8
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _pixel_coefs(g_knots, static, fx, fy, geo, rk, bk, coef):
+    """Fill ``coef`` (n_iv, N_CO) for one pixel; False when it never meets the blades."""
+    direction = geo[GEO_DIRECTION]
+    hub = geo[GEO_HUB]
+    rad_px = geo[GEO_RADIUS_PX]
+    sweep = geo[GEO_SWEEP]
+    r_lo = hub - 1.5 / rad_px
+    r_hi = 1.0 + 1.5 / rad_px
+    nk = g_knots.shape[0]
+    inside = False
+    for k in range(nk):
+        if static and k > 0:
+            rk[k] = rk[0]
+            bk[k] = bk[0]
+            continue
+        g = g_knots[k]
+        w = g[2, 0] * fx + g[2, 1] * fy + g[2, 2]
+        ux = (g[0, 0] * fx + g[0, 1] * fy + g[0, 2]) / w
+        uy = (g[1, 0] * fx + g[1, 1] * fy + g[1, 2]) / w
+        r = math.sqrt(ux * ux + uy * uy)
+        rk[k] = r
+        if r_lo <= r <= r_hi:
+            inside = True
+        b = math.atan2(uy, ux)
+        if k > 0:
+            d = b - bk[k - 1]
+            d -= TWO_PI * math.floor(d / TWO_PI + 0.5)
+            b = bk[k - 1] + d
+        bk[k] = b
+    if not inside:
+        return False
+    a_prev = 0.0
+    w_prev = 0.0
+    for k in range(nk):
+        r = rk[k]
+        if static and k > 0:
+            a = a_prev
+            wd = w_prev
+        else:
+            rho = min(max((r - hub) / (1.0 - hub), 0.0), 1.0)
+            a = -direction * bk[k] - sweep * rho * rho
+            wd = _blade_width(r, hub, geo[GEO_CHORD_ROOT], geo[GEO_CHORD_PEAK],
+                              geo[GEO_CHORD_TIP])
+        if k < nk - 1:
+            coef[k, CO_L0] = a + 0.5 * wd
+            coef[k, CO_T0] = a - 0.5 * wd
+            coef[k, CO_R0] = r
+            coef[k, CO_W0] = wd
+        if k > 0:
+            coef[k - 1, CO_L1] = a + 0.5 * wd - coef[k - 1, CO_L0]
+            coef[k - 1, CO_T1] = a - 0.5 * wd - coef[k - 1, CO_T0]
+            coef[k - 1, CO_R1] = r - coef[k - 1, CO_R0]
+            coef[k - 1, CO_W1] = wd - coef[k - 1, CO_W0]
+        a_prev = a
+        w_prev = wd
+    return True
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _at(coef, c0, j, kb, inv_kb):
+    """Value at block boundary ``j`` of a knot-wise linear coefficient pair."""
+    n_iv = coef.shape[0]
+    kj = j // kb
+    if kj > n_iv - 1:
+        kj = n_iv - 1
+    return coef[kj, c0] + coef[kj, c0 + 1] * ((j - kj * kb) * inv_kb)
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _walk_pixel(coef, x, y, kb, theta_b, q_bend, t_b, geo, sen, st,
+                out_t, out_x, out_y, out_p, n):
+    """Events of one pixel over the segment's blocks; -1 when the buffers overflow."""
+    hub = geo[GEO_HUB]
+    rad_px = geo[GEO_RADIUS_PX]
+    m_scale = geo[GEO_M_SCALE]
+    inv_tau = 1.0 / geo[GEO_TAU_US]
+    pol_lead = np.uint8(geo[GEO_POL_LEAD])
+    pol_trail = np.uint8(1 - pol_lead)
+    period = TWO_PI / geo[GEO_BLADES]
+    inv_period = 1.0 / period
+    r_lo = hub - 1.5 / rad_px
+    r_hi = 1.0 + 1.5 / rad_px
+    inv_kb = 1.0 / kb
+    cap = out_t.shape[0]
+    n_iv = coef.shape[0]
+    gl_prev = theta_b[0] + coef[0, CO_L0]
+    gt_prev = theta_b[0] + coef[0, CO_T0]
+    nl_prev = math.floor(gl_prev * inv_period)
+    nt_prev = math.floor(gt_prev * inv_period)
+    j = 0
+    for kk in range(n_iv):
+        l0 = coef[kk, CO_L0]
+        l1 = coef[kk, CO_L1]
+        t0 = coef[kk, CO_T0]
+        t1 = coef[kk, CO_T1]
+        for jj in range(1, kb + 1):
+            j += 1
+            fr = jj * inv_kb
+            th = theta_b[j]
+            gl = th + l0 + l1 * fr
+            gt = th + t0 + t1 * fr
+            nl = math.floor(gl * inv_period)
+            nt = math.floor(gt * inv_period)
+            if nl != nl_prev or nt != nt_prev:
+                dt = t_b[j] - t_b[j - 1]
+                qb = q_bend[j - 1]
+                ra = _at(coef, CO_R0, j - 1, kb, inv_kb)
+                rb = coef[kk, CO_R0] + coef[kk, CO_R1] * fr
+                wd = 0.5 * (_at(coef, CO_W0, j - 1, kb, inv_kb)
+                            + coef[kk, CO_W0] + coef[kk, CO_W1] * fr)
+                for edge in range(2):
+                    if edge == 0:
+                        ga, gb, na, nb = gl_prev, gl, nl_prev, nl
+                    else:
+                        ga, gb, na, nb = gt_prev, gt, nt_prev, nt
+                    if na == nb:
+                        continue
+                    dg = gb - ga
+                    if nb > na:
+                        v = (na + 1.0) * period
+                        step = period
+                        cnt = nb - na
+                        fwd = True
+                    else:
+                        v = na * period
+                        step = -period
+                        cnt = na - nb
+                        fwd = False
+                    # the blade covers this pixel for width / relative rate; shorter
+                    # than the photoreceptor time constant means a weaker response
+                    resp = 1.0 - math.exp(-wd * dt / abs(dg) * inv_tau)
+                    arrive = (edge == 0) == fwd
+                    pol = pol_lead if arrive else pol_trail
+                    for _ in range(cnt):
+                        s = (v - ga) / dg
+                        hval = dg * s + qb * s * (1.0 - s) - (v - ga)
+                        hder = dg + qb * (1.0 - 2.0 * s)
+                        if hder != 0.0:
+                            s -= hval / hder
+                        s = min(max(s, 0.0), 1.0)
+                        v += step
+                        rc = ra + (rb - ra) * s
+                        if rc < r_lo or rc > r_hi:
+                            continue
+                        rho = min(max((rc - hub) / (1.0 - hub), 0.0), 1.0)
+                        soft = min(max((1.0 - rc) * rad_px + 0.5, 0.0), 1.0)
+                        soft *= min(max((rc - hub) * rad_px + 0.5, 0.0), 1.0)
+                        m = m_scale * (0.3 + 0.7 * math.sqrt(rho)) * resp * soft
+                        n_ev = int(m + _rand(st))
+                        if n_ev <= 0:
+                            continue
+                        if n_ev > 3:
+                            n_ev = 3
+                        if n + n_ev > cap:
+                            return -1
+                        n = _emit_burst(st, t_b[j - 1] + s * dt, n_ev, pol, x, y, sen,
+                                        out_t, out_x, out_y, out_p, n)
+            gl_prev = gl
+            gt_prev = gt
+            nl_prev = nl
+            nt_prev = nt
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _bend(theta_b, theta_m):
+    """Quadratic bend of theta within each block: theta(s) = lin(s) + q s (1 - s)."""
+    q = np.empty(theta_m.shape[0])
+    for j in range(theta_m.shape[0]):
+        q[j] = 4.0 * (theta_m[j] - 0.5 * (theta_b[j] + theta_b[j + 1]))
+    return q
+
+
+@njit(cache=True, nogil=True)
+def rotor_geometry(g_knots, static, box, geo):
+    """Per-pixel edge-phase coefficients of the pixels of ``box`` that meet the blades.
+
+    Returns
+    -------
+    tuple
+        (x uint16 (m,), y uint16 (m,), coef float64 (m, nk - 1, N_CO)).
+    """
+    nk = g_knots.shape[0]
+    n_box = max(box[1] - box[0], 0) * max(box[3] - box[2], 0)
+    px = np.empty(n_box, np.uint16)
+    py = np.empty(n_box, np.uint16)
+    coef = np.empty((n_box, nk - 1, N_CO))
+    rk = np.empty(nk)
+    bk = np.empty(nk)
+    m = 0
+    for y in range(box[2], box[3]):
+        for x in range(box[0], box[1]):
+            if _pixel_coefs(g_knots, static, float(x), float(y), geo, rk, bk, coef[m]):
+                px[m] = x
+                py[m] = y
+                m += 1
+    return px[:m].copy(), py[:m].copy(), coef[:m].copy()
+
+
+@njit(cache=True, nogil=True)
+def rotor_events(px, py, coef, kb, theta_b, theta_m, t_b, geo, sen, st,
+                 out_t, out_x, out_y, out_p, n0):
+    """Blade-edge events of precomputed pixels (see :func:`rotor_geometry`).
+
+    Returns the new fill level, or -1 when the buffers are too small.
+    """
+    q_bend = _bend(theta_b, theta_m)
+    n = n0
+    for i in range(px.shape[0]):
+        n = _walk_pixel(coef[i], px[i], py[i], kb, theta_b, q_bend, t_b, geo, sen, st,
+                        out_t, out_x, out_y, out_p, n)
+        if n < 0:
+            return -1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def rotor_segment(g_knots, kb, static, theta_b, theta_m, t_b, box, geo, sen, st,
+                  out_t, out_x, out_y, out_p, n0):
+    """Blade-edge events of one rotor over one segment (geometry computed on the fly).
+
+    Parameters
+    ----------
+    g_knots : (nk, 3, 3) float64
+        Image -> rotor-plane homographies at geometry knots (nk >= 2); knot k sits at
+        block boundary ``k * kb``; ``(nk - 1) * kb`` equals the number of blocks.
+    kb : int
+        Blocks per knot.
+    static : bool
+        All knots are equal (static camera): evaluate the geometry once per pixel.
+    theta_b : (S+1,) float64
+        Shaft angle at the block boundaries; ``theta_m`` (S,) at block midpoints.
+    t_b : (S+1,) float64
+        Block boundary times [us].
+    box : (4,) int64
+        Pixel box x0, x1, y0, y1 (exclusive ends).
+    geo, sen : float64 vectors
+        Rotor and sensor parameters (GEO_* / SEN_* indices).
+    st : (1,) uint64
+        Generator state.
+    out_t, out_x, out_y, out_p : arrays
+        Output buffers; events are written from index ``n0``.
+
+    Returns
+    -------
+    int
+        New fill level, or -1 when the buffers are too small.
+    """
+    nk = g_knots.shape[0]
+    q_bend = _bend(theta_b, theta_m)
+    rk = np.empty(nk)
+    bk = np.empty(nk)
+    coef = np.empty((nk - 1, N_CO))
+    n = n0
+    for y in range(box[2], box[3]):
+        for x in range(box[0], box[1]):
+            if not _pixel_coefs(g_knots, static, float(x), float(y), geo, rk, bk, coef):
+                continue
+            n = _walk_pixel(coef, np.uint16(x), np.uint16(y), kb, theta_b, q_bend, t_b, geo,
+                            sen, st, out_t, out_x, out_y, out_p, n)
+            if n < 0:
+                return -1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, sen, st,
+                  out_t, out_x, out_y, out_p, n0):
+    """Events of static scene edges moved by the camera over one segment.
+
+    Each edge sample is carried through the camera transforms ``m_b`` (one per block
+    boundary, straight-line motion within a block); every time it enters a new pixel
+    the pixel fires with probability ``weight * |n . d| / |d|_1`` (the swept area),
+    ``|contrast| / C`` events on average, polarity by the sign of the brightness change.
+
+    Returns the new fill level, or -1 when the buffers are too small.
+    """
+    n = n0
+    cap = out_t.shape[0]
+    n_b = m_b.shape[0]
+    inv_thr = sen[SEN_INV_THR]
+    for i in range(xy.shape[0]):
+        rx = xy[i, 0]
+        ry = xy[i, 1]
+        nx_ = normal[i, 0]
+        ny_ = normal[i, 1]
+        con = contrast[i]
+        m_ev = abs(con) * inv_thr
+        m = m_b[0]
+        w = m[2, 0] * rx + m[2, 1] * ry + m[2, 2]
+        px = (m[0, 0] * rx + m[0, 1] * ry + m[0, 2]) / w
+        py = (m[1, 0] * rx + m[1, 1] * ry + m[1, 2]) / w
+        for j in range(1, n_b):
+            m = m_b[j]
+            w = m[2, 0] * rx + m[2, 1] * ry + m[2, 2]
+            qx = (m[0, 0] * rx + m[0, 1] * ry + m[0, 2]) / w
+            qy = (m[1, 0] * rx + m[1, 1] * ry + m[1, 2]) / w
+            dx = qx - px
+            dy = qy - py
+            ix = int(math.floor(px + 0.5))
+            iy = int(math.floor(py + 0.5))
+            ix1 = int(math.floor(qx + 0.5))
+            iy1 = int(math.floor(qy + 0.5))
+            steps = abs(ix1 - ix) + abs(iy1 - iy)
+            if steps > 0:
+                l1 = abs(dx) + abs(dy)
+                nd = nx_ * dx + ny_ * dy
+                acc = weight[i] * abs(nd) / l1
+                # brightness change at the pixels the edge sweeps over
+                pol = np.uint8(1) if -con * nd > 0.0 else np.uint8(0)
+                sgx = 1 if dx > 0 else -1
+                sgy = 1 if dy > 0 else -1
+                sx = ((ix + 0.5 * sgx) - px) / dx if dx != 0.0 else 2.0
+                sy = ((iy + 0.5 * sgy) - py) / dy if dy != 0.0 else 2.0
+                dsx = 1.0 / abs(dx) if dx != 0.0 else 2.0
+                dsy = 1.0 / abs(dy) if dy != 0.0 else 2.0
+                t0 = t_b[j - 1]
+                dt = t_b[j] - t0
+                for _ in range(steps):
+                    if sx <= sy:
+                        s = sx
+                        ix += sgx
+                        sx += dsx
+                    else:
+                        s = sy
+                        iy += sgy
+                        sy += dsy
+                    if ix < 0 or iy < 0 or ix >= width or iy >= height:
+                        continue
+                    if _rand(st) >= acc:
+                        continue
+                    n_ev = int(m_ev + _rand(st))
+                    if n_ev <= 0:
+                        continue
+                    if n_ev > 3:
+                        n_ev = 3
+                    if n + n_ev > cap:
+                        return -1
+                    n = _emit_burst(st, t0 + min(s, 1.0) * dt, n_ev, pol, np.uint16(ix),
+                                    np.uint16(iy), sen, out_t, out_x, out_y, out_p, n)
+            px = qx
+            py = qy
+    return n
+
+
+@njit(cache=True, nogil=True)
+def noise_segment(t0, t1, width, height, ba_rate_hz, hot_xy, hot_rate_hz, st,
+                  out_t, out_x, out_y, out_p, n0):
+    """Uniform background-activity noise and hot pixels over ``[t0, t1)`` us.
+
+    Returns the new fill level, or -1 when the buffers are too small.
+    """
+    n = n0
+    cap = out_t.shape[0]
+    span = t1 - t0
+    lam = ba_rate_hz * width * height * span * 1e-6
+    k = _poisson(st, lam)
+    if n + k > cap:
+        return -1
+    for _ in range(k):
+        out_t[n] = t0 + int(_rand(st) * span)
+        out_x[n] = np.uint16(int(_rand(st) * width))
+        out_y[n] = np.uint16(int(_rand(st) * height))
+        out_p[n] = np.uint8(1) if _rand(st) < 0.5 else np.uint8(0)
+        n += 1
+    for h in range(hot_xy.shape[0]):
+        k = _poisson(st, hot_rate_hz[h] * span * 1e-6)
+        if n + k > cap:
+            return -1
+        bias = 0.35 + 0.3 * (h % 3) / 2.0
+        for _ in range(k):
+            out_t[n] = t0 + int(_rand(st) * span)
+            out_x[n] = np.uint16(hot_xy[h, 0])
+            out_y[n] = np.uint16(hot_xy[h, 1])
+            out_p[n] = np.uint8(1) if _rand(st) < bias else np.uint8(0)
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def sort_emit(t, x, y, p, t_emit, t_end, last_t, width, refr_us):
+    """Stable counting sort by time, then the per-pixel refractory filter.
+
+    Events with ``t < t_emit`` are emitted (after the refractory filter, which keeps
+    its per-pixel state in ``last_t``); the rest are returned as the sorted carry.
+    Events outside ``[0, t_end)`` are dropped.
+
+    Returns
+    -------
+    tuple
+        (t, x, y, p) emitted, (t, x, y, p) carry.
+    """
+    n = t.shape[0]
+    if n == 0:
+        e64 = np.empty(0, np.int64)
+        e16 = np.empty(0, np.uint16)
+        e8 = np.empty(0, np.uint8)
+        return e64, e16, e16, e8, e64.copy(), e16.copy(), e16.copy(), e8.copy()
+    t_lo = t[0]
+    t_hi = t[0]
+    for i in range(n):
+        ti = t[i]
+        if ti < t_lo:
+            t_lo = ti
+        if ti > t_hi:
+            t_hi = ti
+    span = t_hi - t_lo + 1
+    start = np.zeros(span + 1, np.int64)
+    for i in range(n):
+        start[t[i] - t_lo + 1] += 1
+    for k in range(span):
+        start[k + 1] += start[k]
+    pos = start[:-1].copy()
+    # payload: x << 24 | y << 8 | p, time implied by the bucket
+    pay = np.empty(n, np.uint64)
+    for i in range(n):
+        k = t[i] - t_lo
+        pay[pos[k]] = (np.uint64(x[i]) << np.uint64(24)) | (np.uint64(y[i]) << np.uint64(8)) \
+            | np.uint64(p[i])
+        pos[k] += 1
+    k_emit = min(max(t_emit - t_lo, 0), span)
+    n_emit = start[k_emit]
+    et = np.empty(n_emit, np.int64)
+    ex = np.empty(n_emit, np.uint16)
+    ey = np.empty(n_emit, np.uint16)
+    ep = np.empty(n_emit, np.uint8)
+    ne = 0
+    for k in range(k_emit):
+        tk = t_lo + k
+        if tk < 0 or tk >= t_end:
+            continue
+        for i in range(start[k], start[k + 1]):
+            v = pay[i]
+            xi = np.uint16(v >> np.uint64(24))
+            yi = np.uint16((v >> np.uint64(8)) & np.uint64(0xFFFF))
+            pix = np.int64(yi) * width + np.int64(xi)
+            if tk - last_t[pix] < refr_us:
+                continue
+            last_t[pix] = tk
+            et[ne] = tk
+            ex[ne] = xi
+            ey[ne] = yi
+            ep[ne] = np.uint8(v & np.uint64(0xFF))
+            ne += 1
+    nc = n - n_emit
+    ct = np.empty(nc, np.int64)
+    cx = np.empty(nc, np.uint16)
+    cy = np.empty(nc, np.uint16)
+    cp = np.empty(nc, np.uint8)
+    c = 0
+    for k in range(k_emit, span):
+        tk = t_lo + k
+        for i in range(start[k], start[k + 1]):
+            v = pay[i]
+            ct[c] = tk
+            cx[c] = np.uint16(v >> np.uint64(24))
+            cy[c] = np.uint16((v >> np.uint64(8)) & np.uint64(0xFFFF))
+            cp[c] = np.uint8(v & np.uint64(0xFF))
+            c += 1
+    return et[:ne], ex[:ne], ey[:ne], ep[:ne], ct, cx, cy, cp

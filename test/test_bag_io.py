@@ -1,0 +1,156 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""rosbag2 I/O: EventPacket and result round trips (mcap, sqlite3), errors."""
+
+from pathlib import Path
+import shutil
+
+import numpy as np
+import pytest
+
+from helixtrack_ros.codecs import make_decoder
+from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
+from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.io.bags import (
+    EventBagWriter,
+    ResultBagWriter,
+    count_messages,
+    iter_event_packets,
+    iter_messages,
+    list_topics,
+)
+
+REAL_BAG = Path(__file__).parent / 'data' / 'test_data_evt3_trigger'
+
+
+def _events(seed=4, n=5000):
+    rng = np.random.default_rng(seed)
+    t = 1_000_000 + np.sort(rng.integers(0, 20_000, n))
+    return EventArrays(t.astype(np.int64), rng.integers(0, 1280, n).astype(np.uint16),
+                       rng.integers(0, 720, n).astype(np.uint16),
+                       rng.integers(0, 2, n).astype(np.uint8))
+
+
+@pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
+def test_event_packets_round_trip(tmp_path, storage):
+    ev = _events()
+    enc = Evt3Encoder()
+    payloads = [enc.encode(ev.slice(a, b)) for a, b in packetize(ev.t_us, 1000)]
+    bag = tmp_path / 'ev'
+    stamp0 = 1_700_000_000_123_456_789
+    with EventBagWriter(bag, storage=storage) as w:
+        for i, pl in enumerate(payloads):
+            w.write(stamp0 + i * 1_000_000, i, pl if i % 2 else np.frombuffer(pl, np.uint8))
+    assert list_topics(bag) == {'/event_camera/events': 'event_camera_msgs/msg/EventPacket'}
+    assert count_messages(bag, '/event_camera/events') == len(payloads)
+    recs = list(iter_event_packets(bag))
+    assert [r.seq for r in recs] == list(range(len(payloads)))
+    assert [r.stamp_ns for r in recs] == [stamp0 + i * 1_000_000 for i in range(len(recs))]
+    assert all(r.log_time_ns == r.stamp_ns for r in recs)
+    r0 = recs[0]
+    assert (r0.width, r0.height, r0.encoding, r0.is_bigendian, r0.time_base) == (
+        1280, 720, 'evt3', False, 0)
+    assert all(bytes(r.events) == pl for r, pl in zip(recs, payloads, strict=True))
+    dec = make_decoder(r0.encoding, r0.width, r0.height)
+    out = EventArrays.concatenate([dec.decode(r.events).events for r in recs])
+    for a, b in zip(out, ev, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # a single storage file reads as well
+    (f,) = [p for p in bag.iterdir() if p.suffix in ('.mcap', '.db3')]
+    assert count_messages(f, '/event_camera/events') == len(payloads)
+
+
+def test_real_bag_without_message_definition(tmp_path):
+    assert count_messages(REAL_BAG, '/event_camera/events') == 105
+    recs = list(iter_event_packets(REAL_BAG))
+    assert len(recs) == 105 and recs[0].events.dtype == np.uint8
+    assert all(b.seq > a.seq for a, b in zip(recs, recs[1:], strict=False))
+    # a bag directory without metadata.yaml but with one storage file
+    d = tmp_path / 'nometa'
+    d.mkdir()
+    shutil.copy(REAL_BAG / 'test_data_evt3_trigger_0.db3', d)
+    assert count_messages(d, '/event_camera/events') == 105
+
+
+@pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
+def test_results_round_trip(tmp_path, storage):
+    bag = tmp_path / 'res'
+    H = np.arange(9.0).reshape(3, 3)
+    rotors = [dict(name='front_left', phase_rad=1.5, omega_rad_s=628.3, rpm_shaft=6000.0,
+                   homography=H),
+              dict(name='rear', phase_rad=0.25, omega_rad_s=100.0, rpm_shaft=955.0,
+                   homography=np.eye(3))]
+    with ResultBagWriter(bag, storage=storage) as w:
+        w.write_packet_outputs(2_000_000_001, rotors)
+        w.write_packet_outputs(2_001_000_001, rotors[:1])
+        w.write_diagnostics(2_001_000_002, [dict(
+            name='helixtrack: front_left', level=1, message='slow', hardware_id='cam0',
+            values={'events': '12', 'rpm': '6000.0'})])
+    topics = list_topics(bag)
+    assert topics['/helixtrack/rotors'] == 'sensor_msgs/msg/JointState'
+    assert topics['/helixtrack/front_left/rpm'] == 'std_msgs/msg/Float64'
+    assert topics['/helixtrack/rear/homography'] == 'std_msgs/msg/Float64MultiArray'
+    assert topics['/diagnostics'] == 'diagnostic_msgs/msg/DiagnosticArray'
+    msgs = list(iter_messages(bag))
+    js = [m for t, _, m in msgs if t == '/helixtrack/rotors']
+    assert js[0].name == ['front_left', 'rear'] and js[1].name == ['front_left']
+    np.testing.assert_allclose(js[0].position, [1.5, 0.25])
+    np.testing.assert_allclose(js[0].velocity, [628.3, 100.0])
+    assert len(js[0].effort) == 0
+    assert js[0].header.stamp.sec == 2 and js[0].header.stamp.nanosec == 1
+    (hm, _) = [m for t, _, m in msgs if t == '/helixtrack/front_left/homography']
+    np.testing.assert_array_equal(hm.data, H.reshape(9))
+    assert [(d.label, d.size, d.stride) for d in hm.layout.dim] == [('rows', 3, 9),
+                                                                    ('cols', 3, 3)]
+    rpm = [m.data for t, _, m in msgs if t == '/helixtrack/rear/rpm']
+    assert rpm == [955.0]
+    (diag,) = [m for t, _, m in msgs if t == '/diagnostics']
+    st = diag.status[0]
+    assert (st.level, st.name, st.message, st.hardware_id) == (
+        1, 'helixtrack: front_left', 'slow', 'cam0')
+    assert {kv.key: kv.value for kv in st.values} == {'events': '12', 'rpm': '6000.0'}
+    only = list(iter_messages(bag, ['/helixtrack/front_left/rpm']))
+    assert [m.data for _, _, m in only] == [6000.0, 6000.0]
+
+
+def test_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match='not found'):
+        list(iter_event_packets(tmp_path / 'missing'))
+    with pytest.raises(ValueError, match=r"'/nope'.*available: /event_camera/events"):
+        list(iter_event_packets(REAL_BAG, '/nope'))
+    with pytest.raises(ValueError, match='available'):
+        count_messages(REAL_BAG, '/nope')
+    # corrupt storage file
+    bad = tmp_path / 'bad'
+    bad.mkdir()
+    (bad / 'metadata.yaml').write_text((REAL_BAG / 'metadata.yaml').read_text())
+    (bad / 'test_data_evt3_trigger_0.db3').write_bytes(b'not a database' * 100)
+    with pytest.raises(ValueError, match='cannot read'):
+        list(iter_event_packets(bad))
+    (bad / 'metadata.yaml').write_text(': : not yaml [')
+    with pytest.raises(ValueError, match='cannot read'):
+        list_topics(bad)
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match='metadata.yaml'):
+        list_topics(empty)
+    # wrong type on the topic
+    res = tmp_path / 'res'
+    with ResultBagWriter(res) as w:
+        w.write_diagnostics(1, [])
+    with pytest.raises(ValueError, match='expected event_camera_msgs/msg/EventPacket'):
+        list(iter_event_packets(res, '/diagnostics'))
+    # writer errors
+    with pytest.raises(FileExistsError):
+        EventBagWriter(res)
+    with pytest.raises(ValueError, match='storage'):
+        EventBagWriter(tmp_path / 'x', storage='rosbag1')
+    with ResultBagWriter(tmp_path / 'r2') as w:
+        with pytest.raises(ValueError, match='3x3'):
+            w.write_packet_outputs(1, [dict(name='a', phase_rad=0, omega_rad_s=0,
+                                            rpm_shaft=0, homography=np.eye(2))])
+        with pytest.raises(ValueError, match='ROS name'):
+            w.write_packet_outputs(1, [dict(name='a b', phase_rad=0, omega_rad_s=0,
+                                            rpm_shaft=0, homography=np.eye(3))])
+        with pytest.raises(ValueError, match='level'):
+            w.write_diagnostics(1, [dict(name='a', level=7)])
