@@ -11,6 +11,9 @@ Prints M events/s per core (best of several runs after a warm-up).
 Usage::
 
     python benchmarks/bench_decode.py [--seconds 1.0] [--rate-mev 32] [--repeat 5]
+                                      [--bag test/data/test_data_evt3_trigger]
+
+With ``--bag`` the EventPackets of a recorded bag are decoded as well.
 """
 
 import argparse
@@ -58,6 +61,7 @@ def main() -> None:
     ap.add_argument('--rate-mev', type=float, default=32.0, help='event rate [M events/s]')
     ap.add_argument('--packet-us', type=int, default=1000, help='packet length [us]')
     ap.add_argument('--repeat', type=int, default=5, help='timed runs (best is reported)')
+    ap.add_argument('--bag', help='also decode the EventPackets of this bag')
     args = ap.parse_args()
 
     ev = propeller_events(args.seconds, args.rate_mev)
@@ -94,6 +98,30 @@ def main() -> None:
     print(f'decode: {n / best_dec / 1e6:7.1f} M events/s  ({best_dec * 1e9 / n:.2f} ns/event, '
           f'best of {args.repeat})')
     print(f'encode: {n / best_enc / 1e6:7.1f} M events/s  ({best_enc * 1e9 / n:.2f} ns/event)')
+    if args.bag:
+        bench_bag(args.bag, args.repeat)
+
+
+def bench_bag(bag: str, repeat: int) -> None:
+    """Decode all EventPackets of a bag (payloads in memory) and print the rate."""
+    from helixtrack_ros.io.bags import iter_event_packets
+
+    recs = list(iter_event_packets(bag))
+    if not recs:
+        print(f'bag {bag}: no EventPackets')
+        return
+    times = []
+    for _ in range(repeat + 1):
+        dec = make_decoder(recs[0].encoding, recs[0].width, recs[0].height)
+        t0 = time.perf_counter()
+        for r in recs:
+            dec.decode(r.events, r.is_bigendian, r.time_base)
+        times.append(time.perf_counter() - t0)
+    c = dec.counters
+    best = min(times[1:])
+    print(f'bag {bag}: {c["events"]:,} events in {len(recs)} packets, '
+          f'{c["words"] / max(c["events"], 1):.2f} words per event: '
+          f'{c["events"] / best / 1e6:.1f} M events/s ({c["words"] / best / 1e6:.0f} M words/s)')
 
 
 if __name__ == '__main__':

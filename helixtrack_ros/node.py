@@ -105,6 +105,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _check_rotor_name(name: str) -> None:
+    """Refuse rotor names that cannot be part of a topic or parameter name."""
+    if not _NAME_RE.match(name) or '__' in name:
+        raise ValueError(f'rotor name "{name}" cannot be a topic name: use letters, '
+                         'digits and single underscores, starting with a letter')
+
+
 def _level_byte(level: int) -> bytes:
     return _LEVEL_BYTES[min(max(int(level), 0), 3)]
 
@@ -316,9 +323,7 @@ class HelixtrackNode(Node):
         self._pipe = pipeline_factory(params)
         self.rotor_names = list(self._pipe.rotor_names)
         for name in self.rotor_names:
-            if not _NAME_RE.match(name) or '__' in name:
-                raise ValueError(f'rotor name "{name}" cannot be a topic name: use letters, '
-                                 'digits and single underscores, starting with a letter')
+            _check_rotor_name(name)
 
         # ------------------------------------------------------------- publishers
         pub_qos = QoSOverridingOptions.with_default_policies()
@@ -412,6 +417,8 @@ class HelixtrackNode(Node):
         if len(set(names)) != len(names):
             raise ValueError(f'rotor_names has duplicates: {list(names)}')
         names = list(names)
+        for name in names:
+            _check_rotor_name(name)
         out['rotor_names'] = names
         for name in names:
             for field, (default, text) in ROTOR_FIELDS.items():

@@ -32,8 +32,26 @@ PYTHON = sys.executable
 
 _FASTDDS_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
 <profiles xmlns="http://www.eprosima.com">
+  <transport_descriptors>
+    <!-- shared memory with room for a burst of event packets (default: 0.5 MB) -->
+    <transport_descriptor>
+      <transport_id>helixtrack_shm</transport_id>
+      <type>SHM</type>
+      <segment_size>33554432</segment_size>
+      <port_queue_capacity>2048</port_queue_capacity>
+    </transport_descriptor>
+    <transport_descriptor>
+      <transport_id>helixtrack_udp</transport_id>
+      <type>UDPv4</type>
+    </transport_descriptor>
+  </transport_descriptors>
   <participant profile_name="helixtrack_test_participant" is_default_profile="true">
     <rtps>
+      <userTransports>
+        <transport_id>helixtrack_shm</transport_id>
+        <transport_id>helixtrack_udp</transport_id>
+      </userTransports>
+      <useBuiltinTransports>false</useBuiltinTransports>
       <builtin>
         <discovery_config>
           <initialAnnouncements>
@@ -90,14 +108,25 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
+#: Processes whose death ends any wait early (see :class:`NodeProcess`).
+_WATCHED: list[Any] = []
+
+
 def wait_until(pred: Callable[[], Any], timeout: float, what: str = 'condition',
                poll: float = 0.01) -> Any:
-    """Poll ``pred`` until it is truthy; raise AssertionError after ``timeout`` s."""
+    """Poll ``pred`` until it is truthy; raise AssertionError after ``timeout`` s.
+
+    Fails at once when a watched node process has exited.
+    """
     deadline = time.monotonic() + timeout
     while True:
         value = pred()
         if value:
             return value
+        for proc in _WATCHED:
+            if proc.proc.poll() is not None and proc.expect_alive:
+                raise AssertionError(f'node process exited ({proc.proc.returncode}) while '
+                                     f'waiting for {what}:\n{proc.output()[-3000:]}')
         if time.monotonic() > deadline:
             raise AssertionError(f'timed out after {timeout:.1f} s waiting for {what}')
         time.sleep(poll)
@@ -230,10 +259,14 @@ class NodeProcess:
         Everything after ``--ros-args``.
     standin : bool
         Use :class:`FakePipeline` instead of the real pipeline.
+    log_dir : Path, optional
+        Where ``node.log`` goes (default: a new temporary directory).
+    expect_alive : bool
+        Make :func:`wait_until` fail as soon as this process exits.
     """
 
     def __init__(self, ros_args: list[str], standin: bool = False,
-                 log_dir: Path | None = None) -> None:
+                 log_dir: Path | None = None, expect_alive: bool = True) -> None:
         if standin:
             code = (f'import sys; sys.path.insert(0, {str(TEST_DIR)!r}); '
                     'import node_fixtures; sys.exit(node_fixtures.standin_main())')
@@ -246,6 +279,8 @@ class NodeProcess:
         self._log = open(self.log_path, 'w')  # noqa: SIM115
         self.proc = subprocess.Popen(self.cmd, stdout=self._log, stderr=subprocess.STDOUT,
                                      env=subprocess_env(), cwd=str(ROOT))
+        self.expect_alive = expect_alive
+        _WATCHED.append(self)
 
     def output(self) -> str:
         if not self._log.closed:
@@ -257,6 +292,9 @@ class NodeProcess:
 
     def stop(self, timeout: float = 10.0) -> int:
         """Ctrl-C the node; return its exit code (kill after ``timeout``)."""
+        self.expect_alive = False
+        if self in _WATCHED:
+            _WATCHED.remove(self)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:

@@ -230,13 +230,15 @@ def test_ctrl_c_and_bad_config(tmp_path: Path):
     params = F.write_params_file(tmp_path / 'bad.yaml', tree)
     (tmp_path / 'bad').mkdir()
     (tmp_path / 'ok').mkdir()
-    bad = F.NodeProcess(['--params-file', str(params)], standin=True, log_dir=tmp_path / 'bad')
+    bad = F.NodeProcess(['--params-file', str(params)], standin=True, log_dir=tmp_path / 'bad',
+                        expect_alive=False)
     proc = F.NodeProcess(['-r', '__node:=quiet', '-r', '__ns:=/c',
                           '-p', 'diagnostics_period_s:=0.1', '-p', 'tracker.no_such:=1.0'],
                          standin=True,
                          log_dir=tmp_path / 'ok')
     try:
         bad.proc.wait(30)
+        bad.stop()
         assert bad.proc.returncode == 1
         log = bad.output()
         assert 'rotors.a.radius_px' in log and 'Traceback' not in log

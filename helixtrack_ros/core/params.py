@@ -43,6 +43,8 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
                    0.0, 1e9),
     'pol_c_on_rad': ('expected phase residual c+ of ON events', 'rad', -math.pi, math.pi),
     'pol_c_off_rad': ('expected phase residual c- of OFF events', 'rad', -math.pi, math.pi),
+    'pol_adapt': ('1: c+ / c- follow the circular mean of the ON / OFF phase residuals; '
+                  '0: fixed (paper)', '', 0, 1),
     'pol_scale': ('c_pol of the polarity residual', '', 0.0, 1e3),
     'band_scale': ('c_b of the soft annulus barriers', '', 0.0, 1e3),
     'band_tau': ('softplus temperature of the annulus barriers', 'tip radii', 1e-4, 10.0),
@@ -90,7 +92,7 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
                        1e4),
 }
 
-_INT_FIELDS = {'bto_sectors', 'gn_min_events', 'gn_target_events', 'pose_timer_us', 'pose_max_events',
+_INT_FIELDS = {'pol_adapt', 'bto_sectors', 'gn_min_events', 'gn_target_events', 'pose_timer_us', 'pose_max_events',
                'sign_events'}
 
 
@@ -139,6 +141,7 @@ class TrackerParams:
     lambda_reg: float = 0.01
     pol_c_on_rad: float = 0.25
     pol_c_off_rad: float = -0.25
+    pol_adapt: int = 1
     pol_scale: float = 1.0
     band_scale: float = 1.0
     band_tau: float = 0.05

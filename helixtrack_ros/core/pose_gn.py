@@ -28,8 +28,15 @@ edge events reach down to the hub (the release drifts 20-30 % there):
   batch's event count N: the paper's p are batch means, so its BTO gradient
   is N times weaker than the summed per-event data terms and cannot resist
   the radial term's outward pull (the release's drift).
-- The band and annulus barriers use the Gauss-Newton form of the paper's
-  softplus (phi'' J J^T, phi' J).
+- Polarity offsets: the EKF locks on the gate-weighted mode of the phase
+  residuals, which for a blade with two edges is not the point midway
+  between fixed c+ / c- (on the synthetic rotor it sits 0.2 rad from it);
+  with fixed offsets the polarity term then has a non-zero mean that no
+  rotation can absorb (eps is psi-invariant), so it drags centre and
+  perspective and the RPM follows (0.5 % error). With ``pol_adapt`` the
+  offsets are the ring-weighted circular means of the ON / OFF residuals
+  (forgotten with rho like the normal equations), so the polarity term keeps
+  its information (edge alignment across the disc) without the bias.
 """
 
 import math
@@ -51,8 +58,8 @@ G_LPOL = 4
 G_LBAND = 5
 G_LBTO = 6
 G_LREG = 7
-G_CON = 8
-G_COFF = 9
+G_COFF = 8
+G_CON = 9
 G_CPOL = 10
 G_CB = 11
 G_BTAU = 12
@@ -82,7 +89,8 @@ G_DELTA0 = 35
 G_SB0 = 36
 G_MINPX = 37
 G_NSEC = 38        # BTO sectors
-G_LEN = 39
+G_POLADAPT = 39    # 1: c+ / c- follow the observed residuals
+G_LEN = 40
 
 # ---- accumulator layout (float64) --------------------------------------------------------
 ACC_A = 0          # 36: A row-major, upper triangle filled
@@ -92,7 +100,8 @@ ACC_LOSS = 43      # data loss of the batch (diagnostics)
 ACC_SEC = 44       # per BTO sector: C_core, C_in, C_out, then dC/dq (3 x 6)
 SEC_LEN = 21
 MAX_SECTORS = 16
-ACC_LEN = ACC_SEC + SEC_LEN * MAX_SECTORS
+ACC_POL = ACC_SEC + SEC_LEN * MAX_SECTORS  # 4: sum w cos eps, sum w sin eps for OFF, ON
+ACC_LEN = ACC_POL + 4
 
 _BTO_EPS = 1e-9
 
@@ -125,6 +134,7 @@ def pack_gn_params(params: TrackerParams, blades: int, zeta: int) -> np.ndarray:
     g[G_SB0] = params.bto_sigma_band
     g[G_MINPX] = params.bto_min_px
     g[G_NSEC] = params.bto_sectors
+    g[G_POLADAPT] = params.pol_adapt
     g[G_SC] = params.bto_sigma_core
     g[G_DELTA] = params.bto_delta
     g[G_SB] = params.bto_sigma_band
@@ -244,6 +254,11 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, pol, J, jphi, jr):
         acc[base + 9 + k] += d1 * jr[k]
         acc[base + 15 + k] += d2 * jr[k]
     acc[ACC_N] += 1.0
+    # circular statistics of eps per polarity (ring-weighted) for the adaptive c+ / c-
+    wr = math.exp(-e0 * e0 * prm[G_INV2SR2])
+    kp = ACC_POL + (2 if pol != 0 else 0)
+    acc[kp] += wr * math.cos(eps)
+    acc[kp + 1] += wr * math.sin(eps)
 
 
 @njit(cache=True, nogil=True)
@@ -427,14 +442,23 @@ def _solve(acc, prm, q, pose, keep_gradient):
                     changed = True
             _pack_pose(q, pose)
             _set_bands(prm, math.exp(q[0]))
+    if prm[G_POLADAPT] != 0.0:
+        # c- / c+ = circular mean of the OFF / ON residuals (see module notes)
+        for k in range(2):
+            c = acc[ACC_POL + 2 * k]
+            s = acc[ACC_POL + 2 * k + 1]
+            if c * c + s * s > 0.0:
+                prm[G_COFF + k] = math.atan2(s, c)
     # exponential forgetting of the normal equations; occupancies restart
     rho = prm[G_FORGET]
     for i in range(36):
         acc[ACC_A + i] *= rho
     for i in range(6):
         acc[ACC_G + i] = acc[ACC_G + i] * rho if keep_gradient else 0.0
-    for i in range(ACC_N, ACC_LEN):
+    for i in range(ACC_N, ACC_POL):
         acc[i] = 0.0
+    for i in range(ACC_POL, ACC_POL + 4):
+        acc[i] *= rho
     return changed
 
 

@@ -135,7 +135,7 @@ class CameraMotion:
             tgt = rng.uniform(-size, size, 2)
             jx[i], jy[i] = tgt - cur
             cur = tgt
-        jr = rng.uniform(15e3, 50e3, n_j)
+        jr = rng.uniform(25e3, 60e3, n_j)
         return CameraMotion(int(level), tuple(float(c) for c in center_px), tr_a, tr_f, tr_p,
                             rot_a, rot_f, rot_p, zoom_a, zoom_f, zoom_p, jt, jx, jy, jr)
 

@@ -114,6 +114,7 @@ def _emit_burst(st, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, n):
 
 @njit(cache=True, nogil=True, inline='always')
 def _blade_width(r, hub, c_root, c_peak, c_tip):
+    """Full angular blade width at rotor-plane radius r (chord piecewise linear in r)."""
     if r <= hub:
         chord = c_root
     elif r <= 0.4:
@@ -128,15 +129,58 @@ def _blade_width(r, hub, c_root, c_peak, c_tip):
     return 2.0 * math.asin(a)
 
 
-# per pixel and knot interval: start value and change over the interval of the
-# leading-edge phase offset, trailing-edge phase offset, radius and blade width
-CO_L0, CO_L1, CO_T0, CO_T1, CO_R0, CO_R1, CO_W0, CO_W1 = 0, 1, 2, 3, 4, 5, 6, 7
-N_CO = 8
+N_WTAB = 1024
+
+
+@njit(cache=True, nogil=True)
+def _width_table(geo):
+    """Blade width sampled on [r_lo, r_hi] (N_WTAB + 1 points) plus range and scale."""
+    hub = geo[GEO_HUB]
+    r_lo = hub - 2.0 / geo[GEO_RADIUS_PX]
+    r_hi = 1.0 + 2.0 / geo[GEO_RADIUS_PX]
+    tab = np.empty(N_WTAB + 1)
+    for i in range(N_WTAB + 1):
+        r = r_lo + (r_hi - r_lo) * i / N_WTAB
+        tab[i] = _blade_width(r, hub, geo[GEO_CHORD_ROOT], geo[GEO_CHORD_PEAK],
+                              geo[GEO_CHORD_TIP])
+    return tab, r_lo, N_WTAB / (r_hi - r_lo)
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _pixel_coefs(g_knots, static, fx, fy, geo, rk, bk, coef):
-    """Fill ``coef`` (n_iv, N_CO) for one pixel; False when it never meets the blades."""
+def _width_at(tab, r_lo, scale, r):
+    f = (r - r_lo) * scale
+    if f <= 0.0:
+        return tab[0]
+    if f >= N_WTAB:
+        return tab[N_WTAB]
+    i = int(f)
+    f -= i
+    return tab[i] + (tab[i + 1] - tab[i]) * f
+
+
+# per pixel and knot interval: start value and change over the interval of the
+# leading-edge phase offset, trailing-edge phase offset, radius, blade width and the
+# mean number of events per crossing before the photoreceptor response
+CO_L0, CO_L1, CO_T0, CO_T1, CO_R0, CO_R1, CO_W0, CO_W1, CO_M0, CO_M1 = range(10)
+N_CO = 10
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _uv(g, fx, fy):
+    w = g[2, 0] * fx + g[2, 1] * fy + g[2, 2]
+    return ((g[0, 0] * fx + g[0, 1] * fy + g[0, 2]) / w,
+            (g[1, 0] * fx + g[1, 1] * fy + g[1, 2]) / w)
+
+
+@njit(cache=True, nogil=True)
+def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk, bk, coef,
+                 ic):
+    """Fill ``coef[ic]`` (n_iv, N_CO) for one pixel; False when it never meets the blades.
+
+    ``margin_r`` bounds how far (rotor-plane units) a pixel's radius can change
+    between the first and the last knot; pixels out of the blade band at both
+    ends by more than that are skipped without evaluating the inner knots.
+    """
     direction = geo[GEO_DIRECTION]
     hub = geo[GEO_HUB]
     rad_px = geo[GEO_RADIUS_PX]
@@ -144,158 +188,183 @@ def _pixel_coefs(g_knots, static, fx, fy, geo, rk, bk, coef):
     r_lo = hub - 1.5 / rad_px
     r_hi = 1.0 + 1.5 / rad_px
     nk = g_knots.shape[0]
-    inside = False
-    for k in range(nk):
-        if static and k > 0:
+    ux, uy = _uv(g_knots[0], fx, fy)
+    r = math.sqrt(ux * ux + uy * uy)
+    if static:
+        if r < r_lo or r > r_hi:
+            return False
+    else:
+        vx, vy = _uv(g_knots[nk - 1], fx, fy)
+        r_end = math.sqrt(vx * vx + vy * vy)
+        if (r < r_lo - margin_r or r > r_hi + margin_r) and \
+                (r_end < r_lo - margin_r or r_end > r_hi + margin_r):
+            return False
+    rk[0] = r
+    bk[0] = math.atan2(uy, ux)
+    for k in range(1, nk):
+        if static:
             rk[k] = rk[0]
             bk[k] = bk[0]
             continue
-        g = g_knots[k]
-        w = g[2, 0] * fx + g[2, 1] * fy + g[2, 2]
-        ux = (g[0, 0] * fx + g[0, 1] * fy + g[0, 2]) / w
-        uy = (g[1, 0] * fx + g[1, 1] * fy + g[1, 2]) / w
-        r = math.sqrt(ux * ux + uy * uy)
-        rk[k] = r
-        if r_lo <= r <= r_hi:
-            inside = True
-        b = math.atan2(uy, ux)
-        if k > 0:
-            d = b - bk[k - 1]
-            d -= TWO_PI * math.floor(d / TWO_PI + 0.5)
-            b = bk[k - 1] + d
-        bk[k] = b
-    if not inside:
-        return False
+        vx, vy = _uv(g_knots[k], fx, fy)
+        rk[k] = math.sqrt(vx * vx + vy * vy)
+        # angle increment from the previous knot (small-angle series when possible)
+        cr = ux * vy - uy * vx
+        dt_ = ux * vx + uy * vy
+        if dt_ > 0.0 and abs(cr) < 0.2 * dt_:
+            z = cr / dt_
+            z2 = z * z
+            d = z * (1.0 - z2 * (1.0 / 3.0 - z2 * (0.2 - z2 * (1.0 / 7.0))))
+        else:
+            d = math.atan2(cr, dt_)
+        bk[k] = bk[k - 1] + d
+        ux = vx
+        uy = vy
     a_prev = 0.0
     w_prev = 0.0
+    m_prev = 0.0
+    m_scale = geo[GEO_M_SCALE]
     for k in range(nk):
         r = rk[k]
         if static and k > 0:
             a = a_prev
             wd = w_prev
+            mk = m_prev
         else:
             rho = min(max((r - hub) / (1.0 - hub), 0.0), 1.0)
             a = -direction * bk[k] - sweep * rho * rho
-            wd = _blade_width(r, hub, geo[GEO_CHORD_ROOT], geo[GEO_CHORD_PEAK],
-                              geo[GEO_CHORD_TIP])
+            wd = _width_at(wtab, wr_lo, wscale, r)
+            # fewer events toward the hub; pixels straddling the tip / hub circle
+            # see the blade over part of their area only
+            soft = min(max((1.0 - r) * rad_px + 0.5, 0.0), 1.0)
+            soft *= min(max((r - hub) * rad_px + 0.5, 0.0), 1.0)
+            mk = m_scale * (0.3 + 0.7 * math.sqrt(rho)) * soft
         if k < nk - 1:
-            coef[k, CO_L0] = a + 0.5 * wd
-            coef[k, CO_T0] = a - 0.5 * wd
-            coef[k, CO_R0] = r
-            coef[k, CO_W0] = wd
+            coef[ic, k, CO_L0] = a + 0.5 * wd
+            coef[ic, k, CO_T0] = a - 0.5 * wd
+            coef[ic, k, CO_R0] = r
+            coef[ic, k, CO_W0] = wd
+            coef[ic, k, CO_M0] = mk
         if k > 0:
-            coef[k - 1, CO_L1] = a + 0.5 * wd - coef[k - 1, CO_L0]
-            coef[k - 1, CO_T1] = a - 0.5 * wd - coef[k - 1, CO_T0]
-            coef[k - 1, CO_R1] = r - coef[k - 1, CO_R0]
-            coef[k - 1, CO_W1] = wd - coef[k - 1, CO_W0]
+            coef[ic, k - 1, CO_L1] = a + 0.5 * wd - coef[ic, k - 1, CO_L0]
+            coef[ic, k - 1, CO_T1] = a - 0.5 * wd - coef[ic, k - 1, CO_T0]
+            coef[ic, k - 1, CO_R1] = r - coef[ic, k - 1, CO_R0]
+            coef[ic, k - 1, CO_W1] = wd - coef[ic, k - 1, CO_W0]
+            coef[ic, k - 1, CO_M1] = mk - coef[ic, k - 1, CO_M0]
         a_prev = a
         w_prev = wd
+        m_prev = mk
     return True
 
 
-@njit(cache=True, nogil=True, inline='always')
-def _at(coef, c0, j, kb, inv_kb):
-    """Value at block boundary ``j`` of a knot-wise linear coefficient pair."""
-    n_iv = coef.shape[0]
-    kj = j // kb
-    if kj > n_iv - 1:
-        kj = n_iv - 1
-    return coef[kj, c0] + coef[kj, c0 + 1] * ((j - kj * kb) * inv_kb)
+@njit(cache=True, nogil=True)
+def _find_crossings(coef, i, kb, theta_b, inv_period, cj):
+    """Block boundaries j where an edge phase passed a lattice value since j - 1.
 
-
-@njit(cache=True, nogil=True, inline='always')
-def _walk_pixel(coef, x, y, kb, theta_b, q_bend, t_b, geo, sen, st,
-                out_t, out_x, out_y, out_p, n):
-    """Events of one pixel over the segment's blocks; -1 when the buffers overflow."""
-    hub = geo[GEO_HUB]
-    rad_px = geo[GEO_RADIUS_PX]
-    m_scale = geo[GEO_M_SCALE]
-    inv_tau = 1.0 / geo[GEO_TAU_US]
-    pol_lead = np.uint8(geo[GEO_POL_LEAD])
-    pol_trail = np.uint8(1 - pol_lead)
-    period = TWO_PI / geo[GEO_BLADES]
-    inv_period = 1.0 / period
-    r_lo = hub - 1.5 / rad_px
-    r_hi = 1.0 + 1.5 / rad_px
+    Writes ``2 * j + edge`` codes into ``cj`` and returns their number (hot loop,
+    kept minimal on purpose).
+    """
+    n_iv = coef.shape[1]
     inv_kb = 1.0 / kb
-    cap = out_t.shape[0]
-    n_iv = coef.shape[0]
-    gl_prev = theta_b[0] + coef[0, CO_L0]
-    gt_prev = theta_b[0] + coef[0, CO_T0]
-    nl_prev = math.floor(gl_prev * inv_period)
-    nt_prev = math.floor(gt_prev * inv_period)
+    nl_prev = math.floor((theta_b[0] + coef[i, 0, CO_L0]) * inv_period)
+    nt_prev = math.floor((theta_b[0] + coef[i, 0, CO_T0]) * inv_period)
+    m = 0
     j = 0
     for kk in range(n_iv):
-        l0 = coef[kk, CO_L0]
-        l1 = coef[kk, CO_L1]
-        t0 = coef[kk, CO_T0]
-        t1 = coef[kk, CO_T1]
+        l0 = coef[i, kk, CO_L0]
+        l1 = coef[i, kk, CO_L1]
+        t0 = coef[i, kk, CO_T0]
+        t1 = coef[i, kk, CO_T1]
         for jj in range(1, kb + 1):
             j += 1
             fr = jj * inv_kb
             th = theta_b[j]
-            gl = th + l0 + l1 * fr
-            gt = th + t0 + t1 * fr
-            nl = math.floor(gl * inv_period)
-            nt = math.floor(gt * inv_period)
-            if nl != nl_prev or nt != nt_prev:
-                dt = t_b[j] - t_b[j - 1]
-                qb = q_bend[j - 1]
-                ra = _at(coef, CO_R0, j - 1, kb, inv_kb)
-                rb = coef[kk, CO_R0] + coef[kk, CO_R1] * fr
-                wd = 0.5 * (_at(coef, CO_W0, j - 1, kb, inv_kb)
-                            + coef[kk, CO_W0] + coef[kk, CO_W1] * fr)
-                for edge in range(2):
-                    if edge == 0:
-                        ga, gb, na, nb = gl_prev, gl, nl_prev, nl
-                    else:
-                        ga, gb, na, nb = gt_prev, gt, nt_prev, nt
-                    if na == nb:
-                        continue
-                    dg = gb - ga
-                    if nb > na:
-                        v = (na + 1.0) * period
-                        step = period
-                        cnt = nb - na
-                        fwd = True
-                    else:
-                        v = na * period
-                        step = -period
-                        cnt = na - nb
-                        fwd = False
-                    # the blade covers this pixel for width / relative rate; shorter
-                    # than the photoreceptor time constant means a weaker response
-                    resp = 1.0 - math.exp(-wd * dt / abs(dg) * inv_tau)
-                    arrive = (edge == 0) == fwd
-                    pol = pol_lead if arrive else pol_trail
-                    for _ in range(cnt):
-                        s = (v - ga) / dg
-                        hval = dg * s + qb * s * (1.0 - s) - (v - ga)
-                        hder = dg + qb * (1.0 - 2.0 * s)
-                        if hder != 0.0:
-                            s -= hval / hder
-                        s = min(max(s, 0.0), 1.0)
-                        v += step
-                        rc = ra + (rb - ra) * s
-                        if rc < r_lo or rc > r_hi:
-                            continue
-                        rho = min(max((rc - hub) / (1.0 - hub), 0.0), 1.0)
-                        soft = min(max((1.0 - rc) * rad_px + 0.5, 0.0), 1.0)
-                        soft *= min(max((rc - hub) * rad_px + 0.5, 0.0), 1.0)
-                        m = m_scale * (0.3 + 0.7 * math.sqrt(rho)) * resp * soft
-                        n_ev = int(m + _rand(st))
-                        if n_ev <= 0:
-                            continue
-                        if n_ev > 3:
-                            n_ev = 3
-                        if n + n_ev > cap:
-                            return -1
-                        n = _emit_burst(st, t_b[j - 1] + s * dt, n_ev, pol, x, y, sen,
-                                        out_t, out_x, out_y, out_p, n)
-            gl_prev = gl
-            gt_prev = gt
+            nl = math.floor((th + l0 + l1 * fr) * inv_period)
+            nt = math.floor((th + t0 + t1 * fr) * inv_period)
+            if nl != nl_prev:
+                cj[m] = 2 * j
+                m += 1
+            if nt != nt_prev:
+                cj[m] = 2 * j + 1
+                m += 1
             nl_prev = nl
             nt_prev = nt
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _walk_pixel(coef, i, x, y, kb, theta_b, q_bend, t_b, geo, sen, st, cj,
+                out_t, out_x, out_y, out_p, n):
+    """Events of one pixel over the segment's blocks; -1 when the buffers overflow."""
+    period = TWO_PI / geo[GEO_BLADES]
+    inv_period = 1.0 / period
+    m = _find_crossings(coef, i, kb, theta_b, inv_period, cj)
+    if m == 0:
+        return n
+    inv_tau = 1.0 / geo[GEO_TAU_US]
+    pol_lead = np.uint8(geo[GEO_POL_LEAD])
+    pol_trail = np.uint8(1 - pol_lead)
+    inv_kb = 1.0 / kb
+    cap = out_t.shape[0]
+    n_iv = coef.shape[1]
+    for ic in range(m):
+        code = cj[ic]
+        j = code >> 1
+        edge = code & 1
+        c0 = CO_L0 if edge == 0 else CO_T0
+        # knot interval and fraction of boundaries j - 1 and j (kb is a power of two)
+        xa = (j - 1) * inv_kb
+        ka = min(int(xa), n_iv - 1)
+        fa = xa - ka
+        xb = j * inv_kb
+        kbb = min(int(xb), n_iv - 1)
+        fb = xb - kbb
+        ga = theta_b[j - 1] + coef[i, ka, c0] + coef[i, ka, c0 + 1] * fa
+        gb = theta_b[j] + coef[i, kbb, c0] + coef[i, kbb, c0 + 1] * fb
+        na = math.floor(ga * inv_period)
+        nb = math.floor(gb * inv_period)
+        if na == nb:
+            continue
+        ma = coef[i, ka, CO_M0] + coef[i, ka, CO_M1] * fa
+        mb = coef[i, kbb, CO_M0] + coef[i, kbb, CO_M1] * fb
+        wd = 0.5 * (coef[i, ka, CO_W0] + coef[i, ka, CO_W1] * fa
+                    + coef[i, kbb, CO_W0] + coef[i, kbb, CO_W1] * fb)
+        dt = t_b[j] - t_b[j - 1]
+        qb = q_bend[j - 1]
+        dg = gb - ga
+        inv_dg = 1.0 / dg
+        if nb > na:
+            v = (na + 1.0) * period
+            step = period
+            cnt = nb - na
+            fwd = True
+        else:
+            v = na * period
+            step = -period
+            cnt = na - nb
+            fwd = False
+        # the blade covers the pixel for width / relative rate; much shorter than
+        # the photoreceptor time constant means a weaker response
+        xr = wd * dt * abs(inv_dg) * inv_tau
+        resp = xr / (1.0 + xr)
+        arrive = (edge == 0) == fwd
+        pol = pol_lead if arrive else pol_trail
+        for _ in range(cnt):
+            s = (v - ga) * inv_dg
+            # one Newton step on the quadratic shape of theta within the block
+            s -= qb * s * (1.0 - s) * inv_dg
+            s = min(max(s, 0.0), 1.0)
+            v += step
+            mm = (ma + (mb - ma) * s) * resp
+            n_ev = int(mm + _rand(st))
+            if n_ev <= 0:
+                continue
+            if n_ev > 3:
+                n_ev = 3
+            if n + n_ev > cap:
+                return -1
+            n = _emit_burst(st, t_b[j - 1] + s * dt, n_ev, pol, x, y, sen,
+                            out_t, out_x, out_y, out_p, n)
     return n
 
 
@@ -309,7 +378,7 @@ def _bend(theta_b, theta_m):
 
 
 @njit(cache=True, nogil=True)
-def rotor_geometry(g_knots, static, box, geo):
+def rotor_geometry(g_knots, static, box, geo, margin_r):
     """Per-pixel edge-phase coefficients of the pixels of ``box`` that meet the blades.
 
     Returns
@@ -324,10 +393,12 @@ def rotor_geometry(g_knots, static, box, geo):
     coef = np.empty((n_box, nk - 1, N_CO))
     rk = np.empty(nk)
     bk = np.empty(nk)
+    wtab, wr_lo, wscale = _width_table(geo)
     m = 0
     for y in range(box[2], box[3]):
         for x in range(box[0], box[1]):
-            if _pixel_coefs(g_knots, static, float(x), float(y), geo, rk, bk, coef[m]):
+            if _pixel_coefs(g_knots, static, float(x), float(y), geo, margin_r, wtab, wr_lo,
+                            wscale, rk, bk, coef, m):
                 px[m] = x
                 py[m] = y
                 m += 1
@@ -342,9 +413,10 @@ def rotor_events(px, py, coef, kb, theta_b, theta_m, t_b, geo, sen, st,
     Returns the new fill level, or -1 when the buffers are too small.
     """
     q_bend = _bend(theta_b, theta_m)
+    cj = np.empty(2 * theta_b.shape[0] + 2, np.int64)
     n = n0
     for i in range(px.shape[0]):
-        n = _walk_pixel(coef[i], px[i], py[i], kb, theta_b, q_bend, t_b, geo, sen, st,
+        n = _walk_pixel(coef, i, px[i], py[i], kb, theta_b, q_bend, t_b, geo, sen, st, cj,
                         out_t, out_x, out_y, out_p, n)
         if n < 0:
             return -1
@@ -352,9 +424,9 @@ def rotor_events(px, py, coef, kb, theta_b, theta_m, t_b, geo, sen, st,
 
 
 @njit(cache=True, nogil=True)
-def rotor_segment(g_knots, kb, static, theta_b, theta_m, t_b, box, geo, sen, st,
+def rotor_segment(g_knots, kb, theta_b, theta_m, t_b, box, geo, margin_r, sen, st,
                   out_t, out_x, out_y, out_p, n0):
-    """Blade-edge events of one rotor over one segment (geometry computed on the fly).
+    """Blade-edge events of one rotor over one segment under a moving camera.
 
     Parameters
     ----------
@@ -363,16 +435,18 @@ def rotor_segment(g_knots, kb, static, theta_b, theta_m, t_b, box, geo, sen, st,
         block boundary ``k * kb``; ``(nk - 1) * kb`` equals the number of blocks.
     kb : int
         Blocks per knot.
-    static : bool
-        All knots are equal (static camera): evaluate the geometry once per pixel.
     theta_b : (S+1,) float64
         Shaft angle at the block boundaries; ``theta_m`` (S,) at block midpoints.
     t_b : (S+1,) float64
         Block boundary times [us].
     box : (4,) int64
         Pixel box x0, x1, y0, y1 (exclusive ends).
-    geo, sen : float64 vectors
-        Rotor and sensor parameters (GEO_* / SEN_* indices).
+    geo : float64 vector
+        Rotor parameters (GEO_* indices).
+    margin_r : float
+        Bound of a pixel's radius change over the segment (rotor-plane units).
+    sen : float64 vector
+        Sensor parameters (SEN_* indices).
     st : (1,) uint64
         Generator state.
     out_t, out_x, out_y, out_p : arrays
@@ -387,14 +461,17 @@ def rotor_segment(g_knots, kb, static, theta_b, theta_m, t_b, box, geo, sen, st,
     q_bend = _bend(theta_b, theta_m)
     rk = np.empty(nk)
     bk = np.empty(nk)
-    coef = np.empty((nk - 1, N_CO))
+    coef = np.empty((1, nk - 1, N_CO))
+    wtab, wr_lo, wscale = _width_table(geo)
+    cj = np.empty(2 * theta_b.shape[0] + 2, np.int64)
     n = n0
     for y in range(box[2], box[3]):
         for x in range(box[0], box[1]):
-            if not _pixel_coefs(g_knots, static, float(x), float(y), geo, rk, bk, coef):
+            if not _pixel_coefs(g_knots, False, float(x), float(y), geo, margin_r, wtab,
+                                wr_lo, wscale, rk, bk, coef, 0):
                 continue
-            n = _walk_pixel(coef, np.uint16(x), np.uint16(y), kb, theta_b, q_bend, t_b, geo,
-                            sen, st, out_t, out_x, out_y, out_p, n)
+            n = _walk_pixel(coef, 0, np.uint16(x), np.uint16(y), kb, theta_b, q_bend, t_b, geo,
+                            sen, st, cj, out_t, out_x, out_y, out_p, n)
             if n < 0:
                 return -1
     return n

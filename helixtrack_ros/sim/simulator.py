@@ -24,7 +24,7 @@ BLOCK_US = 1000
 SEG_BLOCKS = 16
 SEG_US = BLOCK_US * SEG_BLOCKS
 JPOS_US = 250.0
-MAX_KNOT_ERR_PX = 0.05
+MAX_KNOT_ERR_PX = 0.15
 
 
 def _camera_accel_bound(scene: Scene) -> float:
@@ -43,7 +43,7 @@ def _camera_accel_bound(scene: Scene) -> float:
 
 
 def knot_blocks_for(scene: Scene) -> int:
-    """Blocks between geometry knots so that linear interpolation stays within 0.05 px."""
+    """Blocks between geometry knots: linear interpolation error bound <= 0.15 px."""
     acc = _camera_accel_bound(scene)
     if acc == 0.0:
         return SEG_BLOCKS
@@ -142,7 +142,7 @@ class Simulator:
             h = self.scene.rotors[i].homography0()[None]
             g = np.ascontiguousarray(np.linalg.inv(np.concatenate([h, h])))
             box = self._rotor_box(h)
-            self._static_geo[i] = kn.rotor_geometry(g, True, box, self._geo[i])
+            self._static_geo[i] = kn.rotor_geometry(g, True, box, self._geo[i], 0.0)
         return self._static_geo[i]
 
     def _fill(self, seg: int, n0: int) -> int:
@@ -172,7 +172,10 @@ class Simulator:
             box = self._rotor_box(h_knots)
             if box[1] <= box[0] or box[3] <= box[2]:
                 continue
-            args = (g_knots, kb, False, th_b, th_m, t_b, box, self._geo[i], self._sen)
+            # how far the rotor centre moves over the segment, in tip radii
+            c = h_knots[:, :2, 2] / h_knots[:, 2:, 2]
+            margin_r = float(np.max(np.hypot(*(c - c[0]).T))) / rotor.radius_px * 1.5 + 0.02
+            args = (g_knots, kb, th_b, th_m, t_b, box, self._geo[i], margin_r, self._sen)
             n = self._run(kn.rotor_segment, args, keys, n)
         if not static and len(self._ew):
             # straight-line motion between geometry knots, as for the rotors

@@ -1,0 +1,69 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""TrackerParams and RotorInit: defaults, validation, round trips, descriptors."""
+
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helixtrack_ros.core.params import RotorInit, TrackerParams
+
+
+def test_defaults_follow_paper_and_release():
+    p = TrackerParams()
+    assert (p.q_jerk, p.kappa, p.r_in, p.r_out) == (400.0, 22.0, 0.2, 1.5)
+    assert (p.lambda_phi, p.lambda_r, p.lambda_pol, p.lambda_band) == (1.0, 1.0, 0.25, 5.0)
+    assert (p.gamma_t, p.gamma_persp, p.gn_min_events, p.pose_timer_us) == (6.0, 1.0, 2000,
+                                                                             100_000)
+    assert (p.p0_phase_rad2, p.p0_omega_rad2_s2, p.p0_alpha_rad2_s4) == (1.0, 100.0, 1e4)
+
+
+def test_round_trip_and_describe():
+    p = TrackerParams(q_jerk=300.0, gn_target_events=0)
+    assert TrackerParams.from_dict(p.to_dict()) == p
+    desc = TrackerParams.describe()
+    assert list(desc) == [f.name for f in fields(TrackerParams)]
+    for name, (text, unit, lo, hi) in desc.items():
+        assert text and isinstance(unit, str), name
+        assert lo is None or hi is None or lo <= hi, name
+        value = getattr(TrackerParams(), name)
+        assert (lo is None or value >= lo) and (hi is None or value <= hi), name
+
+
+def test_from_dict_rejects_unknown_and_out_of_range():
+    with pytest.raises(ValueError, match='no_such_param'):
+        TrackerParams.from_dict({'no_such_param': 1.0})
+    with pytest.raises(ValueError, match='kappa'):
+        TrackerParams.from_dict({'kappa': -1.0})
+    with pytest.raises(ValueError, match='gn_min_events'):
+        TrackerParams.from_dict({'gn_min_events': 2.5})
+    with pytest.raises(ValueError, match='r_out'):
+        TrackerParams.from_dict({'r_in': 1.0, 'r_out': 0.5})
+    with pytest.raises(ValueError, match='q_jerk'):
+        TrackerParams.from_dict({'q_jerk': 'abc'})
+    assert TrackerParams.from_dict({'gn_min_events': 100.0}).gn_min_events == 100
+
+
+def test_config_file_lists_every_field_with_its_default():
+    path = Path(__file__).resolve().parents[1] / 'config' / 'helixtrack.yaml'
+    doc = yaml.safe_load(path.read_text())['/**']['ros__parameters']
+    assert doc['rotor_names'] == []
+    assert TrackerParams.from_dict(doc['tracker']) == TrackerParams()
+    assert set(doc['tracker']) == {f.name for f in fields(TrackerParams)}
+
+
+def test_rotor_init_validation():
+    r = RotorInit('a', (1, 2), 50, 6000, 2)
+    assert r.center_px == (1.0, 2.0) and r.direction == 0 and r.perspective == (0.0, 0.0)
+    for kwargs, word in [(dict(radius_px=0.0), 'radius_px'), (dict(rpm_shaft=-1.0), 'rpm'),
+                         (dict(blades=0), 'blades'), (dict(direction=2), 'direction'),
+                         (dict(center_px=(1.0,)), 'center_px'),
+                         (dict(perspective=(1.0, 0.0)), 'perspective')]:
+        base = dict(name='a', center_px=(1.0, 2.0), radius_px=50.0, rpm_shaft=6000.0, blades=2)
+        base.update(kwargs)
+        with pytest.raises(ValueError, match=word):
+            RotorInit(**base)
+    with pytest.raises(ValueError):
+        RotorInit('', (1.0, 2.0), 50.0, 6000.0, 2)

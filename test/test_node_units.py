@@ -1,0 +1,174 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Node pieces without DDS traffic: drawing, parameter declaration, packet handling."""
+
+from __future__ import annotations
+
+import math
+
+import node_fixtures as F  # noqa: N812
+import numpy as np
+import pytest
+
+pytest.importorskip('rclpy')
+pytest.importorskip('event_camera_msgs.msg')
+
+import rclpy  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+
+from helixtrack_ros import node as hn  # noqa: E402
+
+
+# ---------------------------------------------------------------------- drawing
+def test_draw_text_and_unknown_glyph():
+    img = np.zeros((20, 40), np.uint8)
+    hn.draw_text(img, '18', 1, 1, 255, scale=1)
+    # '1' is 010/110/010/010/111 at x = 1..3
+    assert img[1:6, 1:4].tolist() == [[0, 255, 0], [255, 255, 0], [0, 255, 0], [0, 255, 0],
+                                      [255, 255, 255]]
+    assert img[1:6, 5:8].sum() == 255 * 13          # '8' has 13 dots
+    other = np.zeros_like(img)
+    hn.draw_text(other, '#', 1, 1, 255, scale=1)
+    q = np.zeros_like(img)
+    hn.draw_text(q, '?', 1, 1, 255, scale=1)
+    assert np.array_equal(other, q)
+    hn.draw_text(img, '888', 35, 17, 255, scale=3)  # clipped at the border, no error
+
+
+def test_ellipse_points_follow_the_homography():
+    H = np.array([[80.0, 0, 400], [0, 40.0, 300], [0, 0, 1]])
+    pts = hn.ellipse_points(H, n=64)
+    assert pts.shape == (64, 2)
+    u = (pts[:, 0] - 400) / 80
+    v = (pts[:, 1] - 300) / 40
+    assert np.allclose(u ** 2 + v ** 2, 1.0)
+    # a point behind the camera is dropped
+    Hp = np.array([[1.0, 0, 0], [0, 1, 0], [2.0, 0, 1]])
+    assert len(hn.ellipse_points(Hp, n=64)) < 64
+
+
+@pytest.mark.parametrize('encoding', ['mono8', 'rgb8'])
+def test_render_debug_image(encoding):
+    rotor = F.FakeRotor(homography=np.array([[50.0, 0, 100], [0, 50, 80], [0, 0, 1]]),
+                        rpm_shaft=6012.4, level=1)
+    bad = F.FakeRotor(homography=np.full((3, 3), np.nan), rpm_shaft=math.nan, level=2)
+    x = np.array([10, 20, 5000], np.uint16)
+    y = np.array([10, 20, 10], np.uint16)
+    p = np.array([1, 0, 1], np.uint8)
+    img = hn.render_debug_image(200, 160, [(x, y, p)], [rotor, bad], encoding)
+    assert img.shape == ((160, 200, 3) if encoding == 'rgb8' else (160, 200))
+    on, off, ring = img[10, 10], img[20, 20], img[80, 150]
+    if encoding == 'rgb8':
+        assert tuple(on) == (255, 255, 255) and tuple(off) == (0, 0, 0)
+        assert tuple(ring) == hn._LEVEL_RGB[1]
+    else:
+        assert on == 255 and off == 0 and ring == 255
+    # the RPM label sits above the ellipse
+    label = img[16:26, 60:140]
+    assert (label != 128).any()
+
+
+# ---------------------------------------------------------------------- the node in-process
+@pytest.fixture
+def context():
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
+def _overrides(tree: dict) -> list[Parameter]:
+    from helixtrack_ros.io.params_file import flatten
+    return [Parameter(k, value=v) for k, v in flatten(tree).items()]
+
+
+def _make(context, tree: dict, **kw):
+    return hn.HelixtrackNode(context=context, parameter_overrides=_overrides(tree),
+                             **F.STANDIN_KWARGS, **kw)
+
+
+def test_declares_rotor_and_runtime_parameters(context):
+    node = _make(context, F.TWO_ROTORS)
+    try:
+        assert node.rotor_names == ['front_left', 'rear_right']
+        p = node._pipe.params
+        assert p['rotors.rear_right.center_px'] == [900.0, 420.0]     # ints made floats
+        assert p['rotors.rear_right.radius_px'] == 100.0
+        assert p['rotors.front_left.psi_rad'] == 0.0                   # default filled in
+        assert p['tracker.q_jerk'] == 300.0 and isinstance(p['tracker.q_jerk'], float)
+        assert p['tracker.kappa'] == 22.0 and p['realtime_stride'] is True
+        d = node.describe_parameter('tracker.kappa')
+        assert not d.read_only and 'von Mises' in d.description
+        assert node.describe_parameter('rotors.front_left.rpm').read_only
+        assert node.describe_parameter('max_stride').integer_range[0].to_value == 64
+        assert node.get_parameter('debug_image_hz').value == 0.0
+    finally:
+        node.destroy_node()
+    assert node._pipe.closed
+
+
+@pytest.mark.parametrize('tree, message', [
+    ({'rotor_names': ['a'], 'rotors': {'a': {'center_px': [1.0, 2.0], 'rpm': 1.0}}},
+     'rotors.a.radius_px'),
+    ({'rotor_names': ['a'], 'rotors': {'a': {'center_px': [1.0], 'radius_px': 3.0,
+                                             'rpm': 1.0}}}, 'rotors.a.center_px'),
+    ({'rotor_names': ['a'], 'rotors': {'a': {'center_px': [1.0, 2.0], 'radius_px': 'big',
+                                             'rpm': 1.0}}}, 'rotors.a.radius_px'),
+    ({'rotor_names': ['front-left'], 'rotors': {'front-left': {
+        'center_px': [1.0, 2.0], 'radius_px': 3.0, 'rpm': 1.0}}}, 'front-left'),
+    ({'rotor_names': ['a', 'a'], 'rotors': {'a': {
+        'center_px': [1.0, 2.0], 'radius_px': 3.0, 'rpm': 1.0}}}, 'duplicates'),
+    ({'rotor_names': [], 'tracker': {'kappa': -1.0}}, 'kappa'),
+    ({'rotor_names': [], 'debug_image_encoding': 'bgr8'}, 'debug_image_encoding'),
+])
+def test_bad_configuration_is_refused_with_the_parameter_named(context, tree, message):
+    with pytest.raises(Exception, match=message):
+        _make(context, tree)
+
+
+def test_packet_handling_counts_problems(context):
+    node = _make(context, F.TWO_ROTORS)
+    try:
+        sent = []
+        pubs = []
+        node._pub_rotors.publish = lambda m: pubs.append((F.stamp_ns(m), list(m.velocity)))
+        for m in F.fake_packets(3, seq0=10):
+            node._on_packet(m)
+            sent.append(F.stamp_ns(m))
+        (gap,) = F.fake_packets(1, seq0=20)
+        node._on_packet(gap)
+        (bad,) = F.fake_packets(1, seq0=21, encoding='mono16')
+        node._on_packet(bad)
+        (restart,) = F.fake_packets(1, seq0=0)
+        node._on_packet(restart)
+        node._pipe.process_packet = lambda *a, **k: 1 / 0          # a pipeline bug
+        (boom,) = F.fake_packets(1, seq0=1)
+        node._on_packet(boom)
+        c = node.counters
+        assert c['packets'] == 7 and c['seq_gaps'] == 1 and c['packets_dropped'] == 7
+        assert c['packets_refused'] == 1 and c['seq_restarts'] == 1
+        assert c['internal_errors'] == 1
+        assert [s for s, _ in pubs[:3]] == sent
+        assert pubs[0][1][0] == pytest.approx(2 * math.pi * 100)
+        status = node.node_status()
+        assert status['level'] == 1 and status['values']['packets_dropped'] == '7'
+    finally:
+        node.destroy_node()
+
+
+def test_debug_parameter_changes_take_effect(context):
+    node = _make(context, F.TWO_ROTORS)
+    try:
+        assert node._debug_timer is None
+        res = node.set_parameters([Parameter('debug_image_hz', value=5.0)])
+        assert res[0].successful and node._debug_timer is not None
+        res = node.set_parameters([Parameter('debug_image_hz', value=100.0)])
+        assert not res[0].successful
+        res = node.set_parameters([Parameter('debug_image_hz', value=0)])
+        assert res[0].successful and node._debug_timer is None
+        res = node.set_parameters([Parameter('tracker.q_jerk', value=1.0)])
+        assert res[0].successful and node._pipe.tracker['q_jerk'] == 1.0
+        res = node.set_parameters([Parameter('tracker.q_jerk', value=0.0)])
+        assert not res[0].successful and 'q_jerk must be > 0' in res[0].reason
+    finally:
+        node.destroy_node()
