@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from helixtrack_ros.evaluation import scale_drift_pct, track_scene
-from helixtrack_ros.sim import make_scenario, Simulator
+from helixtrack_ros.sim import Simulator, make_scenario
 
 
 def parse_levels(text: str) -> list[int]:

@@ -95,7 +95,7 @@ def _print_error_table(table: list[tuple[str, Any]], skip_s: float) -> None:
 # ---------------------------------------------------------------------- events
 def cmd_events(args: argparse.Namespace) -> int:
     """Decode a bag's EventPackets into an npz of arrays."""
-    from helixtrack_ros.codecs import make_decoder, UnsupportedEncodingError
+    from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
     from helixtrack_ros.io.bags import iter_event_packets
     total = _count_or_fail(args.bag, args.topic)
     parts, trig = [], []
@@ -156,7 +156,7 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
     from helixtrack_ros.io.bags import EventBagWriter
     from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
-    from helixtrack_ros.sim import make_scenario, SCENARIOS, Simulator
+    from helixtrack_ros.sim import SCENARIOS, Simulator, make_scenario
     if scenario not in SCENARIOS:
         raise CliError(f'unknown scenario "{scenario}"; choose one of: '
                        + ', '.join(sorted(SCENARIOS)))
@@ -177,6 +177,7 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     progress = Progress(scene.duration_us, f'simulating {scenario}', None if not quiet else False)
     pending = None
     chunk_us = 10_000
+    last_stamp = 0
     with EventBagWriter(bag_path) as writer:
         for chunk in sim.chunks(chunk_us=chunk_us):
             from helixtrack_ros.core.events import EventArrays
@@ -190,17 +191,20 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
             for start, stop in packetize(done.t_us, packet_us):
                 part = done.slice(start, stop)
                 payload = encoder.encode(part)
+                # host arrival time: sensor time + transfer latency, never decreasing
                 latency_ns = int(200_000 + rng.exponential(150_000))
-                writer.write(stamp0_ns + int(part.t_us[0]) * 1000 + latency_ns, seq, payload,
-                             width=scene.width, height=scene.height)
+                last_stamp = max(last_stamp + 1, stamp0_ns + int(part.t_us[0]) * 1000
+                                 + latency_ns)
+                writer.write(last_stamp, seq, payload, width=scene.width, height=scene.height)
                 seq += 1
                 n_events += len(part)
             progress.update(int(ev.t_us[-1]), f'{n_events / 1e6:.1f} M events')
         if pending is not None and len(pending):
             for start, stop in packetize(pending.t_us, packet_us):
                 part = pending.slice(start, stop)
-                writer.write(stamp0_ns + int(part.t_us[0]) * 1000 + 300_000, seq,
-                             encoder.encode(part), width=scene.width, height=scene.height)
+                last_stamp = max(last_stamp + 1, stamp0_ns + int(part.t_us[0]) * 1000 + 300_000)
+                writer.write(last_stamp, seq, encoder.encode(part), width=scene.width,
+                             height=scene.height)
                 seq += 1
                 n_events += len(part)
     progress.close()
@@ -245,7 +249,7 @@ def track_bag(bag: str, params_path: str, out: Path, topic: str = DEFAULT_TOPIC,
     dict
         Summary: counters, wall time, real-time factor, per-rotor errors.
     """
-    from helixtrack_ros.io.bags import iter_event_packets, ResultBagWriter
+    from helixtrack_ros.io.bags import ResultBagWriter, iter_event_packets
     from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
     try:
         config = PipelineConfig.from_yaml(params_path)
@@ -407,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--duration', type=float, default=1.0, help='seconds of scene time')
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--ego-level', type=int, default=None, choices=range(0, 8),
-                   help='camera egomotion level 0-7 (default: the scenario\'s)')
+                   help="camera egomotion level 0-7 (default: the scenario's)")
     p.add_argument('--out', required=True, help='output directory')
     p.set_defaults(func=cmd_simulate)
 
@@ -421,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help='seconds of convergence left out of the errors')
     p.set_defaults(func=cmd_track)
 
-    p = sub.add_parser('events', help='decode a bag\'s event packets to an npz file')
+    p = sub.add_parser('events', help="decode a bag's event packets to an npz file")
     p.add_argument('bag')
     p.add_argument('--topic', default=DEFAULT_TOPIC)
     p.add_argument('--out', required=True, help='output .npz')

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
-from helixtrack_ros.core.metrics import rpm_errors, RpmErrors
+from helixtrack_ros.core.metrics import RpmErrors, rpm_errors
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker
 

@@ -21,7 +21,7 @@ from typing import Any
 from numba import njit
 import numpy as np
 
-from helixtrack_ros.codecs import make_decoder, UnsupportedEncodingError
+from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
 from helixtrack_ros.codecs.time_sync import TimeMapper
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.params import RotorInit, TrackerParams
@@ -82,10 +82,11 @@ class PipelineConfig:
         for name in names:
             prefix = f'rotors.{name}.'
 
-            def get(key: str, default: Any = None, _p: str = prefix) -> Any:
+            def get(key: str, default: Any = None, _p: str = prefix,
+                    _name: str = name) -> Any:
                 value = params.get(_p + key, default)
                 if value is None:
-                    raise ValueError(f'parameter {_p + key} is missing for rotor "{name}"')
+                    raise ValueError(f'parameter {_p + key} is missing for rotor "{_name}"')
                 return value
 
             center = get('center_px')
