@@ -21,9 +21,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
 
+from reference.synthetic_rotor import make_rotor_events  # noqa: E402
+
 from helixtrack_ros.core.params import RotorInit, TrackerParams  # noqa: E402
 from helixtrack_ros.core.tracker import HelixTracker  # noqa: E402
-from reference.synthetic_rotor import make_rotor_events  # noqa: E402
 
 
 def main() -> None:

@@ -392,7 +392,7 @@ class HelixtrackNode(Node):
                                    dynamic_typing=dynamic)
         if isinstance(default, bool) or (lo is None and hi is None):
             pass
-        elif isinstance(default, int) and not dynamic:
+        elif isinstance(default, int):
             desc.integer_range = [IntegerRange(
                 from_value=int(lo) if lo is not None else -(2 ** 31),
                 to_value=int(hi) if hi is not None else 2 ** 31 - 1, step=0)]
@@ -445,8 +445,10 @@ class HelixtrackNode(Node):
             runtime = key.startswith('tracker.')
             is_float = isinstance(default, float)
             self._runtime_types[key] = type(default)
+            # dynamic typing: YAML 400 for 400.0 is accepted, and a wrong type is refused
+            # by _check_value with a readable reason instead of rclpy's type codes
             value = self._declare(key, default, label, read_only=not runtime,
-                                  dynamic=is_float, lo=lo, hi=hi)
+                                  dynamic=True, lo=lo, hi=hi)
             reason = self._check_value(key, value)
             if reason:
                 raise ValueError(f'parameter {key}: {reason}')
@@ -546,7 +548,7 @@ class HelixtrackNode(Node):
             except (ValueError, TypeError) as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
             self._log.info(f'tracker parameters changed: {tracker_changes}')
-        if any(p.name in ('debug_image_hz', 'debug_image_window_ms') for p in params):
+        if any(p.name == 'debug_image_hz' for p in params):
             # the new values are not stored yet: hand them over
             self._update_debug_timer({p.name: p.value for p in params})
         return SetParametersResult(successful=True)
@@ -568,9 +570,6 @@ class HelixtrackNode(Node):
         else:
             self._debug_events.clear()
             self._debug_decoder = None
-
-    def _debug_enabled(self) -> bool:
-        return self._debug_timer is not None
 
     def _collect_debug_events(self, msg: EventPacket, payload: np.ndarray,
                               res: PacketResult) -> None:
@@ -663,9 +662,14 @@ class HelixtrackNode(Node):
         if msg.width and msg.height:
             self._size = (int(msg.width), int(msg.height))
         c['events'] += int(res.n_events)
-        self._publish(res)
-        if self._debug_timer is not None:
-            self._collect_debug_events(msg, payload, res)
+        try:
+            self._publish(res)
+            if self._debug_timer is not None:
+                self._collect_debug_events(msg, payload, res)
+        except Exception as exc:  # noqa: BLE001 - e.g. a result not shaped as announced
+            c['internal_errors'] += 1
+            self._log.error(f'packet {seq}: publishing failed: {type(exc).__name__}: {exc}',
+                            throttle_duration_sec=5.0)
 
         win = self._win
         if self._last_t_us is not None and 0 < res.t_us - self._last_t_us < 1_000_000:
@@ -682,6 +686,8 @@ class HelixtrackNode(Node):
         rotors = res.rotors
         if not rotors:
             return
+        if len(rotors) != len(self._rpm_msgs):
+            raise ValueError(f'{len(rotors)} rotor states for {len(self._rpm_msgs)} rotors')
         stamp = _stamp(res.stamp_ns)
         self._last_stamp_ns = int(res.stamp_ns)
         self._last_rotors = rotors

@@ -174,6 +174,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument('--wait-subscribers', type=int, default=1,
                     help='wait for this many subscribers first (0 = do not wait)')
     ap.add_argument('--wait-timeout', type=float, default=30.0, help='[s]')
+    ap.add_argument('--grace', type=float, default=0.5,
+                    help='[s] after matching, before the first packet: a best-effort reader '
+                         'drops samples of a writer it has not matched yet')
     return ap.parse_args(argv)
 
 
@@ -200,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             node.get_logger().error(f'no subscriber on {pub.topic_name} after '
                                     f'{args.wait_timeout:.0f} s')
             return 2
+        if args.wait_subscribers > 0:
+            time.sleep(args.grace)
         n = 0
         while args.loop == 0 or n < args.loop:
             msgs = (deserialize_message(raw, EventPacket)

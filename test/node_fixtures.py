@@ -507,6 +507,9 @@ def status_values(diag_msgs: list[Any], name: str) -> dict[str, str] | None:
     return None
 
 
+PLAY_MSGTYPE = 'event_camera_msgs/msg/EventPacket'
+
+
 def stamp_ns(msg: Any) -> int:
     """Header stamp in integer nanoseconds."""
     return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)

@@ -4,7 +4,8 @@
 
 import math
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import numpy as np
 import pytest
 from reference import naive_homography as nh

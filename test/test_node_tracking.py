@@ -30,7 +30,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 FQN = '/t/helixtrack'
 ROTORS = FQN + '/rotors'
 BASE_NS = 1_700_000_000_000_000_000
-SCENARIO, DURATION_S = 'lone_constant', 0.8
+SCENARIO, DURATION_S = 'lone_constant', 0.9
 MARE_BAR = 0.02             # 2 % mean absolute relative error of shaft RPM
 
 
@@ -150,10 +150,14 @@ def _phase(rig, packets, rate) -> tuple[list, dict, dict]:
     return got, {'received': received, 'dropped': dropped}, after
 
 
-def test_real_pace_then_full_speed_then_bad_packets(rig, stream):
+def _cuts(n: int) -> tuple[int, int, int]:
+    """Stream split: [0, a) real pace, [a, b) full speed, [b, c) bad packets, [c, n) image."""
+    return int(n * 0.35), int(n * 0.65), int(n * 0.85)
+
+
+def test_real_pace_then_full_speed(rig, stream):
     scene, packets, _ = stream
-    n = len(packets)
-    a, b = int(n * 0.4), int(n * 0.75)
+    a, b, _ = _cuts(len(packets))
 
     # real pace (the pipeline may stride when the machine is slow: that is its policy)
     got, acc, _ = _phase(rig, packets[:a], rate=1.0)
@@ -168,14 +172,16 @@ def test_real_pace_then_full_speed_then_bad_packets(rig, stream):
     got, acc, _ = _phase(rig, packets[a:b], rate=None)
     assert acc['received'] + acc['dropped'] >= (b - a) - 1
     assert acc['received'] >= 0.3 * (b - a)
-    t0 = packets[a].header.stamp.sec * 1e6 + packets[a].header.stamp.nanosec / 1e3 \
-        - BASE_NS / 1e3
-    mare, used, off = _mare(scene, got, t0)
+    mare, used, off = _mare(scene, got, (F.stamp_ns(packets[a]) - BASE_NS) / 1e3)
     print(f'full speed: MArE {100 * mare:.3f} % over {used} outputs ({off} stamped off)')
     assert off == 0
     assert mare < MARE_BAR
 
-    # bad packets: unknown encoding, garbage, truncated, time backwards, a seq gap
+
+def test_bad_packets_leave_tracking_alive(rig, stream):
+    """Unknown encoding, garbage, truncated, time backwards and a seq gap, then tracking."""
+    scene, packets, _ = stream
+    _, b, c = _cuts(len(packets))
     rng = np.random.default_rng(0)
     bad = []
     for kind in ('evt21', 'garbage', 'truncated', 'old'):
@@ -192,19 +198,57 @@ def test_real_pace_then_full_speed_then_bad_packets(rig, stream):
     before = _values(rig)
     _play(rig, bad, rate=1.0)
     rig.seq += 7                                       # seq gap of 7
-    got, acc, vals = _phase(rig, packets[b + 1:], rate=1.0)
+    got, acc, vals = _phase(rig, packets[b + 1:c], rate=1.0)
     assert rig.proc.alive()
     pipe = F.status_values(rig.probe.messages('/diagnostics'), 'helixtrack: pipeline')
     print('node', vals)
     print('pipeline', pipe)
     assert int(vals['packets_refused']) - int(before['packets_refused']) >= 1
     assert int(vals['packets_dropped']) - int(before['packets_dropped']) >= 7
-    print('rpm after bad packets:',
-          [round(abs(j.velocity[0]) * 30 / math.pi, 1) for j in got[::20]])
+    assert int(pipe['decode_errors']) > 0
     t0 = (F.stamp_ns(packets[b + 1]) - BASE_NS) / 1e3
+    stamps = [(F.stamp_ns(j) - BASE_NS) / 1e3 for j in got]
     mare, used, off = _mare(scene, got, t0)
     print(f'after bad packets: MArE {100 * mare:.3f} % over {used} outputs '
           f'({off} stamped off)')
+    # tracking goes on: output stamps follow the stream again (a garbage payload must not
+    # leave the sensor clock stuck) and the speeds are right
+    t_end = (F.stamp_ns(packets[c - 1]) - BASE_NS) / 1e3
+    progress = (np.percentile(stamps, 80) - t0) / (t_end - t0)
+    assert progress > 0.5, (
+        f'state time stuck after bad packets: 80 % of outputs stamped before '
+        f'{np.percentile(stamps, 80) / 1e3:.1f} ms, stream from {t0 / 1e3:.1f} to '
+        f'{t_end / 1e3:.1f} ms; pipeline {pipe}')
+    assert used >= 0.8 * (c - b - 1)
+    assert off <= 0.05 * (c - b - 1)
     assert mare < MARE_BAR
-    assert used >= 0.8 * (n - b - 1)
-    assert off <= 0.05 * (n - b - 1)
+
+
+def test_debug_image(rig, stream):
+    from sensor_msgs.msg import Image
+    scene, packets, _ = stream
+    _, _, c = _cuts(len(packets))
+    image_topic = FQN + '/debug_image'
+    rig.probe.collect(Image, image_topic)
+    ok, = rig.probe.set_parameters(FQN, {'debug_image_hz': 50.0})
+    assert ok.successful, ok.reason
+    try:
+        rig.probe.wait_matched(topics=[image_topic])
+        _play(rig, packets[c:], rate=1.0)
+        img = F.wait_until(lambda: rig.probe.messages(image_topic), 10, 'a debug image')[-1]
+    finally:
+        ok, = rig.probe.set_parameters(FQN, {'debug_image_hz': 0.0})
+        assert ok.successful
+    assert (img.width, img.height, img.encoding) == (scene.width, scene.height, 'mono8')
+    a = np.frombuffer(bytes(img.data), np.uint8).reshape(img.height, img.width)
+    on, off = int((a == 255).sum()), int((a == 0).sum())
+    print(f'debug image: {on} bright and {off} dark pixels')
+    assert off > 1000 and on > 1000                    # events of ~10 ms drawn
+    # the tracked tip circle is drawn: bright pixels lie on the projected unit circle
+    from helixtrack_ros.node import ellipse_points
+    H = scene.ground_truth(np.array([scene.duration_us]))[scene.rotors[0].name]['H'][0]
+    pts = np.rint(ellipse_points(H, 90)).astype(int)
+    inside = (pts[:, 0] >= 0) & (pts[:, 0] < img.width) & (pts[:, 1] >= 0) \
+        & (pts[:, 1] < img.height)
+    hits = [a[max(y - 2, 0):y + 3, max(x - 2, 0):x + 3].max() == 255 for x, y in pts[inside]]
+    assert np.mean(hits) > 0.9

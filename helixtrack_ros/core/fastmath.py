@@ -39,7 +39,7 @@ _C6 = 2.057358775256216e-09
 _C7 = -9.62980296776416e-12
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _atan2_poly(y: float, x: float) -> float:
     """atan2(y, x) in [-pi, pi] by octant reduction and a degree-15 polynomial."""
     ax = abs(x)
@@ -68,7 +68,7 @@ def _atan2_poly(y: float, x: float) -> float:
     return a
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _cos_poly(e: float) -> float:
     """cos(e) for e in [-pi, pi] (even polynomial, error < 1e-9)."""
     e2 = e * e
@@ -83,13 +83,13 @@ def _cos_poly(e: float) -> float:
     return c
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _wrap_pi(a: float) -> float:
     """wrap_pi(a) = mod(a + pi, 2 pi) - pi, in [-pi, pi)."""
     return a - TWO_PI * math.floor((a + PI) * INV_TWO_PI)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _sigmoid(x: float) -> float:
     """Logistic function, overflow-safe."""
     if x >= 0.0:
@@ -98,7 +98,7 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _softplus(s: float, tau: float) -> float:
     """softplus_tau(s) = tau log(1 + exp(s / tau)), overflow-safe."""
     x = s / tau
@@ -139,13 +139,13 @@ def cos_poly(e: np.ndarray) -> np.ndarray:
     return out.reshape(e.shape)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _atan2_many(y, x, out):
     for i in range(y.shape[0]):
         out[i] = _atan2_poly(y[i], x[i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _cos_many(e, out):
     for i in range(e.shape[0]):
         out[i] = _cos_poly(e[i])

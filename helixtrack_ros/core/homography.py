@@ -20,7 +20,7 @@ import numpy as np
 _POSE_LEN = 15
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _pack_pose(q, pose):
     """Fill the packed pose from q_core (Eq. 1 and its adjugate)."""
     s = math.exp(q[0])
@@ -48,7 +48,7 @@ def _pack_pose(q, pose):
     pose[14] = a * a + b * b
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _backwarp1(pose, zx, zy):
     """u = pi(adj(H) [z; 1]); returns (u_x, u_y, w) with w the third component."""
     w = pose[12] * zx + pose[13] * zy + pose[14]
@@ -58,7 +58,7 @@ def _backwarp1(pose, zx, zy):
     return ux, uy, w
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _forward1(pose, ux, uy):
     """z = pi(H [u; 1]) (Eq. 2)."""
     w = pose[4] * ux + pose[5] * uy + 1.0
@@ -67,7 +67,7 @@ def _forward1(pose, ux, uy):
     return zx, zy
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _du_dq(pose, zx, zy, ux, uy, J):
     """Analytic du/dq_core (2x6) at an event z with back-warped u.
 
@@ -113,7 +113,7 @@ def _du_dq(pose, zx, zy, ux, uy, J):
     J[1, 5] = i10 * d5x + i11 * d5y
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _backwarp_many(pose, x, y, u):
     for i in range(x.shape[0]):
         ux, uy, _ = _backwarp1(pose, float(x[i]), float(y[i]))
@@ -121,7 +121,7 @@ def _backwarp_many(pose, x, y, u):
         u[i, 1] = uy
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _jacobian_many(pose, x, y, u, J):
     for i in range(x.shape[0]):
         zx = float(x[i])

@@ -92,7 +92,8 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
                        1e4),
 }
 
-_INT_FIELDS = {'pol_adapt', 'bto_sectors', 'gn_min_events', 'gn_target_events', 'pose_timer_us', 'pose_max_events',
+_INT_FIELDS = {'pol_adapt', 'bto_sectors', 'gn_min_events', 'gn_target_events', 'pose_timer_us',
+               'pose_max_events',
                'sign_events'}
 
 

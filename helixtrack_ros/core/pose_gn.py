@@ -45,8 +45,7 @@ from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.fastmath import _sigmoid, _softplus, _wrap_pi
-from helixtrack_ros.core.homography import (_backwarp1, _du_dq, _forward1, _pack_pose,
-                                             _POSE_LEN)
+from helixtrack_ros.core.homography import _POSE_LEN, _backwarp1, _du_dq, _forward1, _pack_pose
 from helixtrack_ros.core.params import TrackerParams
 
 # ---- GN parameter vector (float64) -------------------------------------------------------

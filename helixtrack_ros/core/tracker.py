@@ -40,12 +40,19 @@ from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
-from helixtrack_ros.core.fastmath import _atan2_poly, _cos_poly, _wrap_pi, TWO_PI
-from helixtrack_ros.core.homography import _pack_pose, _POSE_LEN, homography
+from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _wrap_pi
+from helixtrack_ros.core.homography import _POSE_LEN, _pack_pose, homography
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.phase_ekf import _predict_s, _update_s
-from helixtrack_ros.core.pose_gn import (_accumulate, _set_bands, _solve, ACC_LEN, ACC_N,
-                                         G_ZETA, pack_gn_params)
+from helixtrack_ros.core.pose_gn import (
+    ACC_LEN,
+    ACC_N,
+    G_ZETA,
+    _accumulate,
+    _set_bands,
+    _solve,
+    pack_gn_params,
+)
 from helixtrack_ros.core.rotation_sign import _acquire
 
 # ---- float state ------------------------------------------------------------------------
@@ -61,7 +68,7 @@ IS_IN = 2          # input events
 IS_USED = 3        # events assimilated by the EKF
 IS_POSE = 4        # pose solves
 IS_BACK = 5        # events whose time went backwards
-IS_ZETA = 6        # rotation sign, 0 while acquiring
+IS_ZETA = 6        # rotation sign; 0 while acquiring an unknown sign
 IS_ACQ = 7         # 1 while acquiring sign / phase
 IS_ACQ_N = 8       # buffered acquisition events
 IS_ACQ_STRIDE = 9
@@ -148,7 +155,7 @@ class TrackerState(NamedTuple):
     pose_updates: int
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _emit(k, t, tp, fs, ist, q, out_t, out_v):
     """Write the state propagated from the EKF time to t into output row k (Sec. 3.6)."""
     B = tp[TP_B]
@@ -174,7 +181,7 @@ def _emit(k, t, tp, fs, ist, q, out_t, out_v):
         out_v[k, OUT_Q + j] = q[j]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
     """Decide rotation sign, phase and rate from the acquisition buffer (Sec. 3.2)."""
     n = ist[IS_ACQ_N]
@@ -210,7 +217,7 @@ def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
     ist[IS_GN_STRIDE] = 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode, sample_t,
              out_t, out_v):
     """Run the tracker over one batch; returns the number of output rows written."""
@@ -427,7 +434,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
     return k_out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={'contract'})
 def _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x):
     fs[FS_PHI] = phi
     fs[FS_OM] = om
@@ -459,7 +466,8 @@ class HelixTracker:
     split into batches.
     """
 
-    def __init__(self, rotor: RotorInit, params: TrackerParams = TrackerParams()) -> None:
+    def __init__(self, rotor: RotorInit,
+                 params: TrackerParams = TrackerParams()) -> None:  # noqa: B008 (frozen)
         if not isinstance(rotor, RotorInit):
             raise ValueError('rotor must be a RotorInit')
         if not isinstance(params, TrackerParams):
@@ -488,7 +496,7 @@ class HelixTracker:
         self.ist = np.zeros(IS_LEN, dtype=np.int64)
         self.ist[IS_T] = -1
         self.ist[IS_TMAX] = -1
-        self.ist[IS_ZETA] = 0
+        self.ist[IS_ZETA] = rotor.direction
         self.ist[IS_ACQ] = 1
         self.ist[IS_ACQ_STRIDE] = 1
         self.ist[IS_GN_STRIDE] = 1

@@ -92,24 +92,29 @@ def _poisson(st, lam):
 
 @njit(cache=True, nogil=True, inline='always')
 def _emit_burst(st, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, n):
-    """Write ``n_ev`` events of one threshold crossing starting near time ``tc``.
+    """Append ``n_ev`` (0..3) events of one threshold crossing near time ``tc``.
 
     The first event is jittered (approximately normal, sd ``jitter_us``), the next
     ones follow after the refractory time plus a uniform extra gap (mean ``gap_us``).
+    Branch-free on purpose (event counts are random): three slots are always written
+    and the fill level advances by ``n_ev``; the caller guarantees room for three.
     """
-    t = tc + sen[SEN_JITTER] * _gauss4(st)
-    t_max = tc + sen[SEN_JPOS]
-    for i in range(n_ev):
-        if i > 0:
-            t += sen[SEN_REFR] + 2.0 * sen[SEN_GAP] * _rand(st)
-            if t > t_max:
-                break
-        out_t[n] = int(math.floor(t))
-        out_x[n] = x
-        out_y[n] = y
-        out_p[n] = pol
-        n += 1
-    return n
+    t1 = tc + sen[SEN_JITTER] * _gauss4(st)
+    t2 = t1 + sen[SEN_REFR] + 2.0 * sen[SEN_GAP] * _rand(st)
+    t3 = t2 + sen[SEN_REFR] + 2.0 * sen[SEN_GAP] * _rand(st)
+    out_t[n] = int(math.floor(t1))
+    out_t[n + 1] = int(math.floor(t2))
+    out_t[n + 2] = int(math.floor(t3))
+    out_x[n] = x
+    out_x[n + 1] = x
+    out_x[n + 2] = x
+    out_y[n] = y
+    out_y[n + 1] = y
+    out_y[n + 2] = y
+    out_p[n] = pol
+    out_p[n + 1] = pol
+    out_p[n + 2] = pol
+    return n + n_ev
 
 
 @njit(cache=True, nogil=True, inline='always')
@@ -238,7 +243,7 @@ def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk
             # see the blade over part of their area only
             soft = min(max((1.0 - r) * rad_px + 0.5, 0.0), 1.0)
             soft *= min(max((r - hub) * rad_px + 0.5, 0.0), 1.0)
-            mk = m_scale * (0.3 + 0.7 * math.sqrt(rho)) * soft
+            mk = m_scale * (0.2 + 0.8 * rho) * soft
         if k < nk - 1:
             coef[ic, k, CO_L0] = a + 0.5 * wd
             coef[ic, k, CO_T0] = a - 0.5 * wd
@@ -281,12 +286,11 @@ def _find_crossings(coef, i, kb, theta_b, inv_period, cj):
             th = theta_b[j]
             nl = math.floor((th + l0 + l1 * fr) * inv_period)
             nt = math.floor((th + t0 + t1 * fr) * inv_period)
-            if nl != nl_prev:
-                cj[m] = 2 * j
-                m += 1
-            if nt != nt_prev:
-                cj[m] = 2 * j + 1
-                m += 1
+            # branch-free: crossings are too irregular for the branch predictor
+            cj[m] = 2 * j
+            m += nl != nl_prev
+            cj[m] = 2 * j + 1
+            m += nt != nt_prev
             nl_prev = nl
             nt_prev = nt
     return m
@@ -356,12 +360,8 @@ def _walk_pixel(coef, i, x, y, kb, theta_b, q_bend, t_b, geo, sen, st, cj,
             s = min(max(s, 0.0), 1.0)
             v += step
             mm = (ma + (mb - ma) * s) * resp
-            n_ev = int(mm + _rand(st))
-            if n_ev <= 0:
-                continue
-            if n_ev > 3:
-                n_ev = 3
-            if n + n_ev > cap:
+            n_ev = min(int(mm + _rand(st)), 3)
+            if n + 3 > cap:
                 return -1
             n = _emit_burst(st, t_b[j - 1] + s * dt, n_ev, pol, x, y, sen,
                             out_t, out_x, out_y, out_p, n)
@@ -478,14 +478,16 @@ def rotor_segment(g_knots, kb, theta_b, theta_m, t_b, box, geo, margin_r, sen, s
 
 
 @njit(cache=True, nogil=True)
-def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, sen, st,
+def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, reach_px, sen, st,
                   out_t, out_x, out_y, out_p, n0):
     """Events of static scene edges moved by the camera over one segment.
 
-    Each edge sample is carried through the camera transforms ``m_b`` (one per block
-    boundary, straight-line motion within a block); every time it enters a new pixel
-    the pixel fires with probability ``weight * |n . d| / |d|_1`` (the swept area),
-    ``|contrast| / C`` events on average, polarity by the sign of the brightness change.
+    Each edge sample is carried through the camera transforms ``m_b`` (one per knot,
+    straight-line motion in between); every time it enters a new pixel the pixel
+    fires with probability ``weight * |n . d| / |d|_1`` (the swept area),
+    ``|contrast| / C`` events on average, polarity by the sign of the brightness
+    change. Samples farther than ``reach_px`` (the largest image motion within the
+    segment) outside the view at the first knot are skipped.
 
     Returns the new fill level, or -1 when the buffers are too small.
     """
@@ -496,14 +498,17 @@ def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, sen, st
     for i in range(xy.shape[0]):
         rx = xy[i, 0]
         ry = xy[i, 1]
-        nx_ = normal[i, 0]
-        ny_ = normal[i, 1]
-        con = contrast[i]
-        m_ev = abs(con) * inv_thr
         m = m_b[0]
         w = m[2, 0] * rx + m[2, 1] * ry + m[2, 2]
         px = (m[0, 0] * rx + m[0, 1] * ry + m[0, 2]) / w
         py = (m[1, 0] * rx + m[1, 1] * ry + m[1, 2]) / w
+        if px < -reach_px or py < -reach_px or px > width + reach_px or \
+                py > height + reach_px:
+            continue
+        nx_ = normal[i, 0]
+        ny_ = normal[i, 1]
+        con = contrast[i]
+        m_ev = abs(con) * inv_thr
         for j in range(1, n_b):
             m = m_b[j]
             w = m[2, 0] * rx + m[2, 1] * ry + m[2, 2]
@@ -541,14 +546,9 @@ def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, sen, st
                         sy += dsy
                     if ix < 0 or iy < 0 or ix >= width or iy >= height:
                         continue
-                    if _rand(st) >= acc:
-                        continue
-                    n_ev = int(m_ev + _rand(st))
-                    if n_ev <= 0:
-                        continue
-                    if n_ev > 3:
-                        n_ev = 3
-                    if n + n_ev > cap:
+                    # branch-free acceptance and event count
+                    n_ev = min(int(m_ev + _rand(st)), 3) * (_rand(st) < acc)
+                    if n + 3 > cap:
                         return -1
                     n = _emit_burst(st, t0 + min(s, 1.0) * dt, n_ev, pol, np.uint16(ix),
                                     np.uint16(iy), sen, out_t, out_x, out_y, out_p, n)

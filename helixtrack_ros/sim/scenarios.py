@@ -185,10 +185,10 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
                                    jolt_scale=jolt)
     if base_name.startswith('quadcopter'):
         rotors = _quad(rng, 100.0 if base_name == 'quadcopter_2m' else 50.0)
-        edge_len = 32_000.0
+        edge_len = 30_000.0
     elif base_name == 'background_only':
         rotors = []
-        edge_len = 32_000.0
+        edge_len = 30_000.0
     else:
         rotors = _lone(base_name, rng, duration_us)
         edge_len = 26_000.0

@@ -179,9 +179,14 @@ class Simulator:
             n = self._run(kn.rotor_segment, args, keys, n)
         if not static and len(self._ew):
             # straight-line motion between geometry knots, as for the rotors
+            corners = np.array([[0, 0, 1], [sc.width, 0, 1], [0, sc.height, 1],
+                                [sc.width, sc.height, 1]], np.float64).T
+            z = m_b @ corners
+            z = z[:, :2] / z[:, 2:]
+            reach = float(np.max(np.abs(z - z[0]))) + 4.0
             args = (self._exy, self._enrm, self._econ, self._ew,
                     np.ascontiguousarray(m_b[::kb]), np.ascontiguousarray(t_b[::kb]),
-                    sc.width, sc.height, self._sen)
+                    sc.width, sc.height, reach, self._sen)
             n = self._run(kn.edges_segment, args, (self.seed, 2, seg), n)
         args = (int(t_b[0]), int(t_b[-1]), sc.width, sc.height, float(sc.sensor.ba_rate_hz),
                 self._hot_xy, self._hot_rate)
@@ -272,5 +277,8 @@ class Simulator:
             v = np.hypot(*np.diff(xy, axis=0).transpose(1, 0, 2)) / np.diff(ts)[:, None] * 1e6
             speed = float(np.mean(v))
             per = np.minimum(np.abs(sc.edges.contrast) / sen.threshold, 3.0)
-            rate += float(np.sum(sc.edges.weight * per)) * speed * 2 / math.pi
+            xy = sc.edges.xy
+            seen = (xy[:, 0] >= 0) & (xy[:, 0] < sc.width) & (xy[:, 1] >= 0) & \
+                (xy[:, 1] < sc.height)
+            rate += float(np.sum((sc.edges.weight * per)[seen])) * speed * 2 / math.pi
         return rate

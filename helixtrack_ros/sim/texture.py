@@ -13,8 +13,8 @@ import numpy as np
 from .scene import EdgeSet, RotorSpec
 
 
-def _random_contrast(rng: np.random.Generator, n: int, lo: float = 0.15,
-                     hi: float = 1.0) -> np.ndarray:
+def _random_contrast(rng: np.random.Generator, n: int, lo: float = 0.1,
+                     hi: float = 0.6) -> np.ndarray:
     return rng.choice([-1.0, 1.0], n) * rng.uniform(lo, hi, n)
 
 

@@ -13,7 +13,7 @@ def homography(q_core):
                      [q_core[4], q_core[5], 1.0]])
 
 
-def dH_dq(q_core):
+def dh_dq(q_core):
     """The six matrices dH/dq_k."""
     s = np.exp(q_core[0])
     c, sn = np.cos(q_core[1]), np.sin(q_core[1])
@@ -38,7 +38,7 @@ def backwarp_jacobian(q_core, x, y):
     """du/dq via d(H^-1) = -H^-1 dH H^-1 and the quotient rule; returns u, (n, 2, 6)."""
     H = homography(q_core)
     Hi = np.linalg.inv(H)
-    dH = dH_dq(q_core)
+    dH = dh_dq(q_core)
     u = backwarp(q_core, x, y)
     J = np.zeros((len(x), 2, 6))
     for i in range(len(x)):

@@ -61,13 +61,13 @@ class NaiveTracker:
         self.sec = np.zeros((16, 3))
         self.dsec = np.zeros((16, 3, 6))
 
-    def _gnP(self):
+    def _gn_params(self):
         P = ng.params_dict(self.P, self.B, self.zeta if self.zeta != 0 else 1)
         P['c_on'], P['c_off'] = self.c_on, self.c_off
         return P
 
     def _accumulate(self, zx, zy, pol, phiw):
-        P = self._gnP()
+        P = self._gn_params()
         q = self.q
         u, r, eps, res, w, jac = ng.terms(q, np.array([zx]), np.array([zy]), np.array([pol]),
                                           np.array([phiw]), P)
@@ -94,7 +94,7 @@ class NaiveTracker:
         self.polsum[k + 1] += wr * math.sin(eps)
 
     def _solve(self):
-        P = self._gnP()
+        P = self._gn_params()
         q = self.q
         A = self.A.copy()
         g = self.g.copy()
