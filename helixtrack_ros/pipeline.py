@@ -35,6 +35,12 @@ OK, WARN, ERROR = 0, 1, 2
 RESTART_JUMP_US = 1_000_000
 #: A forward jump larger than this is a gap: trackers restart their phase lock.
 GAP_US = 500_000
+#: A packet whose sensor time leaps this much further than its header stamp is garbage.
+CORRUPT_LEAP_US = 1_000_000
+#: A packet with more than this fraction of unknown word codes is garbage.
+CORRUPT_UNKNOWN_FRACTION = 0.1
+#: After this many suspect packets in a row the time leap is taken as real.
+CORRUPT_RUN_ACCEPT = 5
 
 
 @dataclass
@@ -202,8 +208,10 @@ class TrackingPipeline:
         self.counters: dict[str, int] = {
             'packets': 0, 'packets_refused': 0, 'seq_gaps': 0, 'packets_dropped': 0,
             'events_in': 0, 'events_routed': 0, 'time_backwards': 0, 'time_gaps': 0,
-            'camera_restarts': 0, 'decode_errors': 0,
+            'camera_restarts': 0, 'decode_errors': 0, 'packets_corrupt': 0,
         }
+        self._last_stamp_ns: int | None = None
+        self._suspect_run = 0
         self._rate_window: list[tuple[float, int]] = []
         self._wall_s = 0.0
         self._sensor_us = 0
@@ -295,16 +303,35 @@ class TrackingPipeline:
         except ValueError as exc:
             self.counters['packets_refused'] += 1
             return PacketResult(error=f'bad packet: {exc}')
-        before = self._decoder_errors(decoder)
+        before = decoder.counters
+        snapshot = decoder.snapshot()
         try:
             decoded = decoder.decode(payload, is_bigendian=bool(is_bigendian),
                                      time_base=int(time_base))
         except ValueError as exc:
             self.counters['packets_refused'] += 1
             return PacketResult(error=f'undecodable payload: {exc}')
-        self.counters['decode_errors'] += self._decoder_errors(decoder) - before
+        after = decoder.counters
+        self.counters['decode_errors'] += self._decoder_errors(after) - self._decoder_errors(
+            before)
         ev = decoded.events
         n = len(ev)
+        reason = self._corrupt_reason(ev, before, after, int(stamp_ns))
+        if reason is not None and self._suspect_run < CORRUPT_RUN_ACCEPT:
+            # roll the stream state back so that the garbage does not shift later times
+            decoder.restore(snapshot)
+            self.counters['packets_corrupt'] += 1
+            self._suspect_run += 1
+            return PacketResult(error=f'corrupt payload dropped (seq {seq}): {reason}')
+        if reason is not None:
+            # the leap persists over several packets: it is real (camera restart or a
+            # clock jump), so start over from here
+            self.counters['camera_restarts'] += 1
+            self._time.reset()
+            self._last_t_us = None
+            self._restart_trackers()
+        self._suspect_run = 0
+        self._last_stamp_ns = int(stamp_ns)
         self.counters['events_in'] += n
         if n == 0:
             return PacketResult(stamp_ns=int(stamp_ns), t_us=self._last_t_us or 0,
@@ -334,10 +361,29 @@ class TrackingPipeline:
                             n_events=n, rotors=outputs)
 
     @staticmethod
-    def _decoder_errors(decoder) -> int:
-        c = decoder.counters
+    def _decoder_errors(c: dict[str, int]) -> int:
         return int(sum(c.get(k, 0) for k in
                        ('skipped_unknown', 'out_of_bounds', 'odd_bytes', 'before_time_high')))
+
+    def _corrupt_reason(self, ev: EventArrays, before: dict[str, int],
+                        after: dict[str, int], stamp_ns: int) -> str | None:
+        """Say why a decoded packet looks like garbage, or None when it looks sane.
+
+        Two signs: many words of codes no sensor sends (real streams have at
+        most a little 0x9 padding), or sensor time leaping further ahead than
+        the host clock moved (random TIME_HIGH words).
+        """
+        words = after.get('words', 0) - before.get('words', 0)
+        unknown = after.get('skipped_unknown', 0) - before.get('skipped_unknown', 0)
+        if words >= 16 and unknown > CORRUPT_UNKNOWN_FRACTION * words:
+            return f'{unknown} of {words} words have unknown codes'
+        if len(ev) and self._last_t_us is not None and self._last_stamp_ns is not None:
+            leap_us = int(ev.t_us[-1]) - self._last_t_us
+            host_us = (stamp_ns - self._last_stamp_ns) // 1000
+            if leap_us > max(CORRUPT_LEAP_US, host_us + CORRUPT_LEAP_US):
+                return (f'sensor time leapt {leap_us / 1e6:.3f} s while the header stamp '
+                        f'moved {host_us / 1e6:.3f} s')
+        return None
 
     def _track(self, ev: EventArrays, t_last: int) -> list[RotorOutput]:
         n_rot = len(self._trackers)

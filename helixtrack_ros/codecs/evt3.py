@@ -313,6 +313,18 @@ class Evt3Decoder:
         self._state = new_state()
         self._counters[:] = 0
 
+    def snapshot(self) -> np.ndarray:
+        """Return a copy of the stream state (time, row, base, polarity)."""
+        return self._state.copy()
+
+    def restore(self, snapshot: np.ndarray) -> None:
+        """Return to a state taken by :meth:`snapshot` (counters are kept).
+
+        Used to drop a corrupt packet whose words would otherwise poison the
+        time of every later packet.
+        """
+        self._state[:] = snapshot
+
     @property
     def counters(self) -> dict[str, int]:
         """Cumulative counters since construction or :meth:`reset`."""

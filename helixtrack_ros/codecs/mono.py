@@ -95,6 +95,14 @@ class MonoDecoder:
         self._counters[:] = 0
         self._floor_us = 0
 
+    def snapshot(self) -> int:
+        """Return the stream state (the monotone time floor)."""
+        return self._floor_us
+
+    def restore(self, snapshot: int) -> None:
+        """Return to a state taken by :meth:`snapshot` (counters are kept)."""
+        self._floor_us = int(snapshot)
+
     @property
     def counters(self) -> dict[str, int]:
         """Cumulative counters since construction or :meth:`reset`."""

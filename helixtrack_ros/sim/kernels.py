@@ -263,66 +263,57 @@ def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk
 
 
 @njit(cache=True, nogil=True)
-def _find_crossings(coef, i, kb, theta_b, inv_period, cj):
+def _find_crossings(coef, i, iv_b, fr_b, theta_b, inv_period, cj):
     """Block boundaries j where an edge phase passed a lattice value since j - 1.
 
-    Writes ``2 * j + edge`` codes into ``cj`` and returns their number (hot loop,
-    kept minimal on purpose).
+    Boundary j lies in knot interval ``iv_b[j]`` at fraction ``fr_b[j]``. Writes
+    ``2 * j + edge`` codes into ``cj`` and returns their number (hot loop, kept
+    minimal and branch-free on purpose).
     """
-    n_iv = coef.shape[1]
-    inv_kb = 1.0 / kb
-    nl_prev = math.floor((theta_b[0] + coef[i, 0, CO_L0]) * inv_period)
-    nt_prev = math.floor((theta_b[0] + coef[i, 0, CO_T0]) * inv_period)
+    k0 = iv_b[0]
+    nl_prev = math.floor((theta_b[0] + coef[i, k0, CO_L0] + coef[i, k0, CO_L1] * fr_b[0])
+                         * inv_period)
+    nt_prev = math.floor((theta_b[0] + coef[i, k0, CO_T0] + coef[i, k0, CO_T1] * fr_b[0])
+                         * inv_period)
     m = 0
-    j = 0
-    for kk in range(n_iv):
-        l0 = coef[i, kk, CO_L0]
-        l1 = coef[i, kk, CO_L1]
-        t0 = coef[i, kk, CO_T0]
-        t1 = coef[i, kk, CO_T1]
-        for jj in range(1, kb + 1):
-            j += 1
-            fr = jj * inv_kb
-            th = theta_b[j]
-            nl = math.floor((th + l0 + l1 * fr) * inv_period)
-            nt = math.floor((th + t0 + t1 * fr) * inv_period)
-            # branch-free: crossings are too irregular for the branch predictor
-            cj[m] = 2 * j
-            m += nl != nl_prev
-            cj[m] = 2 * j + 1
-            m += nt != nt_prev
-            nl_prev = nl
-            nt_prev = nt
+    for j in range(1, theta_b.shape[0]):
+        kk = iv_b[j]
+        fr = fr_b[j]
+        th = theta_b[j]
+        nl = math.floor((th + coef[i, kk, CO_L0] + coef[i, kk, CO_L1] * fr) * inv_period)
+        nt = math.floor((th + coef[i, kk, CO_T0] + coef[i, kk, CO_T1] * fr) * inv_period)
+        # branch-free: crossings are too irregular for the branch predictor
+        cj[m] = 2 * j
+        m += nl != nl_prev
+        cj[m] = 2 * j + 1
+        m += nt != nt_prev
+        nl_prev = nl
+        nt_prev = nt
     return m
 
 
 @njit(cache=True, nogil=True)
-def _walk_pixel(coef, i, x, y, kb, theta_b, q_bend, t_b, geo, sen, st, cj,
+def _walk_pixel(coef, i, x, y, iv_b, fr_b, theta_b, q_bend, t_b, geo, sen, st, cj,
                 out_t, out_x, out_y, out_p, n):
     """Events of one pixel over the segment's blocks; -1 when the buffers overflow."""
     period = TWO_PI / geo[GEO_BLADES]
     inv_period = 1.0 / period
-    m = _find_crossings(coef, i, kb, theta_b, inv_period, cj)
+    m = _find_crossings(coef, i, iv_b, fr_b, theta_b, inv_period, cj)
     if m == 0:
         return n
     inv_tau = 1.0 / geo[GEO_TAU_US]
     pol_lead = np.uint8(geo[GEO_POL_LEAD])
     pol_trail = np.uint8(1 - pol_lead)
-    inv_kb = 1.0 / kb
     cap = out_t.shape[0]
-    n_iv = coef.shape[1]
     for ic in range(m):
         code = cj[ic]
         j = code >> 1
         edge = code & 1
+        ka = iv_b[j - 1]
+        fa = fr_b[j - 1]
+        kbb = iv_b[j]
+        fb = fr_b[j]
         c0 = CO_L0 if edge == 0 else CO_T0
-        # knot interval and fraction of boundaries j - 1 and j (kb is a power of two)
-        xa = (j - 1) * inv_kb
-        ka = min(int(xa), n_iv - 1)
-        fa = xa - ka
-        xb = j * inv_kb
-        kbb = min(int(xb), n_iv - 1)
-        fb = xb - kbb
         ga = theta_b[j - 1] + coef[i, ka, c0] + coef[i, ka, c0 + 1] * fa
         gb = theta_b[j] + coef[i, kbb, c0] + coef[i, kbb, c0 + 1] * fb
         na = math.floor(ga * inv_period)
@@ -406,17 +397,20 @@ def rotor_geometry(g_knots, static, box, geo, margin_r):
 
 
 @njit(cache=True, nogil=True)
-def rotor_events(px, py, coef, kb, theta_b, theta_m, t_b, geo, sen, st,
+def rotor_events(px, py, coef, iv_b, fr_b, theta_b, theta_m, t_b, geo, sen, st,
                  out_t, out_x, out_y, out_p, n0):
     """Blade-edge events of precomputed pixels (see :func:`rotor_geometry`).
 
-    Returns the new fill level, or -1 when the buffers are too small.
+    Block boundary j of the segment lies in knot interval ``iv_b[j]`` of the
+    coefficients at fraction ``fr_b[j]``. Returns the new fill level, or -1 when
+    the buffers are too small.
     """
     q_bend = _bend(theta_b, theta_m)
     cj = np.empty(2 * theta_b.shape[0] + 2, np.int64)
     n = n0
     for i in range(px.shape[0]):
-        n = _walk_pixel(coef, i, px[i], py[i], kb, theta_b, q_bend, t_b, geo, sen, st, cj,
+        n = _walk_pixel(coef, i, px[i], py[i], iv_b, fr_b, theta_b, q_bend, t_b, geo, sen, st,
+                        cj,
                         out_t, out_x, out_y, out_p, n)
         if n < 0:
             return -1
@@ -424,17 +418,16 @@ def rotor_events(px, py, coef, kb, theta_b, theta_m, t_b, geo, sen, st,
 
 
 @njit(cache=True, nogil=True)
-def rotor_segment(g_knots, kb, theta_b, theta_m, t_b, box, geo, margin_r, sen, st,
+def rotor_segment(g_knots, iv_b, fr_b, theta_b, theta_m, t_b, box, geo, margin_r, sen, st,
                   out_t, out_x, out_y, out_p, n0):
     """Blade-edge events of one rotor over one segment under a moving camera.
 
     Parameters
     ----------
     g_knots : (nk, 3, 3) float64
-        Image -> rotor-plane homographies at geometry knots (nk >= 2); knot k sits at
-        block boundary ``k * kb``; ``(nk - 1) * kb`` equals the number of blocks.
-    kb : int
-        Blocks per knot.
+        Image -> rotor-plane homographies at geometry knots (nk >= 2).
+    iv_b, fr_b : (S+1,) int64, float64
+        Knot interval and fraction within it of every block boundary.
     theta_b : (S+1,) float64
         Shaft angle at the block boundaries; ``theta_m`` (S,) at block midpoints.
     t_b : (S+1,) float64
@@ -470,8 +463,8 @@ def rotor_segment(g_knots, kb, theta_b, theta_m, t_b, box, geo, margin_r, sen, s
             if not _pixel_coefs(g_knots, False, float(x), float(y), geo, margin_r, wtab,
                                 wr_lo, wscale, rk, bk, coef, 0):
                 continue
-            n = _walk_pixel(coef, 0, np.uint16(x), np.uint16(y), kb, theta_b, q_bend, t_b, geo,
-                            sen, st, cj, out_t, out_x, out_y, out_p, n)
+            n = _walk_pixel(coef, 0, np.uint16(x), np.uint16(y), iv_b, fr_b, theta_b, q_bend,
+                            t_b, geo, sen, st, cj, out_t, out_x, out_y, out_p, n)
             if n < 0:
                 return -1
     return n
