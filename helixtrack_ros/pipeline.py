@@ -32,7 +32,7 @@ from helixtrack_ros.io.params_file import load_ros_params
 OK, WARN, ERROR = 0, 1, 2
 
 #: A backward jump of sensor time larger than this is a camera restart.
-RESTART_JUMP_US = 1_000_000
+RESTART_JUMP_US = 60_000
 #: A forward jump larger than this is a gap: trackers restart their phase lock.
 GAP_US = 500_000
 #: A packet whose sensor time leaps this much further than its header stamp is garbage.

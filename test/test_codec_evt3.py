@@ -219,3 +219,15 @@ def test_truncated_valid_stream_every_prefix():
         want = [naive.decode(first), naive.decode(rest[cut % 2:])]
         assert got == want
         assert dec.counters == naive.counters
+
+
+def test_far_backward_step_is_a_clock_restart_not_a_clamp():
+    dec = make_decoder('evt3', W, H)
+    ev, _ = as_tuples(dec.decode(words(
+        th(100), tl(0), ay(0), ax(1),
+        th(99), tl(0), ax(2),      # one step back: a glitch, held
+        th(3), tl(7), ax(3),       # 97 steps back (0.4 s): the clock restarted
+        th(4), tl(0), ax(4))))
+    assert [e[0] for e in ev] == [100 * 4096, 100 * 4096, 3 * 4096 + 7, 4 * 4096]
+    c = dec.counters
+    assert c['time_resets'] == 1 and c['time_backwards'] == 2

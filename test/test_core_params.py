@@ -15,8 +15,8 @@ def test_defaults_follow_paper_and_release():
     p = TrackerParams()
     assert (p.q_jerk, p.kappa, p.r_in, p.r_out) == (400.0, 22.0, 0.2, 1.5)
     assert (p.lambda_phi, p.lambda_r, p.lambda_pol, p.lambda_band) == (1.0, 1.0, 0.25, 5.0)
-    assert (p.gamma_t, p.gamma_persp, p.gn_min_events, p.pose_timer_us) == (6.0, 1.0, 2000,
-                                                                             100_000)
+    assert (p.gamma_t, p.gn_min_events, p.pose_timer_us) == (6.0, 2000, 100_000)
+    assert p.gamma_persp == 0.1  # deliberate: paper 1.0 (its own sweep tried 0.1)
     assert (p.p0_phase_rad2, p.p0_omega_rad2_s2, p.p0_alpha_rad2_s4) == (1.0, 100.0, 1e4)
 
 

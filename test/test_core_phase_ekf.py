@@ -9,7 +9,7 @@ import pytest
 from reference import naive_ekf as ne
 
 from helixtrack_ros.core import phase_ekf as pe
-from helixtrack_ros.core.fastmath import atan2_poly, cos_poly
+from helixtrack_ros.core.fastmath import _softplus_sigmoid, atan2_poly, cos_poly, exp_neg
 
 
 @pytest.mark.parametrize('dt', [1e-6, 3.7e-4, 0.01, 0.25])
@@ -68,3 +68,33 @@ def test_polynomials_accuracy():
     np.testing.assert_allclose(atan2_poly(special, xs), np.arctan2(special, xs), atol=5e-8)
     e = rng.uniform(-math.pi, math.pi, 100_000)
     assert np.abs(cos_poly(e) - np.cos(e)).max() < 1e-9
+
+
+def test_folded_update_equals_sequential_updates():
+    rng = np.random.default_rng(9)
+    x0 = np.array([1.0, 2000.0, 3.0])
+    P0 = np.array([[0.01, 0.5, 2.0], [0.5, 100.0, 30.0], [2.0, 30.0, 1e4]])
+    eps = rng.uniform(-0.5, 0.5, 40)
+    w = rng.uniform(1e-3, 1.0, 40)
+    s0 = 1.0 / 22.0
+    x, P = x0.copy(), P0.copy()
+    for e, wi in zip(eps, w):
+        # residual of each event at the current phase = its residual at the predicted phase
+        # plus the phase change so far
+        x, P = ne.update(x, P, e + (x[0] - x0[0]), s0 / wi)
+    r = pe._update_fold_s(*x0, P0[0, 0], P0[0, 1], P0[0, 2], P0[1, 1], P0[1, 2], P0[2, 2],
+                          w.sum(), (w * eps).sum(), s0)
+    np.testing.assert_allclose(r[:3], x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(r[3:], P[[0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]], rtol=1e-9,
+                               atol=1e-12)
+
+
+def test_fast_exp_and_softplus():
+    x = -np.random.default_rng(1).uniform(0, 42.9, 100_000)
+    assert np.abs(exp_neg(x) / np.exp(x) - 1).max() < 5e-9
+    assert exp_neg(np.array([-100.0]))[0] == 0.0
+    tau = 0.05
+    for s in (-2.0, -0.3, -1e-3, 0.0, 0.02, 1.5):
+        sp, sg = _softplus_sigmoid(s, tau)
+        assert sp == pytest.approx(tau * np.logaddexp(0.0, s / tau), rel=1e-8, abs=1e-300)
+        assert sg == pytest.approx(1.0 / (1.0 + math.exp(-s / tau)), rel=1e-8)

@@ -103,7 +103,8 @@ def test_normal_equations_match_naive_twin(batch):
                                 [0, 0, 0, 0, 0, -5e-3]])
 def test_one_gn_step_lowers_the_objective(batch, dq):
     ev, phi = batch
-    tp = TrackerParams(gamma_t=1.0, gn_forget=0.0)
+    # a plain damped GN step: unit gains, no forgetting
+    tp = TrackerParams(gamma_t=1.0, gamma_persp=1.0, gn_forget=0.0)
     gp = pg.pack_gn_params(tp, B, 1)
     q0 = _q_true() + np.array(dq)
     args = (ev.x, ev.y, ev.p)

@@ -11,6 +11,7 @@ from reference.synthetic_rotor import make_rotor_events
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.params import RotorInit, TrackerParams
+from helixtrack_ros.core.pose_gn import G_POLH
 from helixtrack_ros.core.tracker import HelixTracker, TrackerSamples, TrackerState
 
 CX, CY, RAD = 320.0, 240.0, 50.0
@@ -120,6 +121,8 @@ def test_constant_rpm_accuracy_and_scale_hold(steady):
     assert np.all(np.abs(s.q[m, 0] / RAD - 1.0) < 0.05)
     assert np.all(np.hypot(s.q[m, 2] - CX, s.q[m, 3] - CY) < 0.05 * RAD)
     assert tr.state.pose_updates > 100
+    # the adaptive polarity half-offset found the blade half-width: B W / 2 = 0.25 rad
+    assert tr.gp[G_POLH] == pytest.approx(0.25, abs=0.03)
 
 
 @pytest.mark.parametrize('direction', [1, -1])

@@ -104,8 +104,10 @@ def test_rate_grows_with_ego_level():
     assert rates[-1] > 10e6
 
 
-def test_same_seed_same_events_whatever_the_chunking():
-    scene = make_scenario('quadcopter_4m', duration_s=0.05, ego_level=4, seed=8)
+@pytest.mark.parametrize('name,level', [('quadcopter_4m', 4), ('lone_sweep', 1),
+                                        ('lone_constant', 0)])
+def test_same_seed_same_events_whatever_the_chunking(name, level):
+    scene = make_scenario(name, duration_s=0.05, ego_level=level, seed=8)
     ref = Simulator(scene, seed=5).all_events()
     for chunk_us in (1_000, 7_321, 33_000, 10**9):
         chunks = list(Simulator(scene, seed=5).chunks(chunk_us))

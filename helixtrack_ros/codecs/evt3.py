@@ -32,7 +32,9 @@ difference to each new TIME_HIGH: a difference below half the 12-bit range
 (2048 steps, 8.4 s) is a step forward (a wrap when it crosses 4095 -> 0),
 anything else is a backward step, i.e. a glitch of the sensor, not a wrap
 (counted as ``time_backwards``). So a small backward step of TIME_HIGH never
-adds 16.78 s. Event times are then kept non-decreasing: a time word that
+adds 16.78 s. A backward step of more than ``RESET_STEPS`` (16 steps, 65 ms) is a
+restarted sensor clock (``time_resets``): the time floor below is reset and
+event times decrease there, so that the caller can see the restart. Event times are then kept non-decreasing: a time word that
 falls behind the latest emitted event time is held at that time
 (``time_clamped``). The time of a stream starts in the wrap epoch 0 at its
 first TIME_HIGH; words before it are discarded (``before_time_high``).
@@ -80,6 +82,10 @@ EXT_TRIGGER = 0xA
 OTHERS = 0xE
 CONTINUED_12 = 0xF
 
+#: A backward TIME_HIGH step of more than this many steps (4096 us each, 65 ms) is
+#: not a glitch but a restarted sensor clock: times may decrease there.
+RESET_STEPS = 16
+
 # decoder state slots (int64 array carried across packets)
 _S_HAVE_TH = 0   # 1 once the first TIME_HIGH was seen
 _S_ABS_HIGH = 1  # absolute TIME_HIGH count (wraps included)
@@ -105,6 +111,7 @@ _C_OOB = _C['out_of_bounds']
 _C_BACK = _C['time_backwards']
 _C_WRAPS = _C['time_wraps']
 _C_CLAMPED = _C['time_clamped']
+_C_RESETS = _C['time_resets']
 
 # shared trigger outputs of packets without triggers (read-only, zero length)
 _NO_TRIG_T = np.empty(0, np.int64)
@@ -189,6 +196,9 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
                 else:
                     abs_high -= 4096 - d
                     counters[_C_BACK] += 1
+                    if 4096 - d > RESET_STEPS:  # far back: the sensor clock restarted
+                        counters[_C_RESETS] += 1
+                        state[_S_FLOOR] = abs_high << 12
                 state[_S_ABS_HIGH] = abs_high
             t_raw = (state[_S_ABS_HIGH] << 12) + state[_S_LOW]
             if t_raw >= state[_S_FLOOR]:

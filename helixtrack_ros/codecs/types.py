@@ -19,6 +19,7 @@ COUNTER_NAMES: tuple[str, ...] = (
     'skipped_unknown',   # words with a reserved type code (e.g. 0x9 padding)
     'before_time_high',  # words discarded before the first TIME_HIGH of a stream
     'out_of_bounds',     # events dropped because x >= width or y >= height
+    'time_resets',       # large backward steps of TIME_HIGH taken as a restarted clock
     'odd_bytes',         # trailing bytes that do not make a whole word
     'time_backwards',    # TIME_HIGH words that stepped back (a glitch, not a wrap)
     'time_wraps',        # 24-bit time wraps of the sensor clock (highest epoch reached)

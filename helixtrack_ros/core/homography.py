@@ -67,17 +67,15 @@ def _forward1(pose, ux, uy):
     return zx, zy
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
-def _du_dq(pose, zx, zy, ux, uy, J):
-    """Analytic du/dq_core (2x6) at an event z with back-warped u.
+@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+def _du_dq_s(a, b, p, r, zx, zy, ux, uy):
+    """Analytic du/dq_core at an event z with back-warped u, as 12 scalars (row-major 2x6).
 
     Implicit differentiation of z = pi(H(q) [u; 1]):
-    du/dq = -(dz/du)^-1 dz/dq; the common factor 1/w cancels.
+    du/dq = -(dz/du)^-1 dz/dq; the common factor 1/w cancels. a = s cos psi,
+    b = s sin psi, (p, r) = (p31, p32). Scalars only, so it inlines without
+    reference counting.
     """
-    a = pose[0]
-    b = pose[1]
-    p = pose[4]
-    r = pose[5]
     # M = w dz/du
     m00 = a - zx * p
     m01 = -b - zx * r
@@ -99,18 +97,19 @@ def _du_dq(pose, zx, zy, ux, uy, J):
     d4y = -zy * ux
     d5x = -zx * uy
     d5y = -zy * uy
-    J[0, 0] = i00 * d0x + i01 * d0y
-    J[1, 0] = i10 * d0x + i11 * d0y
-    J[0, 1] = i00 * d1x + i01 * d1y
-    J[1, 1] = i10 * d1x + i11 * d1y
-    J[0, 2] = i00
-    J[1, 2] = i10
-    J[0, 3] = i01
-    J[1, 3] = i11
-    J[0, 4] = i00 * d4x + i01 * d4y
-    J[1, 4] = i10 * d4x + i11 * d4y
-    J[0, 5] = i00 * d5x + i01 * d5y
-    J[1, 5] = i10 * d5x + i11 * d5y
+    return (i00 * d0x + i01 * d0y, i00 * d1x + i01 * d1y, i00, i01,
+            i00 * d4x + i01 * d4y, i00 * d5x + i01 * d5y,
+            i10 * d0x + i11 * d0y, i10 * d1x + i11 * d1y, i10, i11,
+            i10 * d4x + i11 * d4y, i10 * d5x + i11 * d5y)
+
+
+@njit(cache=True, nogil=True, fastmath={'contract'})
+def _du_dq(pose, zx, zy, ux, uy, J):
+    """Fill J (2x6) with du/dq_core (see :func:`_du_dq_s`)."""
+    j = _du_dq_s(pose[0], pose[1], pose[4], pose[5], zx, zy, ux, uy)
+    for k in range(6):
+        J[0, k] = j[k]
+        J[1, k] = j[6 + k]
 
 
 @njit(cache=True, nogil=True, fastmath={'contract'})

@@ -45,6 +45,8 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
     'pol_c_off_rad': ('expected phase residual c- of OFF events', 'rad', -math.pi, math.pi),
     'pol_adapt': ('1: c+ / c- follow the circular mean of the ON / OFF phase residuals; '
                   '0: fixed (paper)', '', 0, 1),
+    'ekf_polarity': ('1: phase residuals centred by polarity, eps -+ (c+ - c-) / 2 for ON / '
+                     'OFF events (both blade edges agree); 0: paper', '', 0, 1),
     'pol_scale': ('c_pol of the polarity residual', '', 0.0, 1e3),
     'band_scale': ('c_b of the soft annulus barriers', '', 0.0, 1e3),
     'band_tau': ('softplus temperature of the annulus barriers', 'tip radii', 1e-4, 10.0),
@@ -92,9 +94,8 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
                        1e4),
 }
 
-_INT_FIELDS = {'pol_adapt', 'bto_sectors', 'gn_min_events', 'gn_target_events', 'pose_timer_us',
-               'pose_max_events',
-               'sign_events'}
+_INT_FIELDS = {'pol_adapt', 'ekf_polarity', 'bto_sectors', 'gn_min_events', 'gn_target_events',
+               'pose_timer_us', 'pose_max_events', 'sign_events'}
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,7 @@ class TrackerParams:
     pol_c_on_rad: float = 0.25
     pol_c_off_rad: float = -0.25
     pol_adapt: int = 1
+    ekf_polarity: int = 1
     pol_scale: float = 1.0
     band_scale: float = 1.0
     band_tau: float = 0.05
@@ -165,7 +167,7 @@ class TrackerParams:
     gamma_scale: float = 1.0
     gamma_rot: float = 1.0
     gamma_t: float = 6.0
-    gamma_persp: float = 1.0
+    gamma_persp: float = 0.1
     gn_forget: float = 0.5
     gn_min_events: int = 2000
     gn_target_events: int = 6000

@@ -24,7 +24,7 @@ import numpy as np
 from helixtrack_ros.core.fastmath import _cos_poly
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
 def _predict_s(phi, om, al, P00, P01, P02, P11, P12, P22, dt, q):
     """x <- F x, P <- F P F^T + Q_d over dt [s] (Sec. 3.3, exact for any dt >= 0)."""
     h = 0.5 * dt * dt
@@ -49,7 +49,7 @@ def _predict_s(phi, om, al, P00, P01, P02, P11, P12, P22, dt, q):
     return phi_n, om_n, al, n00, n01, n02, n11, n12, n22
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
 def _update_s(phi, om, al, P00, P01, P02, P11, P12, P22, eps, R):
     """EKF update with C = [1, 0, 0]: K = P C^T / (C P C^T + R), x <- x - K eps (Sec. 3.4)."""
     inv_s = 1.0 / (P00 + R)
@@ -70,14 +70,34 @@ def _update_s(phi, om, al, P00, P01, P02, P11, P12, P22, eps, R):
     return phi, om, al, n00, n01, n02, n11, n12, n22
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+def _update_fold_s(phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sigma0):
+    """Joint update with all events of one timestamp (Sec. 3.4, folded).
+
+    Sequential scalar updates of the same state component at the same time
+    with R_i = sigma0 / w_i and residuals eps_i taken at the predicted
+    phase equal one update with R = sigma0 / sum w_i and the weighted mean
+    residual sum w_i eps_i / sum w_i (information form of the linear KF).
+    Here K = P C^T sum w / (P00 sum w + sigma0) with one division.
+    """
+    inv = sw / (P00 * sw + sigma0)
+    eps = swe / sw
+    k0 = P00 * inv
+    k1 = P01 * inv
+    k2 = P02 * inv
+    # x <- x - K eps, P <- (I - K C) P
+    return (phi - k0 * eps, om - k1 * eps, al - k2 * eps, P00 - k0 * P00, P01 - k0 * P01,
+            P02 - k0 * P02, P11 - k1 * P01, P12 - k1 * P02, P22 - k2 * P02)
+
+
+@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
 def _gate_log(eps, r, kappa, inv_2sr2):
     """log(w_vm w_ring) = kappa (cos eps - 1) - (r - 1)^2 / (2 sigma_ring^2) (Sec. 3.4)."""
     d = r - 1.0
     return kappa * (_cos_poly(eps) - 1.0) - d * d * inv_2sr2
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
 def _meas_var(w, sigma0, floor):
     """R = sigma0^2 / max(w_vm w_ring, eps) (Sec. 3.4)."""
     return sigma0 / max(w, floor)

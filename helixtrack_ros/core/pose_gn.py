@@ -37,6 +37,14 @@ edge events reach down to the hub (the release drifts 20-30 % there):
   offsets are the ring-weighted circular means of the ON / OFF residuals
   (forgotten with rho like the normal equations), so the polarity term keeps
   its information (edge alignment across the disc) without the bias.
+- Polarity-centred phase residual (``ekf_polarity``): a blade seen by an
+  event camera has two edges, leading OFF and trailing ON for dark blades,
+  so the residuals of Eq. (3) are bimodal and the EKF lock can slide from
+  one edge to the other (a 0.3 % RPM wander on the synthetic rotor after a
+  start with the centre 7 % off). With h = (c+ - c-) / 2 (adaptive, see
+  above) the EKF and the GN phase term use eps - h for ON and eps + h for
+  OFF events: both edges then agree on the blade centre. h = 0 (no
+  polarity / edge correlation, or ``ekf_polarity`` = 0) is the paper.
 """
 
 import math
@@ -44,8 +52,23 @@ import math
 from numba import njit
 import numpy as np
 
-from helixtrack_ros.core.fastmath import _sigmoid, _softplus, _wrap_pi
-from helixtrack_ros.core.homography import _POSE_LEN, _backwarp1, _du_dq, _forward1, _pack_pose
+from helixtrack_ros.core.fastmath import (
+    _atan2_poly,
+    _cos_poly,
+    _exp_neg,
+    _sigmoid,
+    _softplus,
+    _softplus_sigmoid,
+    _wrap_pi,
+)
+from helixtrack_ros.core.homography import (
+    _POSE_LEN,
+    _backwarp1,
+    _du_dq,
+    _du_dq_s,
+    _forward1,
+    _pack_pose,
+)
 from helixtrack_ros.core.params import TrackerParams
 
 # ---- GN parameter vector (float64) -------------------------------------------------------
@@ -89,7 +112,8 @@ G_SB0 = 36
 G_MINPX = 37
 G_NSEC = 38        # BTO sectors
 G_POLADAPT = 39    # 1: c+ / c- follow the observed residuals
-G_LEN = 40
+G_POLH = 40        # polarity half-offset h of the centred phase residual (0 = paper)
+G_LEN = 41
 
 # ---- accumulator layout (float64) --------------------------------------------------------
 ACC_A = 0          # 36: A row-major, upper triangle filled
@@ -134,6 +158,7 @@ def pack_gn_params(params: TrackerParams, blades: int, zeta: int) -> np.ndarray:
     g[G_MINPX] = params.bto_min_px
     g[G_NSEC] = params.bto_sectors
     g[G_POLADAPT] = params.pol_adapt
+    g[G_POLH] = 0.5 * (params.pol_c_on_rad - params.pol_c_off_rad) * params.ekf_polarity
     g[G_SC] = params.bto_sigma_core
     g[G_DELTA] = params.bto_delta
     g[G_SB] = params.bto_sigma_band
@@ -163,29 +188,53 @@ def _set_bands(prm, scale_px):
     prm[G_SB] = max(prm[G_SB0], floor)
 
 
+@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+def _event_jac_s(a, b, p, r31, bz, zx, zy, ux, uy, r):
+    """J_phi (6) and J_r (6) of one event as 12 scalars (S1).
+
+    J_r = u^T (du/dq) / r; J_phi = d phi_eff/dq - B d theta_zeta/du du/dq with
+    d theta_zeta/du = zeta (-u_y, u_x) / r^2 and d phi_eff / d psi = -zeta B
+    (bz = zeta B).
+    """
+    j00, j01, j02, j03, j04, j05, j10, j11, j12, j13, j14, j15 = _du_dq_s(
+        a, b, p, r31, zx, zy, ux, uy)
+    ir = 1.0 / r
+    cr = ux * ir
+    sr = uy * ir
+    f = -bz * ir
+    return (f * (cr * j10 - sr * j00), f * (cr * j11 - sr * j01) - bz,
+            f * (cr * j12 - sr * j02), f * (cr * j13 - sr * j03),
+            f * (cr * j14 - sr * j04), f * (cr * j15 - sr * j05),
+            cr * j00 + sr * j10, cr * j01 + sr * j11, cr * j02 + sr * j12,
+            cr * j03 + sr * j13, cr * j04 + sr * j14, cr * j05 + sr * j15)
+
+
 @njit(cache=True, nogil=True)
 def _event_jac(pose, prm, zx, zy, ux, uy, r, J, jphi, jr):
     """Fill J = du/dq, J_r = d r / dq and J_phi = d eps_phi / dq (S1) for one event."""
     _du_dq(pose, zx, zy, ux, uy, J)
-    bz = prm[G_B] * prm[G_ZETA]
-    inv_r = 1.0 / r
-    inv_r2 = inv_r * inv_r
+    j = _event_jac_s(pose[0], pose[1], pose[4], pose[5], prm[G_B] * prm[G_ZETA], zx, zy, ux,
+                     uy, r)
     for k in range(6):
-        # J_r = u^T J / r
-        jr[k] = (ux * J[0, k] + uy * J[1, k]) * inv_r
-        # J_phi = d phi_eff/dq - B d theta_zeta/du J,  d theta_zeta/du = zeta (-u_y, u_x) / r^2
-        jphi[k] = -bz * (ux * J[1, k] - uy * J[0, k]) * inv_r2
-    jphi[1] -= bz
+        jphi[k] = j[k]
+        jr[k] = j[6 + k]
 
 
-@njit(cache=True, nogil=True)
-def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, pol, J, jphi, jr):
+@njit(cache=True, nogil=True, fastmath={'contract'})
+def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, pol):
     """Add one event's residuals to the normal equations (S1, upper triangle).
 
-    eps is the wrapped phase residual (Eq. 3) and w = w_vm(eps) w_ring(r)
-    the gate product; both are frozen (Gauss-Newton with frozen gates).
+    eps is the (polarity-centred, see module notes) wrapped phase residual
+    (Eq. 3) and w = w_vm(eps) w_ring(r) the gate product; both are frozen
+    (Gauss-Newton with frozen gates). The polarity term and the c+ / c-
+    statistics use the plain residual eps + (h for ON, -h for OFF).
+    J_phi and J_r are the only Jacobian directions (J_pol ~ J_phi,
+    J_in, J_out ~ J_r), so A gets two weighted rank-1 updates, written out
+    on scalars. Terms below 1e-5 of their peak (annulus barriers far from
+    the boundary, BTO bands beyond 5 sigma) are skipped.
     """
-    _event_jac(pose, prm, zx, zy, ux, uy, r, J, jphi, jr)
+    p0, p1, p2, p3, p4, p5, q0, q1, q2, q3, q4, q5 = _event_jac_s(
+        pose[0], pose[1], pose[4], pose[5], prm[G_B] * prm[G_ZETA], zx, zy, ux, uy, r)
     er = r - 1.0
     # Huber weights w_H = min(1, c / |eps|)
     hphi = 1.0
@@ -194,20 +243,31 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, pol, J, jphi, jr):
     hr = 1.0
     if abs(er) > prm[G_HR]:
         hr = prm[G_HR] / abs(er)
-    # event gates g_phi, g_r
+    # event gates g_phi = lambda_phi w w_H, g_r = lambda_r w w_H
     gphi = prm[G_LPHI] * w * hphi
     gr = prm[G_LR] * w * hr
     # polarity: delta = wrap(eps - c_p), eps_pol = c_pol sin(delta / 2)
     cp = prm[G_CON] if pol != 0 else prm[G_COFF]
-    delta = _wrap_pi(eps - cp)
-    epol = prm[G_CPOL] * math.sin(0.5 * delta)
-    kpol = prm[G_CPOL] * 0.5 * math.cos(0.5 * delta)
-    # soft annulus barriers eps_in / eps_out = c_b softplus_tau(.)
+    eraw = eps + (prm[G_POLH] if pol != 0 else -prm[G_POLH])
+    delta = _wrap_pi(eraw - cp)
+    # half-angle identities: cos(delta / 2) >= 0 on [-pi, pi)
+    cd = _cos_poly(delta)
+    epol = prm[G_CPOL] * math.copysign(math.sqrt(max(0.5 * (1.0 - cd), 0.0)), delta)
+    kpol = prm[G_CPOL] * 0.5 * math.sqrt(max(0.5 * (1.0 + cd), 0.0))
+    # soft annulus barriers eps_in / eps_out = c_b softplus_tau(.), J = -+c_b sigma(.) J_r
     tau = prm[G_BTAU]
-    ein = prm[G_CB] * _softplus(prm[G_RIN] - r, tau)
-    eout = prm[G_CB] * _softplus(r - prm[G_ROUT], tau)
-    kin = -prm[G_CB] * _sigmoid((prm[G_RIN] - r) / tau)
-    kout = prm[G_CB] * _sigmoid((r - prm[G_ROUT]) / tau)
+    ein = 0.0
+    kin = 0.0
+    if prm[G_RIN] - r > -12.0 * tau:
+        sp, sg = _softplus_sigmoid(prm[G_RIN] - r, tau)
+        ein = prm[G_CB] * sp
+        kin = -prm[G_CB] * sg
+    eout = 0.0
+    kout = 0.0
+    if r - prm[G_ROUT] > -12.0 * tau:
+        sp, sg = _softplus_sigmoid(r - prm[G_ROUT], tau)
+        eout = prm[G_CB] * sp
+        kout = prm[G_CB] * sg
     lpol = prm[G_LPOL]
     lband = prm[G_LBAND]
     # A += a J_phi J_phi^T + b J_r J_r^T ; g += c J_phi + d J_r
@@ -215,49 +275,89 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, pol, J, jphi, jr):
     b = gr + lband * (kin * kin + kout * kout)
     c = gphi * eps + lpol * epol * kpol
     d = gr * er + lband * (ein * kin + eout * kout)
-    for i in range(6):
-        ai = a * jphi[i]
-        bi = b * jr[i]
-        row = ACC_A + 6 * i
-        for j in range(i, 6):
-            acc[row + j] += ai * jphi[j] + bi * jr[j]
-        acc[ACC_G + i] += c * jphi[i] + d * jr[i]
+    acc[0] += a * p0 * p0 + b * q0 * q0
+    acc[1] += a * p0 * p1 + b * q0 * q1
+    acc[2] += a * p0 * p2 + b * q0 * q2
+    acc[3] += a * p0 * p3 + b * q0 * q3
+    acc[4] += a * p0 * p4 + b * q0 * q4
+    acc[5] += a * p0 * p5 + b * q0 * q5
+    acc[7] += a * p1 * p1 + b * q1 * q1
+    acc[8] += a * p1 * p2 + b * q1 * q2
+    acc[9] += a * p1 * p3 + b * q1 * q3
+    acc[10] += a * p1 * p4 + b * q1 * q4
+    acc[11] += a * p1 * p5 + b * q1 * q5
+    acc[14] += a * p2 * p2 + b * q2 * q2
+    acc[15] += a * p2 * p3 + b * q2 * q3
+    acc[16] += a * p2 * p4 + b * q2 * q4
+    acc[17] += a * p2 * p5 + b * q2 * q5
+    acc[21] += a * p3 * p3 + b * q3 * q3
+    acc[22] += a * p3 * p4 + b * q3 * q4
+    acc[23] += a * p3 * p5 + b * q3 * q5
+    acc[28] += a * p4 * p4 + b * q4 * q4
+    acc[29] += a * p4 * p5 + b * q4 * q5
+    acc[35] += a * p5 * p5 + b * q5 * q5
+    acc[ACC_G + 0] += c * p0 + d * q0
+    acc[ACC_G + 1] += c * p1 + d * q1
+    acc[ACC_G + 2] += c * p2 + d * q2
+    acc[ACC_G + 3] += c * p3 + d * q3
+    acc[ACC_G + 4] += c * p4 + d * q4
+    acc[ACC_G + 5] += c * p5 + d * q5
     acc[ACC_LOSS] += 0.5 * (gphi * eps * eps + gr * er * er + lpol * epol * epol
                             + lband * (ein * ein + eout * eout))
-    # BTO soft occupancies: Gaussian bands at 1, 1 - delta, 1 + delta
+    acc[ACC_N] += 1.0
+    # BTO soft occupancies: Gaussian bands at 1, 1 - delta, 1 + delta, per sector
     sc = prm[G_SC]
     sb = prm[G_SB]
     dl = prm[G_DELTA]
-    e0 = er
-    e1 = r - (1.0 - dl)
-    e2 = r - (1.0 + dl)
-    m0 = math.exp(-0.5 * e0 * e0 / (sc * sc))
-    m1 = math.exp(-0.5 * e1 * e1 / (sb * sb))
-    m2 = math.exp(-0.5 * e2 * e2 / (sb * sb))
-    ns = int(prm[G_NSEC])
-    sec = 0
-    if ns > 1:
-        sec = int((math.atan2(uy, ux) + math.pi) * (ns / (2.0 * math.pi)))
-        if sec >= ns:
-            sec = ns - 1
-    base = ACC_SEC + SEC_LEN * sec
-    acc[base] += m0
-    acc[base + 1] += m1
-    acc[base + 2] += m2
-    # dm/dq = -m (r - c) / sigma^2 J_r
-    d0 = -m0 * e0 / (sc * sc)
-    d1 = -m1 * e1 / (sb * sb)
-    d2 = -m2 * e2 / (sb * sb)
-    for k in range(6):
-        acc[base + 3 + k] += d0 * jr[k]
-        acc[base + 9 + k] += d1 * jr[k]
-        acc[base + 15 + k] += d2 * jr[k]
-    acc[ACC_N] += 1.0
+    if abs(er) < dl + 5.0 * max(sc, sb):
+        e0 = er
+        e1 = r - (1.0 - dl)
+        e2 = r - (1.0 + dl)
+        m0 = _exp_neg(-0.5 * e0 * e0 / (sc * sc))
+        m1 = _exp_neg(-0.5 * e1 * e1 / (sb * sb))
+        m2 = _exp_neg(-0.5 * e2 * e2 / (sb * sb))
+        ns = int(prm[G_NSEC])
+        sec = 0
+        if ns > 1:
+            # sector boundaries at odd multiples of pi / ns: never on pixel rows, columns
+            # or diagonals through the centre (+ 0.0 turns -0.0 into +0.0)
+            ang = _atan2_poly(uy + 0.0, ux) + math.pi + math.pi / ns
+            sec = int(ang * (ns / (2.0 * math.pi)))
+            if sec >= ns:
+                sec -= ns
+        base = ACC_SEC + SEC_LEN * sec
+        acc[base] += m0
+        acc[base + 1] += m1
+        acc[base + 2] += m2
+        # dm/dq = -m (r - c) / sigma^2 J_r
+        d0 = -m0 * e0 / (sc * sc)
+        d1 = -m1 * e1 / (sb * sb)
+        d2 = -m2 * e2 / (sb * sb)
+        acc[base + 3] += d0 * q0
+        acc[base + 4] += d0 * q1
+        acc[base + 5] += d0 * q2
+        acc[base + 6] += d0 * q3
+        acc[base + 7] += d0 * q4
+        acc[base + 8] += d0 * q5
+        acc[base + 9] += d1 * q0
+        acc[base + 10] += d1 * q1
+        acc[base + 11] += d1 * q2
+        acc[base + 12] += d1 * q3
+        acc[base + 13] += d1 * q4
+        acc[base + 14] += d1 * q5
+        acc[base + 15] += d2 * q0
+        acc[base + 16] += d2 * q1
+        acc[base + 17] += d2 * q2
+        acc[base + 18] += d2 * q3
+        acc[base + 19] += d2 * q4
+        acc[base + 20] += d2 * q5
     # circular statistics of eps per polarity (ring-weighted) for the adaptive c+ / c-
-    wr = math.exp(-e0 * e0 * prm[G_INV2SR2])
+    wr = _exp_neg(-er * er * prm[G_INV2SR2])
+    eraw = _wrap_pi(eraw)
+    ce = _cos_poly(eraw)
     kp = ACC_POL + (2 if pol != 0 else 0)
-    acc[kp] += wr * math.cos(eps)
-    acc[kp + 1] += wr * math.sin(eps)
+    acc[kp] += wr * ce
+    acc[kp + 1] += wr * math.copysign(math.sqrt(max(1.0 - ce * ce, 0.0)), eraw)
 
 
 @njit(cache=True, nogil=True)
@@ -448,6 +548,8 @@ def _solve(acc, prm, q, pose, keep_gradient):
             s = acc[ACC_POL + 2 * k + 1]
             if c * c + s * s > 0.0:
                 prm[G_COFF + k] = math.atan2(s, c)
+        if prm[G_POLH] != 0.0:
+            prm[G_POLH] = 0.5 * _wrap_pi(prm[G_CON] - prm[G_COFF])
     # exponential forgetting of the normal equations; occupancies restart
     rho = prm[G_FORGET]
     for i in range(36):
@@ -464,9 +566,6 @@ def _solve(acc, prm, q, pose, keep_gradient):
 @njit(cache=True, nogil=True)
 def _accumulate_batch(acc, prm, pose, x, y, p, phi_eff):
     """Accumulate every in-annulus event of a batch at fixed per-event phi_eff."""
-    J = np.empty((2, 6))
-    jphi = np.empty(6)
-    jr = np.empty(6)
     bz = prm[G_B]
     r_in = prm[G_RIN]
     r_out = prm[G_ROUT]
@@ -479,10 +578,11 @@ def _accumulate_batch(acc, prm, pose, x, y, p, phi_eff):
         if r < r_in or r > r_out:
             continue
         theta = math.atan2(prm[G_ZETA] * uy, ux)
-        eps = _wrap_pi(phi_eff[i] - bz * theta)
+        off = prm[G_POLH] if p[i] != 0 else -prm[G_POLH]
+        eps = _wrap_pi(phi_eff[i] - bz * theta - off)
         d = r - 1.0
         w = math.exp(prm[G_KAPPA] * (math.cos(eps) - 1.0) - d * d * prm[G_INV2SR2])
-        _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, p[i], J, jphi, jr)
+        _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, p[i])
         used += 1
     return used
 
@@ -501,10 +601,11 @@ def _event_terms_kernel(pose, prm, x, y, p, phi_eff, res, jac):
         ux, uy, _ = _backwarp1(pose, zx, zy)
         r = math.sqrt(ux * ux + uy * uy)
         theta = math.atan2(prm[G_ZETA] * uy, ux)
-        eps = _wrap_pi(phi_eff[i] - bz * theta)
+        eraw = _wrap_pi(phi_eff[i] - bz * theta)
+        eps = _wrap_pi(eraw - (prm[G_POLH] if p[i] != 0 else -prm[G_POLH]))
         _event_jac(pose, prm, zx, zy, ux, uy, r, J, jphi, jr)
         cp = prm[G_CON] if p[i] != 0 else prm[G_COFF]
-        delta = _wrap_pi(eps - cp)
+        delta = _wrap_pi(eraw - cp)
         res[i, 0] = eps
         res[i, 1] = r - 1.0
         res[i, 2] = prm[G_CPOL] * math.sin(0.5 * delta)

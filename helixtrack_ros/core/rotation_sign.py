@@ -28,13 +28,13 @@ import numpy as np
 from helixtrack_ros.core.fastmath import _atan2_poly, _wrap_pi
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _signed_azimuth(ux, uy, zeta):
     """theta_zeta(u) = atan2(zeta u_y, u_x) (Sec. 3.2)."""
     return _atan2_poly(zeta * uy, ux)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _phase_residual(phi_eff, blades, theta):
     """eps = wrap_pi(phi_eff - B theta_zeta(u)) (Eq. 3)."""
     return _wrap_pi(phi_eff - blades * theta)

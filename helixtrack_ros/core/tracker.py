@@ -40,13 +40,14 @@ from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
-from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _wrap_pi
+from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _exp_neg, _wrap_pi
 from helixtrack_ros.core.homography import _POSE_LEN, _pack_pose, homography
 from helixtrack_ros.core.params import RotorInit, TrackerParams
-from helixtrack_ros.core.phase_ekf import _predict_s, _update_s
+from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s
 from helixtrack_ros.core.pose_gn import (
     ACC_LEN,
     ACC_N,
+    G_POLH,
     G_ZETA,
     _accumulate,
     _set_bands,
@@ -59,7 +60,8 @@ from helixtrack_ros.core.rotation_sign import _acquire
 FS_PHI, FS_OM, FS_AL = 0, 1, 2
 FS_P00, FS_P01, FS_P02, FS_P11, FS_P12, FS_P22 = 3, 4, 5, 6, 7, 8
 FS_PHIB, FS_PSIB = 9, 10
-FS_LEN = 11
+FS_SW, FS_SWE = 11, 12    # pending fold of the current timestamp: sum w, sum w eps
+FS_LEN = 13
 
 # ---- int state --------------------------------------------------------------------------
 IS_T = 0           # time of the EKF state x [us]; -1 before the first accepted event
@@ -157,24 +159,35 @@ class TrackerState(NamedTuple):
 
 @njit(cache=True, nogil=True, fastmath={'contract'})
 def _emit(k, t, tp, fs, ist, q, out_t, out_v):
-    """Write the state propagated from the EKF time to t into output row k (Sec. 3.6)."""
+    """Write the state at time t into output row k (Sec. 3.6).
+
+    The pending update of the current timestamp is applied to a copy, then
+    the state is propagated from its time to t (t before it counts as dt = 0).
+    """
     B = tp[TP_B]
+    phi = fs[FS_PHI]
+    om = fs[FS_OM]
+    al = fs[FS_AL]
+    P11 = fs[FS_P11]
+    P12 = fs[FS_P12]
+    P22 = fs[FS_P22]
+    if fs[FS_SW] > 0.0:
+        phi, om, al, _, _, _, P11, P12, P22 = _update_fold_s(
+            phi, om, al, fs[FS_P00], fs[FS_P01], fs[FS_P02], P11, P12, P22, fs[FS_SW],
+            fs[FS_SWE], tp[TP_SIG0])
     dt = 0.0
     if ist[IS_T] >= 0 and t > ist[IS_T]:
         dt = (t - ist[IS_T]) * 1e-6
-    om = fs[FS_OM]
-    al = fs[FS_AL]
-    phi = fs[FS_PHI] + dt * om + 0.5 * dt * dt * al
+    phi_t = phi + dt * om + 0.5 * dt * dt * al
     om_t = om + dt * al
-    P11 = fs[FS_P11] + 2.0 * dt * fs[FS_P12] + dt * dt * fs[FS_P22] \
-        + tp[TP_QJ] * dt * dt * dt / 3.0
+    P11_t = P11 + 2.0 * dt * P12 + dt * dt * P22 + tp[TP_QJ] * dt * dt * dt / 3.0
     zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
     c = 60.0 / (TWO_PI * B)
     out_t[k] = t
     out_v[k, OUT_RPM] = c * abs(om_t)
-    out_v[k, OUT_STD] = c * math.sqrt(max(P11, 0.0))
+    out_v[k, OUT_STD] = c * math.sqrt(max(P11_t, 0.0))
     # blade angle atan2(u_y, u_x) = zeta phi_eff / B = zeta phi / B - psi
-    out_v[k, OUT_PHASE] = _wrap_pi(zeta * phi / B - q[1])
+    out_v[k, OUT_PHASE] = _wrap_pi(zeta * phi_t / B - q[1])
     out_v[k, OUT_OMEGA] = zeta * om_t / B
     out_v[k, OUT_Q] = math.exp(q[0])
     for j in range(1, 6):
@@ -209,6 +222,8 @@ def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
     fs[FS_P22] = tp[TP_P0AL]
     fs[FS_PHIB] = fs[FS_PHI]
     fs[FS_PSIB] = q[1]
+    fs[FS_SW] = 0.0
+    fs[FS_SWE] = 0.0
     ist[IS_T] = t
     ist[IS_ACQ] = 0
     ist[IS_BATCH_T0] = t
@@ -220,14 +235,18 @@ def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
 @njit(cache=True, nogil=True, fastmath={'contract'})
 def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode, sample_t,
              out_t, out_v):
-    """Run the tracker over one batch; returns the number of output rows written."""
+    """Run the tracker over one batch; returns the number of output rows written.
+
+    Accepted events of one timestamp are folded into one EKF update
+    (:func:`_update_fold_s`, exact for the linear update given gates at the
+    predicted phase); the fold is committed when a later timestamp arrives,
+    so any batch split gives the same result. Pose triggers are checked at
+    each commit.
+    """
     n = t_us.shape[0]
     n_samp = sample_t.shape[0]
     k_out = 0
     k_samp = 0
-    J = np.empty((2, 6))
-    jphi = np.empty(6)
-    jr = np.empty(6)
     # ---- locals
     B = tp[TP_B]
     kappa = tp[TP_KAPPA]
@@ -243,6 +262,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
     maxev = int(tp[TP_MAXEV])
     ring_acq = tp[TP_RINGACQ]
     acq_cap = acq_t.shape[0]
+    hpol = gp[G_POLH]
+    trig = math.pi * B
     phi = fs[FS_PHI]
     om = fs[FS_OM]
     al = fs[FS_AL]
@@ -254,6 +275,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
     P22 = fs[FS_P22]
     phib = fs[FS_PHIB]
     psib = fs[FS_PSIB]
+    sw = fs[FS_SW]
+    swe = fs[FS_SWE]
     t_x = ist[IS_T]
     t_max = ist[IS_TMAX]
     acquiring = ist[IS_ACQ] != 0
@@ -288,10 +311,47 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
         t_max = t
         if mode == MODE_TIMES:
             while k_samp < n_samp and sample_t[k_samp] < t_us[i]:
-                _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x)
+                _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
                 _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
                 k_out += 1
                 k_samp += 1
+        if sw > 0.0 and t > t_x:
+            # commit the folded update of the previous timestamp (Sec. 3.4)
+            phi, om, al, P00, P01, P02, P11, P12, P22 = _update_fold_s(
+                phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sig0)
+            sw = 0.0
+            swe = 0.0
+            # pose trigger (Sec. 3.5), the release's timer, an event cap
+            if (abs(phi - phib - zb * (psi - psib)) >= trig
+                    or (timer > 0 and t_x - batch_t0 >= timer)
+                    or (maxev > 0 and batch_n >= maxev)):
+                if batch_n >= gn_min and acc[ACC_N] >= 8.0:
+                    _solve(acc, gp, q, pose, True)
+                    ist[IS_POSE] += 1
+                    # keep phi_eff = phi - zeta B psi continuous across a psi step
+                    phi += zb * (q[1] - psi)
+                    psi = q[1]
+                    hpol = gp[G_POLH]
+                    if gn_target > 0:
+                        gn_stride = max(1, batch_n // gn_target)
+                    else:
+                        gn_stride = 1
+                    gn_cnt = 0
+                    batch_n = 0
+                    h0 = pose[6]
+                    h1 = pose[7]
+                    h2 = pose[8]
+                    h3 = pose[9]
+                    h4 = pose[10]
+                    h5 = pose[11]
+                    h6 = pose[12]
+                    h7 = pose[13]
+                    h8 = pose[14]
+                else:
+                    ist[IS_DEFER] += 1
+                phib = phi
+                psib = psi
+                batch_t0 = t_x
         zx = float(xs[i])
         zy = float(ys[i])
         # back-warp u = pi(adj(H) [z; 1]) (Sec. 3.1)
@@ -340,6 +400,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
                         P22 = fs[FS_P22]
                         phib = fs[FS_PHIB]
                         psib = fs[FS_PSIB]
+                        sw = 0.0
+                        swe = 0.0
                         t_x = t
                         zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
                         zb = zeta * B
@@ -357,61 +419,29 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
                             phi, om, al, P00, P01, P02, P11, P12, P22, dt, qj)
                     t_x = t
                     phiw = _wrap_pi(phi - zb * psi)
-                # eps = wrap(phi_eff - B theta_zeta(u)) (Eq. 3)
+                # eps = wrap(phi_eff - B theta_zeta(u)) at the predicted phase (Eq. 3),
+                # centred by polarity: -h for ON, +h for OFF (see pose_gn notes)
                 theta = _atan2_poly(zeta * uy, ux)
-                eps = _wrap_pi(phiw - B * theta)
-                # w_vm w_ring in one exp (Sec. 3.4)
+                eps = _wrap_pi(phiw - B * theta - (2.0 * min(ps[i], 1) - 1.0) * hpol)
+                # w_vm w_ring in one exp; R = sigma0 / max(w, eps) (Sec. 3.4)
                 d = r - 1.0
-                w = math.exp(kappa * (_cos_poly(eps) - 1.0) - d * d * inv2sr2)
-                R = sig0 / max(w, rfloor)
-                phi_old = phi
-                phi, om, al, P00, P01, P02, P11, P12, P22 = _update_s(
-                    phi, om, al, P00, P01, P02, P11, P12, P22, eps, R)
-                phiw += phi - phi_old
+                w = _exp_neg(kappa * (_cos_poly(eps) - 1.0) - d * d * inv2sr2)
+                wf = max(w, rfloor)
+                sw += wf
+                swe += wf * eps
                 n_used += 1
                 batch_n += 1
                 # Gauss-Newton accumulation on every gn_stride-th event (Sec. 3.5, S1)
                 gn_cnt += 1
                 if gn_cnt >= gn_stride:
                     gn_cnt = 0
-                    _accumulate(acc, gp, pose, zx, zy, ux, uy, r, eps, w, ps[i], J, jphi, jr)
-                # pose trigger
-                if (abs((phi - phib - zb * (psi - psib)) / B) >= math.pi
-                        or (timer > 0 and t - batch_t0 >= timer)
-                        or (maxev > 0 and batch_n >= maxev)):
-                    if batch_n >= gn_min and acc[ACC_N] >= 8.0:
-                        _solve(acc, gp, q, pose, True)
-                        ist[IS_POSE] += 1
-                        # keep phi_eff = phi - zeta B psi continuous across a psi step
-                        phi += zb * (q[1] - psi)
-                        if gn_target > 0:
-                            gn_stride = max(1, batch_n // gn_target)
-                        else:
-                            gn_stride = 1
-                        gn_cnt = 0
-                        batch_n = 0
-                        psi = q[1]
-                        phiw = _wrap_pi(phi - zb * psi)
-                        h0 = pose[6]
-                        h1 = pose[7]
-                        h2 = pose[8]
-                        h3 = pose[9]
-                        h4 = pose[10]
-                        h5 = pose[11]
-                        h6 = pose[12]
-                        h7 = pose[13]
-                        h8 = pose[14]
-                    else:
-                        ist[IS_DEFER] += 1
-                    phib = phi
-                    psib = psi
-                    batch_t0 = t
+                    _accumulate(acc, gp, pose, zx, zy, ux, uy, r, eps, w, ps[i])
         if mode == MODE_EVERY:
-            _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x)
+            _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
             _emit(k_out, t, tp, fs, ist, q, out_t, out_v)
             k_out += 1
     # ---- write back
-    _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x)
+    _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
     fs[FS_PHIB] = phib
     fs[FS_PSIB] = psib
     ist[IS_TMAX] = t_max
@@ -434,8 +464,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
     return k_out
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
-def _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x):
+@njit(cache=True, nogil=True)
+def _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe):
     fs[FS_PHI] = phi
     fs[FS_OM] = om
     fs[FS_AL] = al
@@ -445,6 +475,8 @@ def _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x):
     fs[FS_P11] = P11
     fs[FS_P12] = P12
     fs[FS_P22] = P22
+    fs[FS_SW] = sw
+    fs[FS_SWE] = swe
     ist[IS_T] = t_x
 
 

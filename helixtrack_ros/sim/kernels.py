@@ -53,7 +53,7 @@ def seed_state(*keys: int) -> np.ndarray:
     return np.array([h], np.uint64)
 
 
-@njit(cache=True, nogil=True, inline='always')
+@njit(cache=True, nogil=True, error_model='numpy', inline='always')
 def _next(st):
     s = st[0] + _GOLD
     st[0] = s
@@ -62,19 +62,53 @@ def _next(st):
     return z ^ (z >> _S31)
 
 
-@njit(cache=True, nogil=True, inline='always')
+@njit(cache=True, nogil=True, error_model='numpy', inline='always')
 def _rand(st):
     """Uniform in [0, 1)."""
     return float(_next(st) >> _S11) * _INV53
 
 
-@njit(cache=True, nogil=True, inline='always')
+@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+def _rand_at(key, idx):
+    """Uniform in [0, 1): the idx-th draw of the counter-based stream ``key``."""
+    z = key + np.uint64(idx) * _GOLD
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    z = z ^ (z >> _S31)
+    return float(z >> _S11) * _INV53
+
+
+@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+def _hash_at(key, idx):
+    """The idx-th 64-bit word of the counter-based stream ``key``."""
+    z = key + np.uint64(idx) * _GOLD
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+_M16 = np.uint64(0xFFFF)
+_M32 = np.uint64(0xFFFFFFFF)
+_S16 = np.uint64(16)
+_S32 = np.uint64(32)
+_S48 = np.uint64(48)
+
+
+@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+def _gauss_word(z):
+    """Approximately standard normal (Irwin-Hall of four 16-bit uniforms), within +-3.46."""
+    a = float(z & _M16) + float((z >> _S16) & _M16) + float((z >> _S32) & _M16) \
+        + float(z >> _S48)
+    return (a * (1.0 / 65536.0) - 2.0) * 1.7320508075688772
+
+
+@njit(cache=True, nogil=True, error_model='numpy', inline='always')
 def _gauss4(st):
     """Approximately standard normal (Irwin-Hall of 4), bounded to +-3.46."""
     return (_rand(st) + _rand(st) + _rand(st) + _rand(st) - 2.0) * 1.7320508075688772
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def _poisson(st, lam):
     if lam <= 0.0:
         return 0
@@ -90,7 +124,7 @@ def _poisson(st, lam):
     return k
 
 
-@njit(cache=True, nogil=True, inline='always')
+@njit(cache=True, nogil=True, error_model='numpy', inline='always')
 def _emit_burst(st, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, n):
     """Append ``n_ev`` (0..3) events of one threshold crossing near time ``tc``.
 
@@ -117,7 +151,7 @@ def _emit_burst(st, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, n):
     return n + n_ev
 
 
-@njit(cache=True, nogil=True, inline='always')
+@njit(cache=True, nogil=True, error_model='numpy', inline='always')
 def _blade_width(r, hub, c_root, c_peak, c_tip):
     """Full angular blade width at rotor-plane radius r (chord piecewise linear in r)."""
     if r <= hub:
@@ -137,7 +171,7 @@ def _blade_width(r, hub, c_root, c_peak, c_tip):
 N_WTAB = 1024
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def _width_table(geo):
     """Blade width sampled on [r_lo, r_hi] (N_WTAB + 1 points) plus range and scale."""
     hub = geo[GEO_HUB]
@@ -151,7 +185,7 @@ def _width_table(geo):
     return tab, r_lo, N_WTAB / (r_hi - r_lo)
 
 
-@njit(cache=True, nogil=True, inline='always')
+@njit(cache=True, nogil=True, error_model='numpy', inline='always')
 def _width_at(tab, r_lo, scale, r):
     f = (r - r_lo) * scale
     if f <= 0.0:
@@ -164,22 +198,24 @@ def _width_at(tab, r_lo, scale, r):
 
 
 # per pixel and knot interval: start value and change over the interval of the
-# leading-edge phase offset, trailing-edge phase offset, radius, blade width and the
-# mean number of events per crossing before the photoreceptor response
-CO_L0, CO_L1, CO_T0, CO_T1, CO_R0, CO_R1, CO_W0, CO_W1, CO_M0, CO_M1 = range(10)
-N_CO = 10
+# leading-edge phase offset, trailing-edge phase offset, radius, blade width, the
+# mean number of events per crossing before the photoreceptor response, and the
+# rotor-plane position u of the pixel (for the refinement of crossing times)
+(CO_L0, CO_L1, CO_T0, CO_T1, CO_R0, CO_R1, CO_W0, CO_W1, CO_M0, CO_M1,
+ CO_X0, CO_X1, CO_Y0, CO_Y1) = range(14)
+N_CO = 14
 
 
-@njit(cache=True, nogil=True, inline='always')
+@njit(cache=True, nogil=True, error_model='numpy', inline='always')
 def _uv(g, fx, fy):
     w = g[2, 0] * fx + g[2, 1] * fy + g[2, 2]
     return ((g[0, 0] * fx + g[0, 1] * fy + g[0, 2]) / w,
             (g[1, 0] * fx + g[1, 1] * fy + g[1, 2]) / w)
 
 
-@njit(cache=True, nogil=True)
-def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk, bk, coef,
-                 ic):
+@njit(cache=True, nogil=True, error_model='numpy')
+def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk, bk, xk, yk,
+                 coef, ic):
     """Fill ``coef[ic]`` (n_iv, N_CO) for one pixel; False when it never meets the blades.
 
     ``margin_r`` bounds how far (rotor-plane units) a pixel's radius can change
@@ -206,12 +242,18 @@ def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk
             return False
     rk[0] = r
     bk[0] = math.atan2(uy, ux)
+    xk[0] = ux
+    yk[0] = uy
     for k in range(1, nk):
         if static:
             rk[k] = rk[0]
             bk[k] = bk[0]
+            xk[k] = ux
+            yk[k] = uy
             continue
         vx, vy = _uv(g_knots[k], fx, fy)
+        xk[k] = vx
+        yk[k] = vy
         rk[k] = math.sqrt(vx * vx + vy * vy)
         # angle increment from the previous knot (small-angle series when possible)
         cr = ux * vy - uy * vx
@@ -228,6 +270,7 @@ def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk
     a_prev = 0.0
     w_prev = 0.0
     m_prev = 0.0
+    m_any = 0.0
     m_scale = geo[GEO_M_SCALE]
     for k in range(nk):
         r = rk[k]
@@ -250,116 +293,273 @@ def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk
             coef[ic, k, CO_R0] = r
             coef[ic, k, CO_W0] = wd
             coef[ic, k, CO_M0] = mk
+            coef[ic, k, CO_X0] = xk[k]
+            coef[ic, k, CO_Y0] = yk[k]
         if k > 0:
             coef[ic, k - 1, CO_L1] = a + 0.5 * wd - coef[ic, k - 1, CO_L0]
             coef[ic, k - 1, CO_T1] = a - 0.5 * wd - coef[ic, k - 1, CO_T0]
             coef[ic, k - 1, CO_R1] = r - coef[ic, k - 1, CO_R0]
             coef[ic, k - 1, CO_W1] = wd - coef[ic, k - 1, CO_W0]
             coef[ic, k - 1, CO_M1] = mk - coef[ic, k - 1, CO_M0]
+            coef[ic, k - 1, CO_X1] = xk[k] - coef[ic, k - 1, CO_X0]
+            coef[ic, k - 1, CO_Y1] = yk[k] - coef[ic, k - 1, CO_Y0]
         a_prev = a
         w_prev = wd
         m_prev = mk
-    return True
+        m_any += mk
+    # never on the blade band at any knot: no events possible
+    return m_any > 0.0
 
 
-@njit(cache=True, nogil=True)
-def _find_crossings(coef, i, iv_b, fr_b, theta_b, inv_period, cj):
-    """Block boundaries j where an edge phase passed a lattice value since j - 1.
+@njit(cache=True, nogil=True, error_model='numpy')
+def _find_crossings(coef, i, iv_b, fr_b, theta_b, inv_period, rec_i, rec_c, m):
+    """Append the crossing records of pixel ``i`` from index ``m``; new count.
 
-    Boundary j lies in knot interval ``iv_b[j]`` at fraction ``fr_b[j]``. Writes
-    ``2 * j + edge`` codes into ``cj`` and returns their number (hot loop, kept
-    minimal and branch-free on purpose).
+    Record = (pixel, ``2 * j + edge``): an edge phase passed a lattice value between
+    block boundaries j - 1 and j (boundary j lies in knot interval ``iv_b[j]`` at
+    fraction ``fr_b[j]``). Hot loop, kept minimal and branch-free on purpose.
     """
     k0 = iv_b[0]
     nl_prev = math.floor((theta_b[0] + coef[i, k0, CO_L0] + coef[i, k0, CO_L1] * fr_b[0])
                          * inv_period)
     nt_prev = math.floor((theta_b[0] + coef[i, k0, CO_T0] + coef[i, k0, CO_T1] * fr_b[0])
                          * inv_period)
-    m = 0
     for j in range(1, theta_b.shape[0]):
         kk = iv_b[j]
         fr = fr_b[j]
         th = theta_b[j]
         nl = math.floor((th + coef[i, kk, CO_L0] + coef[i, kk, CO_L1] * fr) * inv_period)
         nt = math.floor((th + coef[i, kk, CO_T0] + coef[i, kk, CO_T1] * fr) * inv_period)
-        # branch-free: crossings are too irregular for the branch predictor
-        cj[m] = 2 * j
+        rec_i[m] = i
+        rec_c[m] = 2 * j
         m += nl != nl_prev
-        cj[m] = 2 * j + 1
+        rec_i[m] = i
+        rec_c[m] = 2 * j + 1
         m += nt != nt_prev
         nl_prev = nl
         nt_prev = nt
     return m
 
 
-@njit(cache=True, nogil=True)
-def _walk_pixel(coef, i, x, y, iv_b, fr_b, theta_b, q_bend, t_b, geo, sen, st, cj,
-                out_t, out_x, out_y, out_p, n):
-    """Events of one pixel over the segment's blocks; -1 when the buffers overflow."""
+@njit(cache=True, nogil=True, error_model='numpy')
+def _crossing_records(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec_i, rec_c,
+                      nrec, rec_t, rec_n, rec_cnt):
+    """Time, event count and lattice count of the first crossing of every record.
+
+    Straight-line code over independent records (no data-dependent branches), so
+    consecutive records overlap in the CPU; ``rec_c`` gets the polarity in bit 0.
+    Returns the largest ``rec_cnt`` (> 1: several crossings in one block or a
+    fast-moving pixel, see :func:`_extra_crossings`).
+    """
     period = TWO_PI / geo[GEO_BLADES]
     inv_period = 1.0 / period
-    m = _find_crossings(coef, i, iv_b, fr_b, theta_b, inv_period, cj)
-    if m == 0:
-        return n
     inv_tau = 1.0 / geo[GEO_TAU_US]
-    pol_lead = np.uint8(geo[GEO_POL_LEAD])
-    pol_trail = np.uint8(1 - pol_lead)
-    cap = out_t.shape[0]
-    for ic in range(m):
-        code = cj[ic]
+    pol_lead = int(geo[GEO_POL_LEAD])
+    max_cnt = 0
+    for r in range(nrec):
+        i = rec_i[r]
+        code = rec_c[r]
         j = code >> 1
         edge = code & 1
         ka = iv_b[j - 1]
         fa = fr_b[j - 1]
-        kbb = iv_b[j]
+        kb = iv_b[j]
         fb = fr_b[j]
-        c0 = CO_L0 if edge == 0 else CO_T0
+        c0 = CO_L0 + 2 * edge  # CO_T0 = CO_L0 + 2
         ga = theta_b[j - 1] + coef[i, ka, c0] + coef[i, ka, c0 + 1] * fa
-        gb = theta_b[j] + coef[i, kbb, c0] + coef[i, kbb, c0 + 1] * fb
+        gb = theta_b[j] + coef[i, kb, c0] + coef[i, kb, c0 + 1] * fb
         na = math.floor(ga * inv_period)
         nb = math.floor(gb * inv_period)
-        if na == nb:
-            continue
-        ma = coef[i, ka, CO_M0] + coef[i, ka, CO_M1] * fa
-        mb = coef[i, kbb, CO_M0] + coef[i, kbb, CO_M1] * fb
-        wd = 0.5 * (coef[i, ka, CO_W0] + coef[i, ka, CO_W1] * fa
-                    + coef[i, kbb, CO_W0] + coef[i, kbb, CO_W1] * fb)
-        dt = t_b[j] - t_b[j - 1]
-        qb = q_bend[j - 1]
+        fwd = nb > na
+        v = (na + 1.0) * period if fwd else na * period
+        cnt = nb - na if fwd else na - nb
         dg = gb - ga
         inv_dg = 1.0 / dg
-        if nb > na:
-            v = (na + 1.0) * period
-            step = period
-            cnt = nb - na
-            fwd = True
-        else:
-            v = na * period
-            step = -period
-            cnt = na - nb
-            fwd = False
-        # the blade covers the pixel for width / relative rate; much shorter than
-        # the photoreceptor time constant means a weaker response
+        dt = t_b[j] - t_b[j - 1]
+        s = (v - ga) * inv_dg
+        # one Newton step on the quadratic shape of theta within the block
+        s -= q_bend[j - 1] * s * (1.0 - s) * inv_dg
+        s = min(max(s, 0.0), 1.0)
+        ma = coef[i, ka, CO_M0] + coef[i, ka, CO_M1] * fa
+        mb = coef[i, kb, CO_M0] + coef[i, kb, CO_M1] * fb
+        wd = 0.5 * (coef[i, ka, CO_W0] + coef[i, ka, CO_W1] * fa
+                    + coef[i, kb, CO_W0] + coef[i, kb, CO_W1] * fb)
+        # the blade covers the pixel for width / relative rate; much shorter than the
+        # photoreceptor time constant means a weaker response
         xr = wd * dt * abs(inv_dg) * inv_tau
-        resp = xr / (1.0 + xr)
+        mm = (ma + (mb - ma) * s) * (xr / (1.0 + xr))
+        n_ev = min(int(mm + _rand_at(key, 8 * (ctr + r))), 3) * (cnt > 0)
         arrive = (edge == 0) == fwd
-        pol = pol_lead if arrive else pol_trail
-        for _ in range(cnt):
-            s = (v - ga) * inv_dg
-            # one Newton step on the quadratic shape of theta within the block
-            s -= qb * s * (1.0 - s) * inv_dg
+        pol = pol_lead if arrive else 1 - pol_lead
+        rec_t[r] = t_b[j - 1] + s * dt
+        rec_n[r] = n_ev
+        # flag (bit 10) crossings where the pixel's own rotor-plane angle changes enough
+        # within the block for its linear interpolation to matter (~change^2 / 8)
+        fast_px = abs(dg - (theta_b[j] - theta_b[j - 1])) > 0.04
+        rec_cnt[r] = cnt | (fast_px << 10)
+        rec_c[r] = (code << 1) | pol
+        max_cnt = max(max_cnt, rec_cnt[r])
+    return max_cnt
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def _extra_crossings(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec_i, rec_c,
+                     nrec, rec_t, rec_n, rec_cnt, refine, wtab, wr_lo, wscale):
+    """Rare cases: refine crossings of fast-moving pixels, add multi-lattice crossings.
+
+    Returns the new record count (extra crossings are appended).
+    """
+    period = TWO_PI / geo[GEO_BLADES]
+    inv_period = 1.0 / period
+    inv_tau = 1.0 / geo[GEO_TAU_US]
+    m = nrec
+    for r in range(nrec):
+        need_ref = refine and rec_cnt[r] >= 1024
+        cnt = rec_cnt[r] & 1023
+        if not need_ref and cnt <= 1:
+            continue
+        code = rec_c[r] >> 1
+        j = code >> 1
+        i = rec_i[r]
+        edge = code & 1
+        ka, fa, kb, fb = iv_b[j - 1], fr_b[j - 1], iv_b[j], fr_b[j]
+        c0 = CO_L0 + 2 * edge
+        ga = theta_b[j - 1] + coef[i, ka, c0] + coef[i, ka, c0 + 1] * fa
+        gb = theta_b[j] + coef[i, kb, c0] + coef[i, kb, c0 + 1] * fb
+        dg = gb - ga
+        dt = t_b[j] - t_b[j - 1]
+        qb = q_bend[j - 1]
+        na = math.floor(ga * inv_period)
+        nb = math.floor(gb * inv_period)
+        fwd = nb > na
+        v = (na + 1.0) * period if fwd else na * period
+        step = period if fwd else -period
+        if need_ref:
+            s = (rec_t[r] - t_b[j - 1]) / dt
+            s = _refine(coef, i, ka, fa, kb, fb, s, v, theta_b[j - 1], theta_b[j], qb, edge, dg,
+                        period, geo, wtab, wr_lo, wscale)
+            rec_t[r] = t_b[j - 1] + s * dt
+        if cnt <= 1:
+            continue
+        ma = coef[i, ka, CO_M0] + coef[i, ka, CO_M1] * fa
+        mb = coef[i, kb, CO_M0] + coef[i, kb, CO_M1] * fb
+        wd = 0.5 * (coef[i, ka, CO_W0] + coef[i, ka, CO_W1] * fa
+                    + coef[i, kb, CO_W0] + coef[i, kb, CO_W1] * fb)
+        xr = wd * dt / abs(dg) * inv_tau
+        for k in range(1, cnt):
+            if m >= rec_i.shape[0]:
+                break
+            vk = v + k * step
+            s = (vk - ga) / dg
+            s -= qb * s * (1.0 - s) / dg
             s = min(max(s, 0.0), 1.0)
-            v += step
-            mm = (ma + (mb - ma) * s) * resp
-            n_ev = min(int(mm + _rand(st)), 3)
-            if n + 3 > cap:
-                return -1
-            n = _emit_burst(st, t_b[j - 1] + s * dt, n_ev, pol, x, y, sen,
-                            out_t, out_x, out_y, out_p, n)
+            mm = (ma + (mb - ma) * s) * (xr / (1.0 + xr))
+            rec_i[m] = i
+            rec_c[m] = rec_c[r]
+            rec_t[m] = t_b[j - 1] + s * dt
+            rec_n[m] = min(int(mm + _rand_at(key, 8 * (ctr + m))), 3)
+            rec_cnt[m] = 1
+            m += 1
+    return m
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def _emit_records(px, py, rec_i, rec_c, nrec, rec_t, rec_n, key, ctr, sen, out_t, out_x,
+                  out_y, out_p, n):
+    """Write the events of all records (0-3 each); the caller checked the room.
+
+    The first event of a crossing is jittered (approximately normal, sd
+    ``jitter_us``), the next ones follow after the refractory time plus a uniform
+    extra gap (mean ``gap_us``). Branch-free: three slots are always written and the
+    fill level advances by the record's event count.
+    """
+    jit = sen[SEN_JITTER]
+    refr = sen[SEN_REFR]
+    gap2 = 2.0 * sen[SEN_GAP] / 4294967296.0
+    for r in range(nrec):
+        c = 8 * (ctr + r)
+        t1 = rec_t[r] + jit * _gauss_word(_hash_at(key, c + 1))
+        z = _hash_at(key, c + 2)
+        t2 = t1 + refr + gap2 * float(z & _M32)
+        t3 = t2 + refr + gap2 * float(z >> _S32)
+        i = rec_i[r]
+        x = px[i]
+        y = py[i]
+        pol = np.uint8(rec_c[r] & 1)
+        out_t[n] = int(math.floor(t1))
+        out_t[n + 1] = int(math.floor(t2))
+        out_t[n + 2] = int(math.floor(t3))
+        out_x[n] = x
+        out_x[n + 1] = x
+        out_x[n + 2] = x
+        out_y[n] = y
+        out_y[n + 1] = y
+        out_y[n + 2] = y
+        out_p[n] = pol
+        out_p[n + 1] = pol
+        out_p[n + 2] = pol
+        n += rec_n[r]
     return n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
+def _tile_events(coef, p0, p1, px, py, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr,
+                 refine, wtab, wr_lo, wscale, sen, rec, out_t, out_x, out_y, out_p, n):
+    """Events of pixels ``p0:p1`` of ``coef``; returns (fill level or -1, new counter)."""
+    rec_i, rec_c, rec_t, rec_n, rec_cnt = rec
+    inv_period = geo[GEO_BLADES] / TWO_PI
+    m = 0
+    for i in range(p0, p1):
+        m = _find_crossings(coef, i, iv_b, fr_b, theta_b, inv_period, rec_i, rec_c, m)
+    max_cnt = _crossing_records(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec_i,
+                                rec_c, m, rec_t, rec_n, rec_cnt)
+    if max_cnt > 1:
+        m = _extra_crossings(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec_i,
+                             rec_c, m, rec_t, rec_n, rec_cnt, refine, wtab, wr_lo, wscale)
+    if n + 3 * m > out_t.shape[0]:
+        return -1, ctr + m
+    n = _emit_records(px, py, rec_i, rec_c, m, rec_t, rec_n, key, ctr, sen, out_t, out_x, out_y,
+                      out_p, n)
+    return n, ctr + m
+
+
+TILE = 256
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def _records(n_pix, n_b):
+    """Scratch arrays for the crossing records of ``n_pix`` pixels over ``n_b`` boundaries."""
+    # at most two crossing blocks per boundary and pixel, plus room for multi-crossings
+    size = n_pix * 2 * n_b * 4 + 16
+    return (np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size),
+            np.empty(size, np.int64), np.empty(size, np.int64))
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
+def _refine(coef, i, ka, fa, kbb, fb, s, v, th_a, th_b, qb, edge, dg, period, geo, wtab,
+            wr_lo, wscale):
+    """One secant step of a crossing fraction ``s`` on the exact edge phase."""
+    xa = coef[i, ka, CO_X0] + coef[i, ka, CO_X1] * fa
+    ya = coef[i, ka, CO_Y0] + coef[i, ka, CO_Y1] * fa
+    xb = coef[i, kbb, CO_X0] + coef[i, kbb, CO_X1] * fb
+    yb = coef[i, kbb, CO_Y0] + coef[i, kbb, CO_Y1] * fb
+    hub = geo[GEO_HUB]
+    for _ in range(1):
+        ux = xa + (xb - xa) * s
+        uy = ya + (yb - ya) * s
+        r = math.sqrt(ux * ux + uy * uy)
+        rho = min(max((r - hub) / (1.0 - hub), 0.0), 1.0)
+        half = 0.5 * _width_at(wtab, wr_lo, wscale, r)
+        g = th_a + (th_b - th_a) * s + qb * s * (1.0 - s) \
+            - geo[GEO_DIRECTION] * math.atan2(uy, ux) - geo[GEO_SWEEP] * rho * rho
+        g += half if edge == 0 else -half
+        e = g - v
+        e -= period * math.floor(e / period + 0.5)
+        s = min(max(s - e / dg, 0.0), 1.0)
+    return s
+
+
+@njit(cache=True, nogil=True, error_model='numpy')
 def _bend(theta_b, theta_m):
     """Quadratic bend of theta within each block: theta(s) = lin(s) + q s (1 - s)."""
     q = np.empty(theta_m.shape[0])
@@ -368,7 +568,7 @@ def _bend(theta_b, theta_m):
     return q
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def rotor_geometry(g_knots, static, box, geo, margin_r):
     """Per-pixel edge-phase coefficients of the pixels of ``box`` that meet the blades.
 
@@ -384,40 +584,47 @@ def rotor_geometry(g_knots, static, box, geo, margin_r):
     coef = np.empty((n_box, nk - 1, N_CO))
     rk = np.empty(nk)
     bk = np.empty(nk)
+    xk = np.empty(nk)
+    yk = np.empty(nk)
     wtab, wr_lo, wscale = _width_table(geo)
     m = 0
     for y in range(box[2], box[3]):
         for x in range(box[0], box[1]):
             if _pixel_coefs(g_knots, static, float(x), float(y), geo, margin_r, wtab, wr_lo,
-                            wscale, rk, bk, coef, m):
+                            wscale, rk, bk, xk, yk, coef, m):
                 px[m] = x
                 py[m] = y
                 m += 1
     return px[:m].copy(), py[:m].copy(), coef[:m].copy()
 
 
-@njit(cache=True, nogil=True)
-def rotor_events(px, py, coef, iv_b, fr_b, theta_b, theta_m, t_b, geo, sen, st,
+@njit(cache=True, nogil=True, error_model='numpy')
+def rotor_events(px, py, coef, iv_b, fr_b, theta_b, theta_m, t_b, geo, refine, sen, st,
                  out_t, out_x, out_y, out_p, n0):
     """Blade-edge events of precomputed pixels (see :func:`rotor_geometry`).
 
     Block boundary j of the segment lies in knot interval ``iv_b[j]`` of the
-    coefficients at fraction ``fr_b[j]``. Returns the new fill level, or -1 when
-    the buffers are too small.
+    coefficients at fraction ``fr_b[j]``; ``refine`` (moving camera) enables the
+    crossing-time refinement of fast-moving pixels. Returns the new fill level, or
+    -1 when the buffers are too small.
     """
     q_bend = _bend(theta_b, theta_m)
-    cj = np.empty(2 * theta_b.shape[0] + 2, np.int64)
+    wtab, wr_lo, wscale = _width_table(geo)
+    key = st[0]
+    rec = _records(TILE, theta_b.shape[0])
     n = n0
-    for i in range(px.shape[0]):
-        n = _walk_pixel(coef, i, px[i], py[i], iv_b, fr_b, theta_b, q_bend, t_b, geo, sen, st,
-                        cj,
-                        out_t, out_x, out_y, out_p, n)
+    ctr = 0
+    for p0 in range(0, px.shape[0], TILE):
+        p1 = min(p0 + TILE, px.shape[0])
+        n, ctr = _tile_events(coef, p0, p1, px, py, iv_b, fr_b, theta_b, q_bend, t_b, geo, key,
+                              ctr, refine, wtab, wr_lo, wscale, sen, rec, out_t, out_x, out_y,
+                              out_p, n)
         if n < 0:
             return -1
     return n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def rotor_segment(g_knots, iv_b, fr_b, theta_b, theta_m, t_b, box, geo, margin_r, sen, st,
                   out_t, out_x, out_y, out_p, n0):
     """Blade-edge events of one rotor over one segment under a moving camera.
@@ -441,7 +648,7 @@ def rotor_segment(g_knots, iv_b, fr_b, theta_b, theta_m, t_b, box, geo, margin_r
     sen : float64 vector
         Sensor parameters (SEN_* indices).
     st : (1,) uint64
-        Generator state.
+        Generator state (the key of the counter-based draws).
     out_t, out_x, out_y, out_p : arrays
         Output buffers; events are written from index ``n0``.
 
@@ -454,23 +661,35 @@ def rotor_segment(g_knots, iv_b, fr_b, theta_b, theta_m, t_b, box, geo, margin_r
     q_bend = _bend(theta_b, theta_m)
     rk = np.empty(nk)
     bk = np.empty(nk)
-    coef = np.empty((1, nk - 1, N_CO))
+    xk = np.empty(nk)
+    yk = np.empty(nk)
+    coef = np.empty((TILE, nk - 1, N_CO))
+    tx = np.empty(TILE, np.uint16)
+    ty = np.empty(TILE, np.uint16)
     wtab, wr_lo, wscale = _width_table(geo)
-    cj = np.empty(2 * theta_b.shape[0] + 2, np.int64)
+    key = st[0]
+    rec = _records(TILE, theta_b.shape[0])
     n = n0
+    ctr = 0
+    m = 0
     for y in range(box[2], box[3]):
         for x in range(box[0], box[1]):
-            if not _pixel_coefs(g_knots, False, float(x), float(y), geo, margin_r, wtab,
-                                wr_lo, wscale, rk, bk, coef, 0):
-                continue
-            n = _walk_pixel(coef, 0, np.uint16(x), np.uint16(y), iv_b, fr_b, theta_b, q_bend,
-                            t_b, geo, sen, st, cj, out_t, out_x, out_y, out_p, n)
-            if n < 0:
-                return -1
+            if _pixel_coefs(g_knots, False, float(x), float(y), geo, margin_r, wtab, wr_lo,
+                            wscale, rk, bk, xk, yk, coef, m):
+                tx[m] = x
+                ty[m] = y
+                m += 1
+            if m == TILE or (m > 0 and y == box[3] - 1 and x == box[1] - 1):
+                n, ctr = _tile_events(coef, 0, m, tx, ty, iv_b, fr_b, theta_b, q_bend, t_b,
+                                      geo, key, ctr, True, wtab, wr_lo, wscale, sen, rec, out_t,
+                                      out_x, out_y, out_p, n)
+                if n < 0:
+                    return -1
+                m = 0
     return n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, reach_px, sen, st,
                   out_t, out_x, out_y, out_p, n0):
     """Events of static scene edges moved by the camera over one segment.
@@ -550,7 +769,7 @@ def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, reach_p
     return n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def noise_segment(t0, t1, width, height, ba_rate_hz, hot_xy, hot_rate_hz, st,
                   out_t, out_x, out_y, out_p, n0):
     """Uniform background-activity noise and hot pixels over ``[t0, t1)`` us.
@@ -584,7 +803,7 @@ def noise_segment(t0, t1, width, height, ba_rate_hz, hot_xy, hot_rate_hz, st,
     return n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model='numpy')
 def sort_emit(t, x, y, p, t_emit, t_end, last_t, width, refr_us):
     """Stable counting sort by time, then the per-pixel refractory filter.
 

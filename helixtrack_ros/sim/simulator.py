@@ -24,14 +24,40 @@ BLOCK_US = 1000
 SEG_BLOCKS = 16
 SEG_US = BLOCK_US * SEG_BLOCKS
 JPOS_US = 250.0
-MAX_KNOT_ERR_PX = 0.15
+MAX_KNOT_ERR_PX = 0.4
+MAX_KNOT_ERR_RAD = 0.01
 
 
-def _camera_accel_bound(scene: Scene) -> float:
-    """Upper bound of the image acceleration [px/s^2] anywhere on the sensor."""
+def _camera_motion_bounds(scene: Scene) -> 'tuple[float, float]':
+    """Largest image speed [px/s] and acceleration [px/s^2] of the view corners and centre.
+
+    Sampled every 0.5 ms over the scene (beyond 4 s the acceleration falls back on the
+    amplitude bound), with a 25 % safety factor.
+    """
     cam = scene.camera
     if cam.static:
-        return 0.0
+        return 0.0, 0.0
+    w, h = scene.width, scene.height
+    pts = np.array([[0, 0, 1], [w, 0, 1], [0, h, 1], [w, h, 1], [w / 2, h / 2, 1]],
+                   np.float64).T
+    dt = 500e-6
+    vel = 0.0
+    acc = 0.0
+    for start in range(0, min(scene.duration_us, 4_000_000), 1_000_000):
+        t = start + np.arange(-1, 2001) * dt * 1e6
+        z = cam.matrix(t) @ pts
+        xy = z[:, :2] / z[:, 2:]
+        vel = max(vel, float(np.abs(np.diff(xy, axis=0)).max()) / dt)
+        acc = max(acc, float(np.abs(xy[2:] - 2 * xy[1:-1] + xy[:-2]).max()) / dt ** 2)
+    if scene.duration_us > 4_000_000:
+        acc = max(acc, _amplitude_accel_bound(scene))
+        vel *= 1.5
+    return 1.25 * vel, 1.25 * acc
+
+
+def _amplitude_accel_bound(scene: Scene) -> float:
+    """Upper bound of the image acceleration from the motion amplitudes [px/s^2]."""
+    cam = scene.camera
     reach = math.hypot(scene.width, scene.height) * 0.5
     acc = float(np.sum(np.abs(cam.tr_amp_px) * (2 * math.pi * cam.tr_freq_hz) ** 2))
     acc += reach * float(np.sum(np.abs(cam.rot_amp_rad) * (2 * math.pi * cam.rot_freq_hz) ** 2))
@@ -43,15 +69,34 @@ def _camera_accel_bound(scene: Scene) -> float:
 
 
 def knot_blocks_for(scene: Scene) -> int:
-    """Blocks between geometry knots: linear interpolation error bound <= 0.15 px."""
-    acc = _camera_accel_bound(scene)
-    if acc == 0.0:
-        return SEG_BLOCKS
-    for kb in (16, 8, 4, 2):
+    """Blocks between geometry knots (a power of two; 0 for a static camera).
+
+    Two limits: linear interpolation of the image motion stays within
+    ``MAX_KNOT_ERR_PX``, and interpolating a pixel's rotor-plane angle stays within
+    ``MAX_KNOT_ERR_RAD`` at the hub radius of the smallest rotor.
+    """
+    vel, acc = _camera_motion_bounds(scene)
+    if acc == 0.0 and vel == 0.0:
+        return 0
+    r_min = min((r.hub_radius * r.radius_px for r in scene.rotors), default=math.inf)
+    for kb in (128, 64, 32, 16, 8, 4, 2):
         t = kb * BLOCK_US * 1e-6
-        if acc * t * t / 8.0 <= MAX_KNOT_ERR_PX:
+        if acc * t * t / 8.0 <= MAX_KNOT_ERR_PX and \
+                (vel * t) ** 2 / (8.0 * r_min ** 2) <= MAX_KNOT_ERR_RAD:
             return kb
     return 1
+
+
+def _inv3(m: np.ndarray) -> np.ndarray:
+    """Inverses of a stack of 3x3 matrices (adjugate; avoids LAPACK thread start-up)."""
+    a, b, c = m[:, 0, 0], m[:, 0, 1], m[:, 0, 2]
+    d, e, f = m[:, 1, 0], m[:, 1, 1], m[:, 1, 2]
+    g, h, i = m[:, 2, 0], m[:, 2, 1], m[:, 2, 2]
+    adj = np.stack([e * i - f * h, c * h - b * i, b * f - c * e,
+                    f * g - d * i, a * i - c * g, c * d - a * f,
+                    d * h - e * g, b * g - a * h, a * e - b * d], axis=1).reshape(-1, 3, 3)
+    det = a * adj[:, 0, 0] + b * adj[:, 1, 0] + c * adj[:, 2, 0]
+    return adj / det[:, None, None]
 
 
 class Simulator:
@@ -104,7 +149,10 @@ class Simulator:
         self._buf = (np.empty(1 << 16, np.int64), np.empty(1 << 16, np.uint16),
                      np.empty(1 << 16, np.uint16), np.empty(1 << 16, np.uint8))
         self.n_segments = -(-scene.duration_us // SEG_US)
-        self._static_geo: dict = {}
+        kb = self._kb
+        self._span_blocks = (self.n_segments * SEG_BLOCKS if kb == 0
+                             else max(kb, SEG_BLOCKS))
+        self._span_geo: dict = {}
 
     # ------------------------------------------------------------------ internals
     def _grow(self, need: int) -> None:
@@ -136,14 +184,39 @@ class Simulator:
         y1 = min(int(math.ceil(ys.max())) + 3, self.scene.height)
         return np.array([x0, max(x1, x0), y0, max(y1, y0)], np.int64)
 
-    def _static_geometry(self, i: int) -> 'tuple[np.ndarray, ...]':
-        """Pixel list and edge-phase coefficients of rotor ``i`` under a static camera."""
-        if i not in self._static_geo:
-            h = self.scene.rotors[i].homography0()[None]
-            g = np.ascontiguousarray(np.linalg.inv(np.concatenate([h, h])))
-            box = self._rotor_box(h)
-            self._static_geo[i] = kn.rotor_geometry(g, True, box, self._geo[i], 0.0)
-        return self._static_geo[i]
+    def _knots(self, span: int) -> 'tuple[np.ndarray, int]':
+        """Camera transforms at the geometry knots of ``span`` and blocks per knot."""
+        kb = self._kb
+        start = span * self._span_blocks
+        if kb == 0:
+            return np.stack([np.eye(3), np.eye(3)]), self._span_blocks
+        n_iv = -(-self._span_blocks // kb)
+        t = (start + np.arange(n_iv + 1) * kb) * float(BLOCK_US)
+        return np.ascontiguousarray(self.scene.camera.matrix(t)), kb
+
+    def _interval_map(self, seg: int, kb: int, n_iv: int) -> 'tuple[np.ndarray, np.ndarray]':
+        """Knot interval and fraction of the block boundaries of ``seg`` in its span."""
+        b = seg * SEG_BLOCKS + np.arange(SEG_BLOCKS + 1)
+        local = b - (seg * SEG_BLOCKS // self._span_blocks) * self._span_blocks
+        iv = np.minimum(local // kb, n_iv - 1)
+        return iv.astype(np.int64), (local - iv * kb) / float(kb)
+
+    def _span_geometry(self, i: int, span: int) -> 'tuple':
+        """Pixel list and edge-phase coefficients of rotor ``i`` over a geometry span."""
+        key = (i, span)
+        if key not in self._span_geo:
+            # only the current span is ever needed again
+            self._span_geo = {k: v for k, v in self._span_geo.items() if k[1] == span}
+            rotor = self.scene.rotors[i]
+            m_knots, _ = self._knots(span)
+            h_knots = m_knots @ rotor.homography0()
+            g_knots = np.ascontiguousarray(_inv3(h_knots))
+            box = self._rotor_box(h_knots)
+            c = h_knots[:, :2, 2] / h_knots[:, 2:, 2]
+            margin_r = float(np.max(np.hypot(*(c - c[0]).T))) / rotor.radius_px * 1.5 + 0.02
+            self._span_geo[key] = kn.rotor_geometry(g_knots, self._kb == 0, box, self._geo[i],
+                                                    margin_r)
+        return self._span_geo[key]
 
     def _fill(self, seg: int, n0: int) -> int:
         """Append the raw events of segment ``seg`` to the buffer from ``n0``; new fill."""
@@ -158,24 +231,33 @@ class Simulator:
         kb = self._kb
         n = n0
         t_mid = t_b[:-1] + 0.5 * BLOCK_US
+        span = seg * SEG_BLOCKS // self._span_blocks
+        per_span = kb == 0 or kb >= SEG_BLOCKS
+        if per_span:
+            _, kb_span = self._knots(span)
+            iv_b, fr_b = self._interval_map(seg, kb_span, 1)
+        else:
+            iv_b, fr_b = self._interval_map(seg, kb, SEG_BLOCKS // kb)
         for i, rotor in enumerate(sc.rotors):
             th_b = rotor.shaft_angle(t_b)
             th_m = rotor.shaft_angle(t_mid)
             keys = (self.seed, 1, i, seg)
-            if static:
-                px, py, coef = self._static_geometry(i)
-                args = (px, py, coef, SEG_BLOCKS, th_b, th_m, t_b, self._geo[i], self._sen)
+            if per_span:
+                px, py, coef = self._span_geometry(i, span)
+                args = (px, py, coef, iv_b, fr_b, th_b, th_m, t_b, self._geo[i], kb > 0,
+                        self._sen)
                 n = self._run(kn.rotor_events, args, keys, n)
                 continue
             h_knots = m_b[::kb] @ rotor.homography0()
-            g_knots = np.ascontiguousarray(np.linalg.inv(h_knots))
+            g_knots = np.ascontiguousarray(_inv3(h_knots))
             box = self._rotor_box(h_knots)
             if box[1] <= box[0] or box[3] <= box[2]:
                 continue
             # how far the rotor centre moves over the segment, in tip radii
             c = h_knots[:, :2, 2] / h_knots[:, 2:, 2]
             margin_r = float(np.max(np.hypot(*(c - c[0]).T))) / rotor.radius_px * 1.5 + 0.02
-            args = (g_knots, kb, th_b, th_m, t_b, box, self._geo[i], margin_r, self._sen)
+            args = (g_knots, iv_b, fr_b, th_b, th_m, t_b, box, self._geo[i], margin_r,
+                    self._sen)
             n = self._run(kn.rotor_segment, args, keys, n)
         if not static and len(self._ew):
             # straight-line motion between geometry knots, as for the rotors
@@ -184,8 +266,9 @@ class Simulator:
             z = m_b @ corners
             z = z[:, :2] / z[:, 2:]
             reach = float(np.max(np.abs(z - z[0]))) + 4.0
+            step = min(kb, SEG_BLOCKS)
             args = (self._exy, self._enrm, self._econ, self._ew,
-                    np.ascontiguousarray(m_b[::kb]), np.ascontiguousarray(t_b[::kb]),
+                    np.ascontiguousarray(m_b[::step]), np.ascontiguousarray(t_b[::step]),
                     sc.width, sc.height, reach, self._sen)
             n = self._run(kn.edges_segment, args, (self.seed, 2, seg), n)
         args = (int(t_b[0]), int(t_b[-1]), sc.width, sc.height, float(sc.sensor.ba_rate_hz),

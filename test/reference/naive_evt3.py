@@ -98,6 +98,10 @@ class NaiveEvt3Decoder:
                 else:
                     self.high_count -= 4096 - forward
                     c['time_backwards'] += 1
+                    if 4096 - forward > 16:  # a restarted clock: times may decrease
+                        c['time_resets'] += 1
+                        self.fresh_events = False
+                        self.latest_event_t = self.high_count * 4096
                 self._set_time()
             elif kind == 10:
                 triggers.append((self.now, body & 1, (body >> 8) & 0xF))

@@ -32,19 +32,24 @@ def terms(q, x, y, p, phi_eff, P):
     r = np.hypot(u[:, 0], u[:, 1])
     B, zeta = P['B'], P['zeta']
     theta = np.arctan2(zeta * u[:, 1], u[:, 0])
-    eps = wrap(phi_eff - B * theta)
+    eraw = wrap(phi_eff - B * theta)
+    # polarity-centred phase residual: -h for ON, +h for OFF
+    eps = wrap(eraw - np.where(p != 0, P['h'], -P['h']))
     jr = (u[:, 0:1] * Ju[:, 0] + u[:, 1:2] * Ju[:, 1]) / r[:, None]
     jphi = -B * zeta * (u[:, 0:1] * Ju[:, 1] - u[:, 1:2] * Ju[:, 0]) / r[:, None] ** 2
     jphi[:, 1] -= zeta * B
     cp = np.where(p != 0, P['c_on'], P['c_off'])
-    delta = wrap(eps - cp)
+    delta = wrap(eraw - cp)
     tau = P['band_tau']
+    # the kernels drop barrier terms more than 12 tau inside the annulus (value < 6e-6 tau)
+    near_in = (P['r_in'] - r) > -12.0 * tau
+    near_out = (r - P['r_out']) > -12.0 * tau
     res = np.stack([eps, r - 1.0, P['c_pol'] * np.sin(0.5 * delta),
-                    P['c_b'] * softplus(P['r_in'] - r, tau),
-                    P['c_b'] * softplus(r - P['r_out'], tau)], axis=1)
+                    np.where(near_in, P['c_b'] * softplus(P['r_in'] - r, tau), 0.0),
+                    np.where(near_out, P['c_b'] * softplus(r - P['r_out'], tau), 0.0)], axis=1)
     kpol = P['c_pol'] * 0.5 * np.cos(0.5 * delta)
-    kin = -P['c_b'] * sigmoid((P['r_in'] - r) / tau)
-    kout = P['c_b'] * sigmoid((r - P['r_out']) / tau)
+    kin = np.where(near_in, -P['c_b'] * sigmoid((P['r_in'] - r) / tau), 0.0)
+    kout = np.where(near_out, P['c_b'] * sigmoid((r - P['r_out']) / tau), 0.0)
     jac = np.stack([jphi, jr, kpol[:, None] * jphi, kin[:, None] * jr, kout[:, None] * jr],
                    axis=1)
     w = np.exp(P['kappa'] * (np.cos(eps) - 1.0) - 0.5 * ((r - 1.0) / P['sigma_ring']) ** 2)
@@ -58,6 +63,8 @@ def bands(r, P, s_px):
     cs = np.array([1.0, 1.0 - dl, 1.0 + dl])
     ss = np.array([sc, sb, sb])
     m = np.exp(-0.5 * ((r[:, None] - cs) / ss) ** 2)
+    # the kernels skip events farther than delta + 5 sigma from r = 1
+    m[np.abs(r - 1.0) >= dl + 5.0 * max(sc, sb)] = 0.0
     dm = -m * (r[:, None] - cs) / ss ** 2
     return m, dm
 
@@ -78,8 +85,8 @@ def system(q, x, y, p, phi_eff, P):
     # BTO per sector
     m, dm = bands(r, P, np.exp(q[0]))
     ns = P['sectors']
-    sec = np.minimum(((np.arctan2(u[:, 1], u[:, 0]) + np.pi) * ns / (2 * np.pi)).astype(int),
-                     ns - 1) if ns > 1 else np.zeros(n, int)
+    sec = (((np.arctan2(u[:, 1] + 0.0, u[:, 0]) + np.pi + np.pi / ns) * ns / (2 * np.pi))
+           .astype(int) % ns) if ns > 1 else np.zeros(n, int)
     weight = P['l_bto'] * n / ns
     bounds = [(1, P['pin_lo'], -1.0), (1, P['pin_hi'], 1.0), (2, P['pout_lo'], -1.0),
               (2, P['pout_hi'], 1.0)]
@@ -130,4 +137,5 @@ def params_dict(tp, blades, zeta):
                 sectors=tp.bto_sectors, bto_tau=tp.bto_tau, pin_lo=tp.bto_p_in_min,
                 pin_hi=tp.bto_p_in_max, pout_lo=tp.bto_p_out_min, pout_hi=tp.bto_p_out_max,
                 damp=tp.gn_damping, g_s=tp.gamma_scale, g_r=tp.gamma_rot, g_t=tp.gamma_t,
-                g_p=tp.gamma_persp)
+                g_p=tp.gamma_persp,
+                h=0.5 * (tp.pol_c_on_rad - tp.pol_c_off_rad) * tp.ekf_polarity)

@@ -7,6 +7,11 @@ thinning, lazy predict, gated EKF update, GN accumulation on every k-th
 event, pose trigger, damped solve with trust region and forgetting,
 adaptive polarity offsets) with numpy matrices, np.arctan2 / np.cos and
 np.linalg.solve. Slow: for short streams in tests only.
+
+Events of one timestamp are assimilated one by one here (sequential scalar
+EKF updates, each residual taken at the predicted phase of the timestamp);
+the kernel folds them into one update, which is the same linear update.
+The pose trigger is checked when a later timestamp arrives.
 """
 
 import math
@@ -43,8 +48,11 @@ class NaiveTracker:
         self.phib = 0.0
         self.psib = 0.0
         self.c_off, self.c_on = params.pol_c_off_rad, params.pol_c_on_rad
+        self.h = 0.5 * (self.c_on - self.c_off) * params.ekf_polarity
         self.pose_updates = 0
         self.back = 0
+        self.pending = False
+        self.phiw_pred = 0.0
         self._reset_acc(full=True)
 
     # ---------------------------------------------------------------- GN accumulators
@@ -63,7 +71,7 @@ class NaiveTracker:
 
     def _gn_params(self):
         P = ng.params_dict(self.P, self.B, self.zeta if self.zeta != 0 else 1)
-        P['c_on'], P['c_off'] = self.c_on, self.c_off
+        P['c_on'], P['c_off'], P['h'] = self.c_on, self.c_off, self.h
         return P
 
     def _accumulate(self, zx, zy, pol, phiw):
@@ -83,15 +91,16 @@ class NaiveTracker:
         nsec = self.P.bto_sectors
         s = 0
         if nsec > 1:
-            s = min(int((math.atan2(u[0, 1], u[0, 0]) + math.pi) * nsec / (2 * math.pi)),
-                    nsec - 1)
+            s = int((math.atan2(u[0, 1] + 0.0, u[0, 0]) + math.pi + math.pi / nsec)
+                    * nsec / (2 * math.pi)) % nsec
         self.sec[s] += m[0]
         self.dsec[s] += dm[0][:, None] * jac[1][None, :]
         self.n_acc += 1
         wr = math.exp(-0.5 * ((r - 1.0) / self.P.sigma_ring) ** 2)
+        eraw = ne_wrap(eps + (self.h if pol != 0 else -self.h))
         k = 2 if pol != 0 else 0
-        self.polsum[k] += wr * math.cos(eps)
-        self.polsum[k + 1] += wr * math.sin(eps)
+        self.polsum[k] += wr * math.cos(eraw)
+        self.polsum[k + 1] += wr * math.sin(eraw)
 
     def _solve(self):
         P = self._gn_params()
@@ -143,6 +152,8 @@ class NaiveTracker:
                         self.c_off = math.atan2(s, c)
                     else:
                         self.c_on = math.atan2(s, c)
+            if self.h != 0.0:
+                self.h = 0.5 * ne_wrap(self.c_on - self.c_off)
         self._reset_acc(rho=self.P.gn_forget)
 
     # ---------------------------------------------------------------- outputs
@@ -167,6 +178,9 @@ class NaiveTracker:
                 self.back += 1
                 t = self.t_max
             self.t_max = t
+            if self.pending and t > self.t_x:
+                self.pending = False
+                self._check_trigger()
             zx, zy = float(ev.x[i]), float(ev.y[i])
             u = nh.backwarp(self.q, [zx], [zy])[0]
             r2 = u @ u
@@ -207,6 +221,8 @@ class NaiveTracker:
                                                      0.0625 * d_omega ** 2),
                                Pp.p0_alpha_rad2_s4])
             self.phib, self.psib = self.x[0], self.q[1]
+            self.phi_pred = self.x[0]
+            self.phiw_pred = ne_wrap(self.x[0] - zeta * self.B * self.q[1])
             self.t_x = t
             self.acquiring = False
             self.batch_t0, self.batch_n, self.gn_cnt, self.gn_stride = t, 0, 0, 1
@@ -217,20 +233,29 @@ class NaiveTracker:
         if t > self.t_x:
             self.x, self.Pm = ne.predict(self.x, self.Pm, (t - self.t_x) * 1e-6, Pp.q_jerk)
             self.t_x = t
-        phiw = ne_wrap(self.x[0] - zb * self.q[1])
-        eps = ne_wrap(phiw - B * math.atan2(self.zeta * u[1], u[0]))
-        w = ne.gate(eps, r, Pp.kappa, Pp.sigma_ring)
+            self.phiw_pred = ne_wrap(self.x[0] - zb * self.q[1])
+            self.phi_pred = self.x[0]
+        # residual at the predicted phase of this timestamp
+        eps_pred = ne_wrap(self.phiw_pred - B * math.atan2(self.zeta * u[1], u[0])
+                           - (self.h if pol != 0 else -self.h))
+        w = ne.gate(eps_pred, r, Pp.kappa, Pp.sigma_ring)
         R = Pp.sigma0_rad2 / max(w, Pp.r_floor)
-        self.x, self.Pm = ne.update(self.x, self.Pm, eps, R)
+        # the linear residual at the current phase: eps_pred + (phi - phi_pred)
+        eps_now = eps_pred + (self.x[0] - self.phi_pred)
+        self.x, self.Pm = ne.update(self.x, self.Pm, eps_now, R)
+        self.pending = True
         self.batch_n += 1
         self.gn_cnt += 1
         if self.gn_cnt >= self.gn_stride:
             self.gn_cnt = 0
-            # phi_eff at the event, before the update, as the kernel uses
-            self._accumulate(zx, zy, pol, eps + B * math.atan2(self.zeta * u[1], u[0]))
+            self._accumulate(zx, zy, pol, self.phiw_pred)
+
+    def _check_trigger(self):
+        Pp = self.P
+        B, zb = self.B, self.zeta * self.B
         psi = self.q[1]
         if (abs((self.x[0] - self.phib - zb * (psi - self.psib)) / B) >= math.pi
-                or (Pp.pose_timer_us > 0 and t - self.batch_t0 >= Pp.pose_timer_us)
+                or (Pp.pose_timer_us > 0 and self.t_x - self.batch_t0 >= Pp.pose_timer_us)
                 or (Pp.pose_max_events > 0 and self.batch_n >= Pp.pose_max_events)):
             if self.batch_n >= Pp.gn_min_events and self.n_acc >= 8:
                 self._solve()
@@ -242,7 +267,7 @@ class NaiveTracker:
                 self.batch_n = 0
             self.phib = self.x[0]
             self.psib = self.q[1]
-            self.batch_t0 = t
+            self.batch_t0 = self.t_x
 
 
 def ne_wrap(a):

@@ -1,0 +1,89 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The packet pipeline shared by node and CLI: routing, bad input, restarts."""
+
+import numpy as np
+import pytest
+
+from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
+from helixtrack_ros.evaluation import rotor_inits_from_scene
+from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
+from helixtrack_ros.sim import make_scenario, Simulator
+
+
+@pytest.fixture(scope='module')
+def packets():
+    scene = make_scenario('lone_constant', duration_s=0.3, seed=5)
+    ev = Simulator(scene, seed=5).all_events()
+    enc = Evt3Encoder()
+    out = []
+    for start, stop in packetize(ev.t_us, 1000):
+        part = ev.slice(start, stop)
+        out.append((enc.encode(part), int(part.t_us[0]), int(part.t_us[-1])))
+    return scene, out
+
+
+def _pipe(scene):
+    return TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+
+
+def _feed(pipe, pkts, seq0=0, stamp0_ns=10**18):
+    results = []
+    for i, (payload, t0, _) in enumerate(pkts):
+        results.append(pipe.process_packet(payload, 'evt3', 1280, 720, False,
+                                           stamp0_ns + t0 * 1000 + 300_000, seq0 + i))
+    return results
+
+
+def test_clean_stream_tracks_and_counts_nothing_bad(packets):
+    scene, pkts = packets
+    pipe = _pipe(scene)
+    res = _feed(pipe, pkts)
+    assert all(r.error is None for r in res)
+    assert abs(res[-1].rotors[0].rpm_shaft - 10_000) < 50
+    c = pipe.counters
+    assert c['seq_gaps'] == 0 and c['packets_corrupt'] == 0 and c['decode_errors'] == 0
+    assert c['events_in'] == sum(r.n_events for r in res)
+    names = [d['name'] for d in pipe.diagnostics()]
+    assert names == ['helixtrack: pipeline', 'helixtrack: rotor rotor']
+
+
+def test_unknown_encoding_is_refused_with_the_supported_list(packets):
+    scene, pkts = packets
+    pipe = _pipe(scene)
+    r = pipe.process_packet(pkts[0][0], 'evt21', 1280, 720, False, 1, 0)
+    assert r.error and 'evt3' in r.error and 'mono' in r.error
+    assert pipe.counters['packets_refused'] == 1
+
+
+def test_garbage_and_gaps_do_not_stop_tracking(packets):
+    scene, pkts = packets
+    pipe = _pipe(scene)
+    rng = np.random.default_rng(0)
+    half = len(pkts) // 2
+    _feed(pipe, pkts[:half])
+    garbage = rng.integers(0, 256, 4000, dtype=np.uint8).tobytes()
+    bad = pipe.process_packet(garbage, 'evt3', 1280, 720, False,
+                              10**18 + pkts[half][1] * 1000, half)
+    assert bad.error and 'corrupt' in bad.error
+    truncated = pipe.process_packet(pkts[half][0][:7], 'evt3', 1280, 720, False,
+                                    10**18 + pkts[half][1] * 1000, half + 1)
+    assert truncated.error is None
+    # skip five packets (a seq gap), then go on
+    res = _feed(pipe, pkts[half + 5:], seq0=half + 7)
+    assert all(r.error is None for r in res)
+    assert res[-1].t_us == pkts[-1][2]
+    assert abs(res[-1].rotors[0].rpm_shaft - 10_000) < 100
+    c = pipe.counters
+    assert c['packets_corrupt'] == 1 and c['seq_gaps'] >= 1 and c['decode_errors'] > 0
+
+
+def test_camera_restart_is_survived(packets):
+    scene, pkts = packets
+    pipe = _pipe(scene)
+    _feed(pipe, pkts)
+    # the same camera starts again: a new stream whose time restarts from zero
+    enc_pkts = packets[1]
+    res = _feed(pipe, enc_pkts[:5], seq0=0, stamp0_ns=2 * 10**18)
+    assert all(r.error is None for r in res[5:])
+    assert pipe.counters['camera_restarts'] + pipe.counters['packets_corrupt'] >= 1
