@@ -9,9 +9,44 @@ replace libm ``atan2`` (~36 ns) and ``cos`` (~14 ns) in the per-event path.
 """
 
 import math
+import os
 
 from numba import njit
 import numpy as np
+
+_KERNEL_MODULES = ('fastmath', 'homography', 'phase_ekf', 'rotation_sign', 'pose_gn', 'tracker')
+
+
+def _guard_kernel_cache() -> None:
+    """Drop numba's on-disk cache of the core kernels when any kernel module changed.
+
+    numba keys a cached function on its own source file only, but the
+    tracker kernel inlines code from the other core modules; a stale cache
+    would silently run old code after an edit. Best effort: errors (e.g. a
+    read-only install) are ignored.
+    """
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        stamp = ';'.join(f'{m}:{st.st_mtime_ns}:{st.st_size}' for m, st in
+                         ((m, os.stat(os.path.join(here, m + '.py'))) for m in _KERNEL_MODULES))
+        cache = os.path.join(here, '__pycache__')
+        mark = os.path.join(cache, 'helixtrack_kernels.stamp')
+        if os.path.isfile(mark):
+            with open(mark) as f:
+                if f.read() == stamp:
+                    return
+        if os.path.isdir(cache):
+            for name in os.listdir(cache):
+                if name.endswith(('.nbi', '.nbc')) and name.split('.')[0] in _KERNEL_MODULES:
+                    os.remove(os.path.join(cache, name))
+        os.makedirs(cache, exist_ok=True)
+        with open(mark, 'w') as f:
+            f.write(stamp)
+    except OSError:
+        pass
+
+
+_guard_kernel_cache()
 
 PI = math.pi
 TWO_PI = 2.0 * math.pi

@@ -125,17 +125,18 @@ def _poisson(st, lam):
 
 
 @njit(cache=True, nogil=True, error_model='numpy', inline='always')
-def _emit_burst(st, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, n):
+def _emit_counter(key, c, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, n):
     """Append ``n_ev`` (0..3) events of one threshold crossing near time ``tc``.
 
-    The first event is jittered (approximately normal, sd ``jitter_us``), the next
-    ones follow after the refractory time plus a uniform extra gap (mean ``gap_us``).
-    Branch-free on purpose (event counts are random): three slots are always written
-    and the fill level advances by ``n_ev``; the caller guarantees room for three.
+    Jitter and gaps as in :func:`_emit_records`, from the counter-based draws
+    ``c + 1`` and ``c + 2`` of ``key``; three slots are always written (branch-free),
+    the caller guarantees the room.
     """
-    t1 = tc + sen[SEN_JITTER] * _gauss4(st)
-    t2 = t1 + sen[SEN_REFR] + 2.0 * sen[SEN_GAP] * _rand(st)
-    t3 = t2 + sen[SEN_REFR] + 2.0 * sen[SEN_GAP] * _rand(st)
+    t1 = tc + sen[SEN_JITTER] * _gauss_word(_hash_at(key, c + 1))
+    z = _hash_at(key, c + 2)
+    gap2 = 2.0 * sen[SEN_GAP] / 4294967296.0
+    t2 = t1 + sen[SEN_REFR] + gap2 * float(z & _M32)
+    t3 = t2 + sen[SEN_REFR] + gap2 * float(z >> _S32)
     out_t[n] = int(math.floor(t1))
     out_t[n + 1] = int(math.floor(t2))
     out_t[n + 2] = int(math.floor(t3))
@@ -707,6 +708,8 @@ def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, reach_p
     cap = out_t.shape[0]
     n_b = m_b.shape[0]
     inv_thr = sen[SEN_INV_THR]
+    key = st[0]
+    ctr = 0
     for i in range(xy.shape[0]):
         rx = xy[i, 0]
         ry = xy[i, 1]
@@ -758,12 +761,18 @@ def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, reach_p
                         sy += dsy
                     if ix < 0 or iy < 0 or ix >= width or iy >= height:
                         continue
-                    # branch-free acceptance and event count
-                    n_ev = min(int(m_ev + _rand(st)), 3) * (_rand(st) < acc)
+                    # branch-free acceptance and event count; counter-based draws keep
+                    # the steps independent of each other
+                    z = _hash_at(key, 4 * ctr)
+                    u1 = float(z & _M32) * (1.0 / 4294967296.0)
+                    u2 = float(z >> _S32) * (1.0 / 4294967296.0)
+                    n_ev = min(int(m_ev + u1), 3) * (u2 < acc)
                     if n + 3 > cap:
                         return -1
-                    n = _emit_burst(st, t0 + min(s, 1.0) * dt, n_ev, pol, np.uint16(ix),
-                                    np.uint16(iy), sen, out_t, out_x, out_y, out_p, n)
+                    n = _emit_counter(key, 4 * ctr, t0 + min(s, 1.0) * dt, n_ev, pol,
+                                      np.uint16(ix), np.uint16(iy), sen, out_t, out_x, out_y,
+                                      out_p, n)
+                    ctr += 1
             px = qx
             py = qy
     return n

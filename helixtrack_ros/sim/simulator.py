@@ -348,7 +348,7 @@ class Simulator:
             omega = float(np.mean(r.rpm_shaft(t))) * 2 * math.pi / 60
             crossings = 2 * r.blades * omega * 0.5 * (1 - r.hub_radius ** 2) * r.radius_px ** 2
             per = min(abs(r.contrast) / sen.threshold * 0.75, 2.5)
-            rate += crossings * per * 0.8
+            rate += crossings * per * 0.58
         if not sc.camera.static and len(sc.edges):
             ts = np.linspace(0, min(sc.duration_us, 2_000_000), 401)
             m = sc.camera.matrix(ts)
