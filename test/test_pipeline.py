@@ -8,7 +8,7 @@ import pytest
 from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
 from helixtrack_ros.evaluation import rotor_inits_from_scene
 from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
-from helixtrack_ros.sim import make_scenario, Simulator
+from helixtrack_ros.sim import Simulator, make_scenario
 
 
 @pytest.fixture(scope='module')

@@ -32,13 +32,14 @@ difference to each new TIME_HIGH: a difference below half the 12-bit range
 (2048 steps, 8.4 s) is a step forward (a wrap when it crosses 4095 -> 0),
 anything else is a backward step, i.e. a glitch of the sensor, not a wrap
 (counted as ``time_backwards``). So a small backward step of TIME_HIGH never
-adds 16.78 s. A backward step of more than ``RESET_STEPS`` (16 steps, 65 ms) is a
-restarted sensor clock (``time_resets``): the time floor below is reset and
-event times decrease there, so that the caller can see the restart. Event times are then kept non-decreasing: a time word that
-falls behind the latest emitted event time is held at that time
-(``time_clamped``). The time of a stream starts in the wrap epoch 0 at its
-first TIME_HIGH; words before it are discarded (``before_time_high``).
-``time_base`` of the message is not used (the metavision driver sends 0).
+adds 16.78 s. A backward step of more than ``RESET_STEPS`` (16 steps, 65 ms) is
+a restarted sensor clock (``time_resets``): the time floor below is reset and
+event times decrease there, so that the caller can see the restart. Otherwise
+event times are kept non-decreasing: a time word that falls behind the latest
+emitted event time is held at that time (``time_clamped``). The time of a
+stream starts in the wrap epoch 0 at its first TIME_HIGH; words before it are
+discarded (``before_time_high``). ``time_base`` of the message is not used (the
+metavision driver sends 0).
 
 State (time, wrap epoch, row, base column, polarity) is carried from one
 packet to the next of the same stream; call :meth:`Evt3Decoder.reset` between

@@ -89,6 +89,8 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
                     'acquisition', '', 16, 1e6),
     'sign_turns': ('the acquisition window spans at least this many predicted shaft turns', '',
                    0.0, 100.0),
+    'sign_max_us': ('the acquisition window lasts at most this long (caps sign_turns for a low '
+                    'initial RPM)', 'us', 1000, 1e8),
     'sign_margin': ('relative lead the winning rotation sign needs, else +1', '', 0.0, 10.0),
     'sign_rpm_span': ('relative RPM search span of the acquisition (+-)', '', 0.0, 0.95),
     # --- region of interest
@@ -97,7 +99,7 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
 }
 
 _INT_FIELDS = {'pol_adapt', 'ekf_polarity', 'bto_sectors', 'gn_min_events', 'gn_target_events',
-               'pose_timer_us', 'pose_max_events', 'sign_events'}
+               'pose_timer_us', 'pose_max_events', 'sign_events', 'sign_max_us'}
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,7 @@ class TrackerParams:
     # rotation sign / phase acquisition
     sign_events: int = 5000
     sign_turns: float = 0.5
+    sign_max_us: int = 200_000
     sign_margin: float = 0.02
     sign_rpm_span: float = 0.3
     # region of interest

@@ -565,7 +565,7 @@ class HelixTracker:
         tp[TP_GNTARGET] = p.gn_target_events
         tp[TP_TIMER] = p.pose_timer_us
         tp[TP_MAXEV] = p.pose_max_events
-        tp[TP_ACQ_US] = p.sign_turns * 60e6 / rotor.rpm_shaft
+        tp[TP_ACQ_US] = min(p.sign_turns * 60e6 / rotor.rpm_shaft, float(p.sign_max_us))
         tp[TP_OMEGA0] = rotor.rpm_shaft * TWO_PI / 60.0 * B
         tp[TP_SPAN] = p.sign_rpm_span
         tp[TP_MARGIN] = p.sign_margin

@@ -34,7 +34,7 @@ class NaiveTracker:
         self.q = np.array([math.log(rotor.radius_px), rotor.psi_rad, rotor.center_px[0],
                            rotor.center_px[1], rotor.perspective[0], rotor.perspective[1]])
         self.omega0 = rotor.rpm_shaft * 2 * math.pi / 60.0 * self.B
-        self.acq_us = params.sign_turns * 60e6 / rotor.rpm_shaft
+        self.acq_us = min(params.sign_turns * 60e6 / rotor.rpm_shaft, params.sign_max_us)
         self.x = np.array([0.0, self.omega0, 0.0])
         self.Pm = np.diag([params.p0_phase_rad2, params.p0_omega_rad2_s2,
                            params.p0_alpha_rad2_s4])
