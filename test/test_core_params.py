@@ -13,7 +13,8 @@ from helixtrack_ros.core.params import RotorInit, TrackerParams
 
 def test_defaults_follow_paper_and_release():
     p = TrackerParams()
-    assert (p.q_jerk, p.kappa, p.r_in, p.r_out) == (400.0, 22.0, 0.2, 1.5)
+    assert (p.kappa, p.r_in, p.r_out) == (22.0, 0.2, 1.5)
+    assert p.q_jerk == 4e6  # deliberate: paper 400 loses lock on fast RPM sweeps
     assert (p.lambda_phi, p.lambda_r, p.lambda_pol, p.lambda_band) == (1.0, 1.0, 0.25, 5.0)
     assert (p.gamma_t, p.gn_min_events, p.pose_timer_us) == (6.0, 2000, 100_000)
     assert p.gamma_persp == 0.1  # deliberate: paper 1.0 (its own sweep tried 0.1)

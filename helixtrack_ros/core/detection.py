@@ -1,0 +1,801 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Automatic rotor detection and initialisation from a short window of events.
+
+HelixTrack needs a coarse initial pose and RPM per rotor (paper Sec. 3); this
+module finds every spinning rotor in view from the first <= 100 ms of events and
+returns its homography (centre, tip radius, in-plane rotation, perspective), blade
+count, rotation direction and shaft RPM.
+
+Pipeline (one pass of a numba kernel over the events per step):
+
+1. Egomotion: event-count images of 10 ms sub-windows are registered to the last
+   one by FFT cross-correlation; every event is moved to the window end with the
+   interpolated image shift (rotors and background share the camera motion).
+2. Periodicity: per 8 x 8 px block, an event-count time series at 0.2 ms bins;
+   blocks whose temporal spectrum has a peak in the blade-pass band far above the
+   median spectral level are periodic.
+3. Discs: periodic blocks, holes filled, are split into discs at the maxima of
+   their distance transform (neighbouring quadcopter rotors touch only through
+   narrow bridges); the tip edge of each disc is found along rays in the
+   motion-compensated pixel-count image and fitted with an ellipse, from which
+   the q-homography follows (small-tilt solution).
+4. Rotation: events on each disc are warped to the rotor plane; per 0.1 ms bin the
+   angular Fourier coefficients m = 1..B_max of their azimuths are accumulated.
+   The rotating B-fold pattern of the blades gives B (strongest coherent
+   harmonic), the direction (sign of its phase drift) and the shaft RPM (phase
+   slope / B, quadratic phase fit evaluated at the window end). Static texture
+   gives a constant coefficient and is removed; a candidate without a coherent
+   rotating harmonic consistent with the block spectrum is rejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+from numba import njit
+import numpy as np
+
+from helixtrack_ros.core.events import EventArrays
+
+__all__ = ['DetectedRotor', 'DetectionParams', 'detect_rotors']
+
+
+# --------------------------------------------------------------------------- data
+@dataclass(frozen=True)
+class DetectionParams:
+    """Settings of :func:`detect_rotors` (defaults suit the TQE-like simulator scenes).
+
+    Attributes
+    ----------
+    window_us : int
+        Longest analysed span from the first event [us].
+    min_window_us : int
+        Shortest usable span [us]; shorter input gives no detection.
+    motion_step_us : int
+        Sub-window length of the egomotion registration [us].
+    motion_cell_px : int
+        Cell size of the registration count images [px].
+    motion_min_corr : float
+        Minimum normalised correlation of a sub-window with the reference.
+    block_px : int
+        Block size of the periodicity map [px].
+    bin_us : int
+        Time bin of the block series [us].
+    min_rate_hz_px : float
+        Minimum mean event rate of a block [events per pixel per second].
+    periodicity_min : float
+        Minimum ratio of a block's in-band spectral peak to its in-band median.
+    rpm_min, rpm_max : float
+        Shaft RPM search range.
+    blades_min, blades_max : int
+        Blade count search range.
+    radius_min_px, radius_max_px : float
+        Tip radius search range [px].
+    angle_bin_us : int
+        Time bin of the angular harmonics [us]; B * omega * bin must stay below pi.
+    ring_inner, ring_outer : float
+        Annulus (tip radii) whose events enter the angular analysis.
+    coherence_min : float
+        Minimum coherence (0..1) of the rotating B-fold angular harmonic.
+    rate_tolerance : float
+        Allowed relative mismatch between the block-spectrum blade-pass frequency
+        and B times the phase-slope shaft rate.
+    squash_min : float
+        Below this relative axis difference the perspective is left at zero.
+    max_candidates : int
+        Largest number of disc candidates examined.
+    """
+
+    window_us: int = 100_000
+    min_window_us: int = 20_000
+    motion_step_us: int = 10_000
+    motion_cell_px: int = 4
+    motion_min_corr: float = 0.15
+    block_px: int = 8
+    bin_us: int = 200
+    min_rate_hz_px: float = 20.0
+    periodicity_min: float = 40.0
+    rpm_min: float = 800.0
+    rpm_max: float = 20_000.0
+    blades_min: int = 2
+    blades_max: int = 6
+    radius_min_px: float = 12.0
+    radius_max_px: float = 320.0
+    angle_bin_us: int = 100
+    ring_inner: float = 0.3
+    ring_outer: float = 0.92
+    coherence_min: float = 0.05
+    rate_tolerance: float = 0.12
+    squash_min: float = 0.02
+    max_candidates: int = 24
+
+    def __post_init__(self) -> None:
+        """Validate; raise ValueError naming the field."""
+        ints = ('window_us', 'min_window_us', 'motion_step_us', 'motion_cell_px', 'block_px',
+                'bin_us', 'blades_min', 'blades_max', 'angle_bin_us', 'max_candidates')
+        for key in ints:
+            v = getattr(self, key)
+            if isinstance(v, bool) or int(v) != v or int(v) <= 0:
+                raise ValueError(f'{key} must be a positive integer, got {v!r}')
+            object.__setattr__(self, key, int(v))
+        for key in ('motion_min_corr', 'min_rate_hz_px', 'periodicity_min', 'rpm_min',
+                    'rpm_max', 'radius_min_px', 'radius_max_px', 'ring_inner', 'ring_outer',
+                    'coherence_min', 'rate_tolerance', 'squash_min'):
+            v = float(getattr(self, key))
+            if not math.isfinite(v) or v < 0.0:
+                raise ValueError(f'{key} must be finite and >= 0, got {v!r}')
+            object.__setattr__(self, key, v)
+        if self.min_window_us > self.window_us:
+            raise ValueError('min_window_us must not exceed window_us')
+        if not 0.0 < self.rpm_min < self.rpm_max:
+            raise ValueError('need 0 < rpm_min < rpm_max')
+        if not 1 <= self.blades_min <= self.blades_max <= 16:
+            raise ValueError('need 1 <= blades_min <= blades_max <= 16')
+        if not 0.0 < self.radius_min_px < self.radius_max_px:
+            raise ValueError('need 0 < radius_min_px < radius_max_px')
+        if not 0.0 <= self.ring_inner < self.ring_outer <= 1.0:
+            raise ValueError('need 0 <= ring_inner < ring_outer <= 1')
+        if self.blades_max * self.rpm_max / 60.0 * self.bin_us * 1e-6 >= 0.5:
+            raise ValueError('bin_us too long for blades_max * rpm_max (blade-pass '
+                             'frequency above Nyquist)')
+        if (self.blades_max * self.rpm_max / 60.0 * 2.0 * math.pi * self.angle_bin_us * 1e-6
+                >= math.pi):
+            raise ValueError('angle_bin_us too long for blades_max * rpm_max')
+
+
+@dataclass(frozen=True)
+class DetectedRotor:
+    """One detected rotor: coarse initial state for the tracker.
+
+    Attributes
+    ----------
+    center_px : tuple of float
+        Rotor centre (tx, ty) in the image at ``t_us`` [px].
+    radius_px : float
+        Homography scale s, the tip radius [px].
+    psi_rad : float
+        In-plane rotation psi [rad]; the circle alone leaves it free, it is chosen so
+        that a blade lies on the rotor-plane x axis at ``t_us``.
+    perspective : tuple of float
+        (p31, p32) of the homography (small-tilt solution; zero for a round disc).
+    blades : int
+        Blade count B.
+    direction : int
+        +1 when the rotor-plane blade angle increases with time, else -1.
+    rpm_shaft : float
+        Shaft RPM at ``t_us``.
+    score : float
+        Coherence (0..1) of the rotating B-fold angular pattern: the confidence.
+    t_us : int
+        Time the estimate refers to (end of the analysed window) [us].
+    blade_pass_hz : float
+        Blade-pass frequency B * RPM / 60 at ``t_us`` [Hz].
+    axes_px : tuple of float
+        Semi-axes (major, minor) of the fitted tip ellipse [px].
+    """
+
+    center_px: tuple[float, float]
+    radius_px: float
+    psi_rad: float
+    perspective: tuple[float, float]
+    blades: int
+    direction: int
+    rpm_shaft: float
+    score: float
+    t_us: int
+    blade_pass_hz: float = 0.0
+    axes_px: tuple[float, float] = (0.0, 0.0)
+
+    def homography(self) -> np.ndarray:
+        """The 3x3 rotor-plane -> image homography of the paper's Eq. (1)."""
+        return _q_matrix(self.radius_px, self.psi_rad, self.center_px[0], self.center_px[1],
+                         self.perspective[0], self.perspective[1])
+
+    def to_params_dict(self, name: str) -> dict:
+        """Rotor entry in the parameter-file layout (as ``Scene.initial_rotor_params``).
+
+        Parameters
+        ----------
+        name : str
+            Rotor name.
+
+        Returns
+        -------
+        dict
+            Keys name, center_px, radius_px, rpm, blades, direction, psi_rad, perspective.
+        """
+        return {'name': str(name), 'center_px': [float(self.center_px[0]),
+                                                 float(self.center_px[1])],
+                'radius_px': float(self.radius_px), 'rpm': float(self.rpm_shaft),
+                'blades': int(self.blades), 'direction': int(self.direction),
+                'psi_rad': float(self.psi_rad),
+                'perspective': [float(self.perspective[0]), float(self.perspective[1])]}
+
+
+def _q_matrix(s: float, psi: float, tx: float, ty: float, p31: float,
+              p32: float) -> np.ndarray:
+    c, n = math.cos(psi), math.sin(psi)
+    return np.array([[s * c, -s * n, tx], [s * n, s * c, ty], [p31, p32, 1.0]])
+
+
+# ------------------------------------------------------------------ numba kernels
+@njit(cache=True, nogil=True)
+def _cell_counts(t_us, x, y, i0, i1, t0_us, step_us, n_sub, cell, x0, y0, ncx, ncy, out):
+    """Event counts per (sub-window, cell row, cell column) of the region at (x0, y0)."""
+    for i in range(i0, i1):
+        k = (t_us[i] - t0_us) // step_us
+        if k < 0 or k >= n_sub:
+            continue
+        cx = (np.int64(x[i]) - x0) // cell
+        cy = (np.int64(y[i]) - y0) // cell
+        if 0 <= cx < ncx and 0 <= cy < ncy:
+            out[k, cy, cx] += 1.0
+
+
+@njit(cache=True, nogil=True)
+def _compensate(t_us, x, y, i0, i1, knot0_us, knot_step_us, sx, sy, x0, y0, x1, y1,
+                xc, yc, pix):
+    """Shift events to the window end (linear in time between knots), round, count.
+
+    Writes the compensated pixel of event i0 + j to ``xc[j], yc[j]`` (-1 when it
+    leaves the region [x0, x1) x [y0, y1)) and counts it in ``pix[y, x]``.
+    """
+    n_knots = sx.shape[0]
+    for i in range(i0, i1):
+        f = (t_us[i] - knot0_us) / knot_step_us
+        k = int(math.floor(f))
+        if k < 0:
+            k = 0
+        elif k > n_knots - 2:
+            k = n_knots - 2
+        w = f - k
+        dx = sx[k] + w * (sx[k + 1] - sx[k])
+        dy = sy[k] + w * (sy[k + 1] - sy[k])
+        xi = int(math.floor(x[i] + dx + 0.5))
+        yi = int(math.floor(y[i] + dy + 0.5))
+        j = i - i0
+        if x0 <= xi < x1 and y0 <= yi < y1:
+            xc[j] = xi
+            yc[j] = yi
+            pix[yi, xi] += 1
+        else:
+            xc[j] = -1
+            yc[j] = -1
+
+
+@njit(cache=True, nogil=True)
+def _block_series(t_us, xc, yc, t0_us, bin_us, n_bins, block, row_of, out):
+    """Event counts per (active block row, time bin); ``row_of[by, bx] < 0`` = skip."""
+    nby, nbx = row_of.shape
+    for j in range(xc.shape[0]):
+        if xc[j] < 0:
+            continue
+        b = (t_us[j] - t0_us) // bin_us
+        if b < 0 or b >= n_bins:
+            continue
+        bx = xc[j] // block
+        by = yc[j] // block
+        if bx < nbx and by < nby:
+            r = row_of[by, bx]
+            if r >= 0:
+                out[r, b] += 1.0
+
+
+@njit(cache=True, nogil=True)
+def _angular_moments(t_us, xc, yc, t0_us, bin_us, n_bins, pix_row, pix_label, pix_cos,
+                     pix_sin, out_re, out_im, out_n):
+    """Per (candidate, time bin, harmonic m) sums of cos / sin of m times the azimuth.
+
+    ``pix_row[y, x]`` indexes the per-pixel tables (-1 = pixel on no disc annulus):
+    ``pix_label`` is the candidate, ``pix_cos[r, m - 1], pix_sin[r, m - 1]`` the
+    cosine and sine of m times the pixel's rotor-plane azimuth.
+    """
+    n_h = pix_cos.shape[1]
+    for j in range(xc.shape[0]):
+        if xc[j] < 0:
+            continue
+        r = pix_row[yc[j], xc[j]]
+        if r < 0:
+            continue
+        b = (t_us[j] - t0_us) // bin_us
+        if b < 0 or b >= n_bins:
+            continue
+        c = pix_label[r]
+        out_n[c, b] += 1.0
+        for m in range(n_h):
+            out_re[c, b, m] += pix_cos[r, m]
+            out_im[c, b, m] += pix_sin[r, m]
+
+
+# ------------------------------------------------------------------ helpers
+def _region_box(region, width: int, height: int) -> tuple[int, int, int, int]:
+    if region is None:
+        return 0, 0, width, height
+    try:
+        x0, y0, x1, y1 = (int(round(float(v))) for v in region)
+    except (TypeError, ValueError):
+        raise ValueError('region must be four numbers (x0, y0, x1, y1)') from None
+    x0, y0 = max(x0, 0), max(y0, 0)
+    x1, y1 = min(x1, width), min(y1, height)
+    if x1 - x0 < 8 or y1 - y0 < 8:
+        raise ValueError(f'region {region!r} is empty or smaller than 8 px inside the sensor')
+    return x0, y0, x1, y1
+
+
+def _register(t_us, x, y, i0: int, i1: int, t0: int, t_end: int, box, prm: DetectionParams):
+    """Knot times and the per-knot image shift that moves an event to the window end.
+
+    Returns (knot0_us, knot_step_us, sx, sy); zero shifts when the window is too short
+    or no sub-window correlates with the reference.
+    """
+    step = prm.motion_step_us
+    n_sub = (t_end - t0) // step
+    zero = (float(t0), 1.0, np.zeros(2), np.zeros(2))
+    if n_sub < 3:
+        return zero
+    x0, y0, x1, y1 = box
+    cell = prm.motion_cell_px
+    ncx, ncy = (x1 - x0) // cell, (y1 - y0) // cell
+    if ncx < 8 or ncy < 8:
+        return zero
+    sub0 = t_end - n_sub * step
+    img = np.zeros((n_sub, ncy, ncx), np.float32)
+    _cell_counts(t_us, x, y, i0, i1, sub0, step, n_sub, cell, x0, y0, ncx, ncy, img)
+    np.sqrt(img, out=img)
+    img -= img.mean(axis=(1, 2), keepdims=True)
+    norms = np.sqrt(np.einsum('kij,kij->k', img, img))
+    spec = np.fft.rfft2(img)
+    ref = np.conj(spec[-1])
+    shifts = np.full((n_sub, 2), np.nan)
+    for k in range(n_sub):
+        if norms[k] <= 0.0 or norms[-1] <= 0.0:
+            continue
+        corr = np.fft.irfft2(spec[k] * ref, s=(ncy, ncx))
+        iy, ix = np.unravel_index(int(np.argmax(corr)), corr.shape)
+        if corr[iy, ix] / (norms[k] * norms[-1]) < prm.motion_min_corr:
+            continue
+        dy = iy + _parabola_peak(corr[iy - 1, ix], corr[iy, ix], corr[(iy + 1) % ncy, ix])
+        dx = ix + _parabola_peak(corr[iy, ix - 1], corr[iy, ix], corr[iy, (ix + 1) % ncx])
+        if dy > ncy / 2:
+            dy -= ncy
+        if dx > ncx / 2:
+            dx -= ncx
+        shifts[k] = (dx * cell, dy * cell)
+    ok = np.isfinite(shifts[:, 0])
+    if ok.sum() < 2:
+        return zero
+    tc = sub0 + step * (np.arange(n_sub) + 0.5)
+    for d in range(2):
+        shifts[~ok, d] = np.interp(tc[~ok], tc[ok], shifts[ok, d])
+    slope = (shifts[-1] - shifts[-2]) / step
+    s_end = shifts[-1] + slope * (t_end - tc[-1])
+    comp = s_end[None, :] - shifts
+    return float(tc[0]), float(step), comp[:, 0].copy(), comp[:, 1].copy()
+
+
+def _parabola_peak(cm: float, c0: float, cp: float) -> float:
+    d = cm - 2.0 * c0 + cp
+    if d >= 0.0:
+        return 0.0
+    return float(np.clip(0.5 * (cm - cp) / d, -0.5, 0.5))
+
+
+def _block_periodicity(t_w, xc, yc, pix, t0: int, t_end: int, box, prm: DetectionParams):
+    """Per-block periodicity score, peak frequency and power spectra of active blocks.
+
+    Returns (score (nby, nbx), freq_hz (nby, nbx), row_of (nby, nbx), power
+    (n_active, n_freq), freq axis [Hz], in-band mask).
+    """
+    blk = prm.block_px
+    h, w = pix.shape
+    nby, nbx = h // blk, w // blk
+    counts = pix[:nby * blk, :nbx * blk].reshape(nby, blk, nbx, blk).sum(axis=(1, 3))
+    span_s = (t_end - t0) * 1e-6
+    active = counts >= prm.min_rate_hz_px * span_s * blk * blk
+    x0, y0, x1, y1 = box
+    inside = np.zeros_like(active)
+    inside[y0 // blk:(y1 + blk - 1) // blk, x0 // blk:(x1 + blk - 1) // blk] = True
+    active &= inside
+    row_of = np.full((nby, nbx), -1, np.int32)
+    n_act = int(active.sum())
+    row_of[active] = np.arange(n_act, dtype=np.int32)
+    n_bins = (t_end - t0) // prm.bin_us
+    freq = np.fft.rfftfreq(n_bins, prm.bin_us * 1e-6)
+    f_lo = prm.rpm_min * prm.blades_min / 60.0
+    f_hi = min(prm.rpm_max * prm.blades_max / 60.0, 0.45 / (prm.bin_us * 1e-6))
+    band = (freq >= f_lo) & (freq <= f_hi)
+    score = np.zeros((nby, nbx))
+    fpk = np.zeros((nby, nbx))
+    if n_act == 0 or band.sum() < 3:
+        return score, fpk, row_of, np.zeros((0, freq.size), np.float32), freq, band
+    series = np.zeros((n_act, n_bins), np.float32)
+    _block_series(t_w, xc, yc, t0, prm.bin_us, n_bins, blk, row_of, series)
+    series -= series.mean(axis=1, keepdims=True)
+    series *= np.hanning(n_bins).astype(np.float32)
+    spec = np.fft.rfft(series, axis=1)
+    power = (spec.real ** 2 + spec.imag ** 2).astype(np.float32)
+    pb = power[:, band]
+    med = np.median(pb, axis=1)
+    pk = pb.max(axis=1)
+    score[active] = pk / np.maximum(med, 1e-12)
+    fpk[active] = freq[band][np.argmax(pb, axis=1)]
+    return score, fpk, row_of, power, freq, band
+
+
+def _fill_holes(mask: np.ndarray) -> np.ndarray:
+    """Mask with every hole (background not connected to the border) filled."""
+    free = ~mask
+    reach = np.zeros_like(mask)
+    reach[0, :] = free[0, :]
+    reach[-1, :] = free[-1, :]
+    reach[:, 0] |= free[:, 0]
+    reach[:, -1] |= free[:, -1]
+    while True:
+        grown = reach.copy()
+        grown[1:, :] |= reach[:-1, :]
+        grown[:-1, :] |= reach[1:, :]
+        grown[:, 1:] |= reach[:, :-1]
+        grown[:, :-1] |= reach[:, 1:]
+        grown &= free
+        if np.array_equal(grown, reach):
+            return ~reach
+        reach = grown
+
+
+def _disc_seeds(mask: np.ndarray, blk: int, prm: DetectionParams) -> list:
+    """Disc seeds (cx, cy, r) [px] at the maxima of the distance transform of ``mask``.
+
+    The distance of a masked block to the nearest unmasked block (or the grid edge)
+    peaks at disc centres; touching discs are joined only by narrow necks whose
+    distance is lower, so each disc keeps its own maximum.
+    """
+    filled = _fill_holes(mask)
+    iy, ix = np.nonzero(filled)
+    if iy.size == 0:
+        return []
+    pad = np.pad(filled, 1)
+    edge = ~pad & (np.roll(pad, 1, 0) | np.roll(pad, -1, 0) | np.roll(pad, 1, 1)
+                   | np.roll(pad, -1, 1))
+    ey, ex = np.nonzero(edge)
+    ey = ey - 1.0
+    ex = ex - 1.0
+    dist = np.empty(iy.size)
+    for a in range(0, iy.size, 2048):
+        dy = iy[a:a + 2048, None] - ey[None, :]
+        dx = ix[a:a + 2048, None] - ex[None, :]
+        dist[a:a + 2048] = np.sqrt(np.min(dx * dx + dy * dy, axis=1))
+    dmap = np.zeros(filled.shape)
+    dmap[iy, ix] = dist
+    dpad = np.pad(dmap, 1)
+    h, w = dmap.shape
+    is_max = np.ones(iy.size, bool)
+    for oy in (-1, 0, 1):
+        for ox in (-1, 0, 1):
+            if oy or ox:
+                is_max &= dist >= dpad[iy + 1 + oy, ix + 1 + ox]
+    r_min = 0.5 * prm.radius_min_px / blk
+    cand = np.nonzero(is_max & (dist >= max(r_min, 1.0)))[0]
+    cand = cand[np.argsort(-dist[cand], kind='stable')]
+    seeds: list = []
+    for c in cand:
+        cy, cx, r = float(iy[c]), float(ix[c]), float(dist[c])
+        if any(math.hypot(cx - sx, cy - sy) < max(sr, r) for sx, sy, sr in seeds):
+            continue
+        seeds.append((cx, cy, r))
+        if len(seeds) >= prm.max_candidates:
+            break
+    return [((sx + 0.5) * blk, (sy + 0.5) * blk, sr * blk) for sx, sy, sr in seeds]
+
+
+def _box3(img: np.ndarray) -> np.ndarray:
+    """3 x 3 box mean (edges replicated)."""
+    p = np.pad(img.astype(np.float32), 1, mode='edge')
+    h, w = img.shape
+    out = np.zeros((h, w), np.float32)
+    for oy in range(3):
+        for ox in range(3):
+            out += p[oy:oy + h, ox:ox + w]
+    return out / 9.0
+
+
+def _tip_points(smooth: np.ndarray, box, cx: float, cy: float, r0: float,
+                n_rays: int = 72) -> tuple[np.ndarray, np.ndarray]:
+    """Tip-edge points: where the event count falls below half of the disc level.
+
+    Along each ray from (cx, cy), the disc level is the 90th percentile of the
+    counts between 0.3 r0 and 0.9 r0; the edge is the first half-level crossing
+    (two samples in a row below) beyond the level's position, linearly
+    interpolated. Rays that leave the region first give no point.
+    """
+    x0, y0, x1, y1 = box
+    step = 0.5
+    radii = np.arange(0.3 * r0, 1.7 * r0 + step, step)
+    ang = np.linspace(0.0, 2.0 * math.pi, n_rays, endpoint=False)
+    ca, sa = np.cos(ang), np.sin(ang)
+    px = cx + ca[:, None] * radii[None, :]
+    py = cy + sa[:, None] * radii[None, :]
+    xi = np.floor(px + 0.5).astype(np.int64)
+    yi = np.floor(py + 0.5).astype(np.int64)
+    inside = (xi >= x0) & (xi < x1) & (yi >= y0) & (yi < y1)
+    prof = np.full(xi.shape, np.nan, np.float32)
+    prof[inside] = smooth[yi[inside], xi[inside]]
+    inner = radii <= 0.9 * r0
+    out_x, out_y = [], []
+    for k in range(n_rays):
+        p = prof[k]
+        seg = p[inner]
+        if not np.all(np.isfinite(seg)):
+            continue
+        level = float(np.percentile(seg, 90))
+        if level <= 0.0:
+            continue
+        start = int(np.argmax(seg >= level))
+        below = p < 0.5 * level
+        run = below[start:-1] & below[start + 1:]
+        hit = np.nonzero(run | ~np.isfinite(p[start:-1]))[0]
+        if hit.size == 0:
+            continue
+        j = start + int(hit[0])
+        if not np.isfinite(p[j]) or j == 0:
+            continue
+        a, b = float(p[j - 1]), float(p[j])
+        frac = (a - 0.5 * level) / (a - b) if a > b else 0.0
+        r = radii[j - 1] + step * min(max(frac, 0.0), 1.0)
+        out_x.append(cx + ca[k] * r)
+        out_y.append(cy + sa[k] * r)
+    return np.asarray(out_x), np.asarray(out_y)
+
+
+def _fit_conic(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """Direct least-squares ellipse fit (constraint 4ac - b^2 = 1, stable 3x3 form).
+
+    Returns conic coefficients (a, b, c, d, e, f) of a x^2 + b xy + c y^2 + d x + e y
+    + f = 0 in the original coordinates, or None.
+    """
+    if x.size < 6:
+        return None
+    mx, my = float(x.mean()), float(y.mean())
+    sc = float(np.sqrt(np.mean((x - mx) ** 2 + (y - my) ** 2)))
+    if not sc > 0.0:
+        return None
+    u, v = (x - mx) / sc, (y - my) / sc
+    d1 = np.column_stack([u * u, u * v, v * v])
+    d2 = np.column_stack([u, v, np.ones_like(u)])
+    s1, s2, s3 = d1.T @ d1, d1.T @ d2, d2.T @ d2
+    try:
+        tmat = -np.linalg.solve(s3, s2.T)
+    except np.linalg.LinAlgError:
+        return None
+    m = s1 + s2 @ tmat
+    m = np.vstack([m[2] / 2.0, -m[1], m[0] / 2.0])
+    vals, vecs = np.linalg.eig(m)
+    vecs = np.real(vecs)
+    cond = 4.0 * vecs[0] * vecs[2] - vecs[1] ** 2
+    good = np.nonzero(cond > 0)[0]
+    if good.size == 0:
+        return None
+    a1 = vecs[:, good[0]]
+    a, b, c = a1
+    d, e, f = tmat @ a1
+    # back to pixel coordinates: u = (x - mx) / sc
+    A, B, C = a / sc ** 2, b / sc ** 2, c / sc ** 2
+    D = d / sc - 2.0 * A * mx - B * my
+    E = e / sc - 2.0 * C * my - B * mx
+    F = f + A * mx * mx + B * mx * my + C * my * my - d * mx / sc - e * my / sc
+    return np.array([A, B, C, D, E, F])
+
+
+def _conic_ellipse(coef: np.ndarray):
+    """Centre (2,), shape matrix M ((z-c)^T M^-1 (z-c) = 1) and semi-axes of a conic."""
+    A, B, C, D, E, F = coef
+    q = np.array([[A, 0.5 * B], [0.5 * B, C]])
+    try:
+        c = np.linalg.solve(2.0 * q, -np.array([D, E]))
+    except np.linalg.LinAlgError:
+        return None
+    fc = A * c[0] ** 2 + B * c[0] * c[1] + C * c[1] ** 2 + D * c[0] + E * c[1] + F
+    if fc == 0.0:
+        return None
+    minv = q / (-fc)
+    vals = np.linalg.eigvalsh(minv)
+    if not np.all(vals > 0):
+        return None
+    m = np.linalg.inv(minv)
+    axes = 1.0 / np.sqrt(vals)          # ascending eigenvalues: major first
+    return c, m, (float(axes[0]), float(axes[1]))
+
+
+def _fit_tip_ellipse(smooth: np.ndarray, box, cx: float, cy: float, r0: float):
+    """Robust ellipse through the tip edge around a seed: two ray passes, outliers out."""
+    best = None
+    for _ in range(2):
+        px, py = _tip_points(smooth, box, cx, cy, r0)
+        if px.size < 24:
+            return None
+        keep = np.ones(px.size, bool)
+        fit = None
+        for _ in range(3):
+            coef = _fit_conic(px[keep], py[keep])
+            if coef is None:
+                return None
+            fit = _conic_ellipse(coef)
+            if fit is None:
+                return None
+            c, m, axes = fit
+            dz = np.column_stack([px - c[0], py - c[1]])
+            rho = np.sqrt(np.einsum('ni,ij,nj->n', dz, np.linalg.inv(m), dz))
+            res = (rho - 1.0) * math.sqrt(axes[0] * axes[1])
+            mad = float(np.median(np.abs(res[keep] - np.median(res[keep]))))
+            new = np.abs(res) <= max(3.0 * 1.4826 * mad, 1.5)
+            if new.sum() < 20 or np.array_equal(new, keep):
+                keep = new if new.sum() >= 20 else keep
+                break
+            keep = new
+        c, m, axes = fit
+        best = (c, m, axes, int(keep.sum()), px.size)
+        cx, cy, r0 = float(c[0]), float(c[1]), math.sqrt(axes[0] * axes[1])
+    return best
+
+
+def _q_from_ellipse(c: np.ndarray, m: np.ndarray, axes, squash_min: float):
+    """Small-tilt q-homography (psi = 0) whose unit circle maps onto the ellipse.
+
+    Returns (s, tx, ty, w1, w2) with H = [[s, 0, tx], [0, s, ty], [w1, w2, 1]]; for
+    another psi the perspective becomes R(psi)^T w.
+
+    Notes
+    -----
+    To first order the image of the unit circle is the ellipse of the Jacobian
+    J = s I - t w^T at the centre, so the tilt shows only through the squash along
+    t. Starting from the round solution (w = 0, s = major semi-axis, t = ellipse
+    centre), Gauss-Newton on the back-warped radii |H^-1 z| - 1 of points z on
+    the ellipse converges to the solution nearest to no tilt (the other sign
+    would flip the disc). A disc whose axes differ by less than ``squash_min`` is
+    taken as round.
+    """
+    a, b = axes
+    if (a - b) / a < squash_min:
+        return 0.5 * (a + b), float(c[0]), float(c[1]), 0.0, 0.0
+    vals, vecs = np.linalg.eigh(m)
+    th = np.linspace(0.0, 2.0 * math.pi, 48, endpoint=False)
+    pts = (c[:, None] + vecs @ (np.sqrt(np.maximum(vals, 0.0))[:, None]
+                                * np.vstack([np.cos(th), np.sin(th)])))
+    zh = np.vstack([pts, np.ones(th.size)])
+
+    def resid(q):
+        h = np.array([[q[0], 0.0, q[1]], [0.0, q[0], q[2]], [q[3], q[4], 1.0]])
+        try:
+            u = np.linalg.solve(h, zh)
+        except np.linalg.LinAlgError:
+            return None
+        return np.hypot(u[0] / u[2], u[1] / u[2]) - 1.0
+
+    q = np.array([a, c[0], c[1], 0.0, 0.0])
+    scale = np.array([1.0, 1.0, 1.0, 1e-5, 1e-5])
+    r = resid(q)
+    for _ in range(20):
+        jac = np.empty((th.size, 5))
+        for i in range(5):
+            dq = np.zeros(5)
+            dq[i] = scale[i] * 1e-3
+            rp = resid(q + dq)
+            if rp is None:
+                return 0.5 * (a + b), float(c[0]), float(c[1]), 0.0, 0.0
+            jac[:, i] = (rp - r) / dq[i]
+        step, *_ = np.linalg.lstsq(jac, -r, rcond=None)
+        q_new = q + step
+        r_new = resid(q_new)
+        if r_new is None or not np.all(np.isfinite(r_new)):
+            break
+        q, r = q_new, r_new
+        if np.all(np.abs(step / scale) < 1e-6):
+            break
+    if not (np.all(np.isfinite(q)) and q[0] > 0 and abs(q[0] / a - 1.0) < 0.5):
+        return 0.5 * (a + b), float(c[0]), float(c[1]), 0.0, 0.0
+    return float(q[0]), float(q[1]), float(q[2]), float(q[3]), float(q[4])
+
+
+def _angular_tables(cands: list, box, n_h: int, ring_in: float, ring_out: float,
+                    shape: tuple[int, int]):
+    """Per-pixel tables of the disc annuli: candidate label, cos / sin(m azimuth)."""
+    h_img, w_img = shape
+    x0, y0, x1, y1 = box
+    pix_row = np.full(shape, -1, np.int32)
+    best_r = np.full(shape, np.inf)
+    for ci, cd in enumerate(cands):
+        hinv = np.linalg.inv(cd['H0'])
+        a = cd['axes'][0] * ring_out * 1.2 + 2.0
+        bx0, bx1 = max(int(cd['c'][0] - a), x0), min(int(cd['c'][0] + a) + 2, x1)
+        by0, by1 = max(int(cd['c'][1] - a), y0), min(int(cd['c'][1] + a) + 2, y1)
+        if bx1 <= bx0 or by1 <= by0:
+            continue
+        yy, xx = np.mgrid[by0:by1, bx0:bx1].astype(np.float64)
+        u = hinv @ np.vstack([xx.ravel(), yy.ravel(), np.ones(xx.size)])
+        ux, uy = u[0] / u[2], u[1] / u[2]
+        rr = np.hypot(ux, uy).reshape(xx.shape)
+        sel = (rr >= ring_in) & (rr <= ring_out) & (rr < best_r[by0:by1, bx0:bx1])
+        sub_row = pix_row[by0:by1, bx0:bx1]
+        sub_best = best_r[by0:by1, bx0:bx1]
+        sub_row[sel] = ci
+        sub_best[sel] = rr[sel]
+        cd['_az'] = (by0, bx0, np.arctan2(uy, ux).reshape(xx.shape))
+    sel_y, sel_x = np.nonzero(pix_row >= 0)
+    labels = pix_row[sel_y, sel_x].copy()
+    az = np.empty(labels.size)
+    for ci, cd in enumerate(cands):
+        if '_az' not in cd:
+            continue
+        by0, bx0, amap = cd.pop('_az')
+        k = labels == ci
+        az[k] = amap[sel_y[k] - by0, sel_x[k] - bx0]
+    pix_row[sel_y, sel_x] = np.arange(labels.size, dtype=np.int32)
+    mm = np.arange(1, n_h + 1)
+    pix_cos = np.cos(az[:, None] * mm[None, :])
+    pix_sin = np.sin(az[:, None] * mm[None, :])
+    return pix_row, labels.astype(np.int32), pix_cos, pix_sin
+
+
+def _rotation(re: np.ndarray, im: np.ndarray, n: np.ndarray, bin_us: int, t0: int,
+              t_end: int, prm: DetectionParams):
+    """Blade count, signed B-fold phase rate at the window end, phase, coherence.
+
+    Parameters are one candidate's (n_bins, n_h) harmonic sums and (n_bins,) counts.
+    Returns a dict or None when there is no rotating pattern.
+
+    Notes
+    -----
+    Z_m(k) = sum over the events of bin k of exp(i m azimuth). The static part
+    (texture, hub, arms) is the count-weighted mean of Z_m and is subtracted; the
+    coherence of harmonic m is (sum |Z_m|^2 - N) / sum (N^2 - N), 1 when every event
+    of a bin sits on the same B-fold angle, ~0 for random azimuths. B is the
+    strongest harmonic in the blade range, replaced by a divisor that keeps at
+    least half of its coherence. The B-fold phase rate comes from the lag-one
+    product sum Z(k + 1) conj Z(k) (unambiguous while B omega bin < pi), then the
+    demodulated coefficients, summed over ~1 ms groups, are unwrapped and fitted
+    with a weighted quadratic in time; its slope at the window end gives the rate
+    there and its value the phase.
+    """
+    tot = float(n.sum())
+    if tot < 200.0:
+        return None
+    z = re + 1j * im
+    z = z - n[:, None] * (z.sum(axis=0) / tot)[None, :]
+    noise = float(np.sum(n * n - n))
+    if noise <= 0.0:
+        return None
+    coh = (np.sum(np.abs(z) ** 2, axis=0) - tot) / noise
+    lo, hi = prm.blades_min, prm.blades_max
+    m_best = lo + int(np.argmax(coh[lo - 1:hi]))
+    blades = m_best
+    for d in range(lo, m_best):
+        if m_best % d == 0 and coh[d - 1] >= 0.5 * coh[m_best - 1]:
+            blades = d
+            break
+    zb = z[:, blades - 1]
+    lag = np.sum(zb[1:] * np.conj(zb[:-1]))
+    dt = bin_us * 1e-6
+    omega = float(np.angle(lag)) / dt
+    tk = t0 + bin_us * (np.arange(zb.size) + 0.5) - t_end
+    tk_s = tk * 1e-6
+    y = zb * np.exp(-1j * omega * tk_s)
+    g = max(1, int(round(1000.0 / bin_us)))
+    n_g = y.size // g
+    if n_g < 6:
+        return None
+    yg = y[y.size - n_g * g:].reshape(n_g, g).sum(axis=1)
+    tg = tk_s[y.size - n_g * g:].reshape(n_g, g).mean(axis=1)
+    wg = np.abs(yg)
+    if not np.any(wg > 0):
+        return None
+    ph = np.unwrap(np.angle(yg))
+    coef = np.polyfit(tg, ph, 2, w=np.sqrt(wg))
+    fit = np.polyval(coef, tg)
+    consistency = float(np.abs(np.sum(yg * np.exp(-1j * fit))) / np.sum(wg))
+    omega_end = omega + float(coef[1])
+    omega_mean = omega + float(np.polyval(np.polyder(coef), tg).mean())
+    phase_end = float(coef[2])
+    return {'blades': blades, 'omega_end': omega_end, 'omega_mean': omega_mean,
+            'phase_end': phase_end, 'coherence': float(coh[blades - 1]),
+            'consistency': consistency}
