@@ -128,6 +128,15 @@ def cmd_events(args: argparse.Namespace) -> int:
     return 0
 
 
+def _remove_output(path: Path) -> None:
+    """Remove an output of an earlier run (a bag file or directory) before rewriting it."""
+    if path.is_dir():
+        import shutil
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
 def _count_or_fail(bag: str, topic: str) -> int:
     from helixtrack_ros.io.bags import count_messages
     try:
@@ -165,9 +174,7 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     sim = Simulator(scene, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
     bag_path = out / 'events'
-    if bag_path.exists():
-        import shutil
-        shutil.rmtree(bag_path)
+    _remove_output(bag_path)
     encoder = Evt3Encoder()
     n_events = 0
     seq = 0
@@ -260,6 +267,7 @@ def track_bag(bag: str, params_path: str, out: Path, topic: str = DEFAULT_TOPIC,
     truth = _read_ground_truth(Path(ground_truth)) if ground_truth else None
     total = _count_or_fail(bag, topic)
     out.mkdir(parents=True, exist_ok=True)
+    _remove_output(out / 'results.mcap')
     TrackingPipeline.warmup()
     pipe = TrackingPipeline(config)
     names = pipe.rotor_names

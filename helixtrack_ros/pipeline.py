@@ -31,6 +31,8 @@ from helixtrack_ros.io.params_file import load_ros_params
 #: Diagnostic levels (diagnostic_msgs/DiagnosticStatus).
 OK, WARN, ERROR = 0, 1, 2
 
+#: Packets with more events than this run their rotors in parallel threads.
+PARALLEL_MIN_EVENTS = 2000
 #: A backward jump of sensor time larger than this is a camera restart.
 RESTART_JUMP_US = 60_000
 #: A forward jump larger than this is a gap: trackers restart their phase lock.
@@ -390,6 +392,7 @@ class TrackingPipeline:
         if n_rot == 0:
             return []
         boxes = np.array([t.bbox_px() for t in self._trackers], dtype=np.int64)
+        self._boxes = boxes
         index = np.empty((n_rot, len(ev)), dtype=np.int64)
         counts = np.zeros(n_rot, dtype=np.int64)
         _route(ev.x, ev.y, boxes, int(self.stride), index, counts)
@@ -401,14 +404,14 @@ class TrackingPipeline:
             sub = EventArrays(ev.t_us[idx], ev.x[idx], ev.y[idx], ev.p[idx])
             return self._trackers[r].process(sub, sample_t_us=sample_t)
 
-        if self._pool is not None and len(ev) > 20_000:
+        if self._pool is not None and len(ev) > PARALLEL_MIN_EVENTS:
             samples = list(self._pool.map(run, range(n_rot)))
         else:
             samples = [run(r) for r in range(n_rot)]
         outputs = []
         for r, (tracker, s) in enumerate(zip(self._trackers, samples)):
             st = tracker.state
-            level, message = self._rotor_status(tracker, int(counts[r]))
+            level, message = self._rotor_status(tracker, boxes[r])
             outputs.append(RotorOutput(
                 name=self._inits[r].name, t_us=t_last,
                 phase_rad=float(s.phase_rad[-1]) if len(s.t_us) else float(st.phase_rad),
@@ -420,9 +423,9 @@ class TrackingPipeline:
                 events=int(counts[r]), level=level, message=message))
         return outputs
 
-    def _rotor_status(self, tracker: HelixTracker, n_routed: int) -> tuple[int, str]:
+    def _rotor_status(self, tracker: HelixTracker, box: np.ndarray) -> tuple[int, str]:
         st = tracker.state
-        x0, y0, x1, y1 = tracker.bbox_px()
+        x0, y0, x1, y1 = (int(v) for v in box)
         w, h = (self._decoder_key[1], self._decoder_key[2]) if self._decoder_key else (1280, 720)
         cx, cy = float(st.q[2]), float(st.q[3])
         if not (0 <= cx < w and 0 <= cy < h):

@@ -222,91 +222,94 @@ def _q_matrix(s: float, psi: float, tx: float, ty: float, p31: float,
 
 # ------------------------------------------------------------------ numba kernels
 @njit(cache=True, nogil=True)
-def _cell_counts(t_us, x, y, i0, i1, t0_us, step_us, n_sub, cell, x0, y0, ncx, ncy, out):
-    """Event counts per (sub-window, cell row, cell column) of the region at (x0, y0)."""
-    for i in range(i0, i1):
-        k = (t_us[i] - t0_us) // step_us
-        if k < 0 or k >= n_sub:
+def _cell_counts(t_us, x, y, t0_us, step_us, n_sub, cell, x0, y0, ncx, ncy, out):
+    """Event counts per (sub-window, cell row, cell column) of the region at (x0, y0).
+
+    Sub-window k spans [t0 + k step, t0 + (k + 1) step); events must be time-sorted.
+    """
+    k = 0
+    edge = t0_us + step_us
+    for i in range(t_us.shape[0]):
+        t = t_us[i]
+        if t < t0_us:
             continue
-        cx = (np.int64(x[i]) - x0) // cell
-        cy = (np.int64(y[i]) - y0) // cell
-        if 0 <= cx < ncx and 0 <= cy < ncy:
+        while t >= edge:
+            k += 1
+            edge += step_us
+        if k >= n_sub:
+            break
+        dx = np.int64(x[i]) - x0
+        dy = np.int64(y[i]) - y0
+        if dx < 0 or dy < 0:
+            continue
+        cx = dx // cell
+        cy = dy // cell
+        if cx < ncx and cy < ncy:
             out[k, cy, cx] += 1.0
 
 
 @njit(cache=True, nogil=True)
-def _compensate(t_us, x, y, i0, i1, knot0_us, knot_step_us, sx, sy, x0, y0, x1, y1,
-                xc, yc, pix):
-    """Shift events to the window end (linear in time between knots), round, count.
+def _compensate(t_us, x, y, knot0_us, knot_step_us, sx, sy, x0, y0, x1, y1, t0_us, bin_us,
+                n_bins, block_of_x, block_of_y, row_of, xc, yc, pix, series):
+    """Move events to the window end, round to pixels, count them, fill block series.
 
-    Writes the compensated pixel of event i0 + j to ``xc[j], yc[j]`` (-1 when it
-    leaves the region [x0, x1) x [y0, y1)) and counts it in ``pix[y, x]``.
+    The shift at time t is the linear interpolation (extrapolated beyond the ends)
+    of the knots ``(sx, sy)`` at ``knot0 + k knot_step``. Writes the compensated
+    pixel of event i to ``xc[i], yc[i]`` (-1 when it leaves the region [x0, x1) x
+    [y0, y1)), counts it in ``pix[y, x]`` and, when its block has a row
+    ``row_of[block_of_y[y], block_of_x[x]] >= 0``, in ``series[row, bin]`` with bin
+    ``(t - t0) // bin_us``. Events must be time-sorted and not before t0.
     """
     n_knots = sx.shape[0]
-    for i in range(i0, i1):
-        f = (t_us[i] - knot0_us) / knot_step_us
-        k = int(math.floor(f))
-        if k < 0:
-            k = 0
-        elif k > n_knots - 2:
-            k = n_knots - 2
+    k = 0
+    b = 0
+    edge = t0_us + bin_us
+    for i in range(t_us.shape[0]):
+        t = t_us[i]
+        f = (t - knot0_us) / knot_step_us
+        while k < n_knots - 2 and f >= k + 1:
+            k += 1
         w = f - k
-        dx = sx[k] + w * (sx[k + 1] - sx[k])
-        dy = sy[k] + w * (sy[k + 1] - sy[k])
-        xi = int(math.floor(x[i] + dx + 0.5))
-        yi = int(math.floor(y[i] + dy + 0.5))
-        j = i - i0
-        if x0 <= xi < x1 and y0 <= yi < y1:
-            xc[j] = xi
-            yc[j] = yi
-            pix[yi, xi] += 1
-        else:
-            xc[j] = -1
-            yc[j] = -1
-
-
-@njit(cache=True, nogil=True)
-def _block_series(t_us, xc, yc, t0_us, bin_us, n_bins, block, row_of, out):
-    """Event counts per (active block row, time bin); ``row_of[by, bx] < 0`` = skip."""
-    nby, nbx = row_of.shape
-    for j in range(xc.shape[0]):
-        if xc[j] < 0:
+        xi = int(math.floor(x[i] + sx[k] + w * (sx[k + 1] - sx[k]) + 0.5))
+        yi = int(math.floor(y[i] + sy[k] + w * (sy[k + 1] - sy[k]) + 0.5))
+        if not (x0 <= xi < x1 and y0 <= yi < y1):
+            xc[i] = -1
+            yc[i] = -1
             continue
-        b = (t_us[j] - t0_us) // bin_us
-        if b < 0 or b >= n_bins:
-            continue
-        bx = xc[j] // block
-        by = yc[j] // block
-        if bx < nbx and by < nby:
-            r = row_of[by, bx]
+        xc[i] = xi
+        yc[i] = yi
+        pix[yi, xi] += 1
+        while t >= edge:
+            b += 1
+            edge += bin_us
+        if b < n_bins:
+            r = row_of[block_of_y[yi], block_of_x[xi]]
             if r >= 0:
-                out[r, b] += 1.0
+                series[r, b] += 1.0
 
 
 @njit(cache=True, nogil=True)
-def _angular_moments(t_us, xc, yc, t0_us, bin_us, n_bins, pix_row, pix_label, pix_cos,
-                     pix_sin, out_re, out_im, out_n):
-    """Per (candidate, time bin, harmonic m) sums of cos / sin of m times the azimuth.
+def _angular_hist(t_us, xc, yc, t0_us, bin_us, n_bins, pix_code, out):
+    """Event counts per (time bin, disc-sector code); ``pix_code[y, x] < 0`` = no disc.
 
-    ``pix_row[y, x]`` indexes the per-pixel tables (-1 = pixel on no disc annulus):
-    ``pix_label`` is the candidate, ``pix_cos[r, m - 1], pix_sin[r, m - 1]`` the
-    cosine and sine of m times the pixel's rotor-plane azimuth.
+    The code of a pixel is ``candidate * n_sectors + sector`` of its rotor-plane
+    azimuth. Events must be time-sorted and not before t0.
     """
-    n_h = pix_cos.shape[1]
+    b = 0
+    edge = t0_us + bin_us
     for j in range(xc.shape[0]):
         if xc[j] < 0:
             continue
-        r = pix_row[yc[j], xc[j]]
-        if r < 0:
+        code = pix_code[yc[j], xc[j]]
+        if code < 0:
             continue
-        b = (t_us[j] - t0_us) // bin_us
-        if b < 0 or b >= n_bins:
-            continue
-        c = pix_label[r]
-        out_n[c, b] += 1.0
-        for m in range(n_h):
-            out_re[c, b, m] += pix_cos[r, m]
-            out_im[c, b, m] += pix_sin[r, m]
+        t = t_us[j]
+        while t >= edge:
+            b += 1
+            edge += bin_us
+        if b >= n_bins:
+            break
+        out[b, code] += 1.0
 
 
 # ------------------------------------------------------------------ helpers
@@ -327,8 +330,18 @@ def _region_box(region, width: int, height: int) -> tuple[int, int, int, int]:
 def _register(t_us, x, y, i0: int, i1: int, t0: int, t_end: int, box, prm: DetectionParams):
     """Knot times and the per-knot image shift that moves an event to the window end.
 
-    Returns (knot0_us, knot_step_us, sx, sy); zero shifts when the window is too short
-    or no sub-window correlates with the reference.
+    Returns (knot0_us, knot_step_us, sx, sy): the shift at time t is the linear
+    interpolation (extrapolation beyond the ends) of the knots ``knot0 + k step``.
+
+    Notes
+    -----
+    Count images (square-root compressed, 4 px cells) of 10 ms sub-windows are
+    cross-correlated with the last one (FFT, parabolic sub-cell peak). A slow rotor
+    fills only a sector of its disc in 10 ms and its blades then dominate the
+    correlation, so the registration is repeated on sliding sums of 3 and 5
+    sub-windows; among these and 'no motion' the one whose motion-compensated sum
+    image is sharpest (largest sum of pairwise correlations of the shifted
+    sub-window images) is kept.
     """
     step = prm.motion_step_us
     n_sub = (t_end - t0) // step
@@ -341,38 +354,79 @@ def _register(t_us, x, y, i0: int, i1: int, t0: int, t_end: int, box, prm: Detec
     if ncx < 8 or ncy < 8:
         return zero
     sub0 = t_end - n_sub * step
-    img = np.zeros((n_sub, ncy, ncx), np.float32)
-    _cell_counts(t_us, x, y, i0, i1, sub0, step, n_sub, cell, x0, y0, ncx, ncy, img)
-    np.sqrt(img, out=img)
-    img -= img.mean(axis=(1, 2), keepdims=True)
+    raw = np.zeros((n_sub, ncy, ncx), np.float32)
+    _cell_counts(t_us, x, y, i0, i1, sub0, step, n_sub, cell, x0, y0, ncx, ncy, raw)
+    tc = sub0 + step * (np.arange(n_sub) + 0.5)
+    comp_img = np.sqrt(raw)
+    comp_img -= comp_img.mean(axis=(1, 2), keepdims=True)
+    best = zero
+    best_sharp = _sharpness(comp_img, np.zeros(n_sub), np.zeros(n_sub))
+    for span in (1, 3, 5):
+        n_k = n_sub - span + 1
+        if n_k < 2:
+            continue
+        csum = np.cumsum(np.concatenate([np.zeros((1, ncy, ncx), np.float32), raw]), axis=0)
+        img = np.sqrt(csum[span:] - csum[:-span])
+        img -= img.mean(axis=(1, 2), keepdims=True)
+        shifts = _correlate_to_last(img, prm.motion_min_corr)
+        if shifts is None:
+            continue
+        shifts *= cell
+        tk = sub0 + step * (np.arange(n_k) + 0.5 * span)
+        slope = (shifts[-1] - shifts[-2]) / step
+        s_end = shifts[-1] + slope * (t_end - tk[-1])
+        comp = s_end[None, :] - shifts
+        # shift of each 10 ms sub-window (linear, extrapolated at the ends)
+        f = np.clip(np.floor((tc - tk[0]) / step), 0, n_k - 2).astype(np.int64)
+        w = (tc - tk[f]) / step
+        dx = comp[f, 0] + w * (comp[f + 1, 0] - comp[f, 0])
+        dy = comp[f, 1] + w * (comp[f + 1, 1] - comp[f, 1])
+        sharp = _sharpness(comp_img, dx / cell, dy / cell)
+        if sharp > best_sharp:
+            best_sharp = sharp
+            best = (float(tk[0]), float(step), comp[:, 0].copy(), comp[:, 1].copy())
+    return best
+
+
+def _correlate_to_last(img: np.ndarray, min_corr: float) -> np.ndarray | None:
+    """(n, 2) shift [cells] of each image's content relative to the last image."""
+    n_k, ncy, ncx = img.shape
     norms = np.sqrt(np.einsum('kij,kij->k', img, img))
+    if norms[-1] <= 0.0:
+        return None
     spec = np.fft.rfft2(img)
     ref = np.conj(spec[-1])
-    shifts = np.full((n_sub, 2), np.nan)
-    for k in range(n_sub):
-        if norms[k] <= 0.0 or norms[-1] <= 0.0:
+    shifts = np.full((n_k, 2), np.nan)
+    for k in range(n_k):
+        if norms[k] <= 0.0:
             continue
         corr = np.fft.irfft2(spec[k] * ref, s=(ncy, ncx))
         iy, ix = np.unravel_index(int(np.argmax(corr)), corr.shape)
-        if corr[iy, ix] / (norms[k] * norms[-1]) < prm.motion_min_corr:
+        if corr[iy, ix] / (norms[k] * norms[-1]) < min_corr:
             continue
         dy = iy + _parabola_peak(corr[iy - 1, ix], corr[iy, ix], corr[(iy + 1) % ncy, ix])
         dx = ix + _parabola_peak(corr[iy, ix - 1], corr[iy, ix], corr[iy, (ix + 1) % ncx])
-        if dy > ncy / 2:
-            dy -= ncy
-        if dx > ncx / 2:
-            dx -= ncx
-        shifts[k] = (dx * cell, dy * cell)
+        shifts[k] = (dx - ncx if dx > ncx / 2 else dx, dy - ncy if dy > ncy / 2 else dy)
     ok = np.isfinite(shifts[:, 0])
-    if ok.sum() < 2:
-        return zero
-    tc = sub0 + step * (np.arange(n_sub) + 0.5)
+    if ok.sum() < 2 or not ok[-1]:
+        return None
+    idx = np.arange(n_k)
     for d in range(2):
-        shifts[~ok, d] = np.interp(tc[~ok], tc[ok], shifts[ok, d])
-    slope = (shifts[-1] - shifts[-2]) / step
-    s_end = shifts[-1] + slope * (t_end - tc[-1])
-    comp = s_end[None, :] - shifts
-    return float(tc[0]), float(step), comp[:, 0].copy(), comp[:, 1].copy()
+        shifts[~ok, d] = np.interp(idx[~ok], idx[ok], shifts[ok, d])
+    return shifts
+
+
+def _sharpness(img: np.ndarray, dx: np.ndarray, dy: np.ndarray) -> float:
+    """Sum of squares of the images summed after moving image k by (dx[k], dy[k]) cells."""
+    acc = np.zeros(img.shape[1:], np.float64)
+    for k in range(img.shape[0]):
+        ix, iy = math.floor(dx[k]), math.floor(dy[k])
+        fx, fy = dx[k] - ix, dy[k] - iy
+        for oy, wy in ((iy, 1.0 - fy), (iy + 1, fy)):
+            for ox, wx in ((ix, 1.0 - fx), (ix + 1, fx)):
+                if wx * wy > 0.0:
+                    acc += wx * wy * np.roll(img[k], (int(oy), int(ox)), axis=(0, 1))
+    return float(np.sum(acc * acc))
 
 
 def _parabola_peak(cm: float, c0: float, cp: float) -> float:
@@ -475,8 +529,10 @@ def _disc_seeds(mask: np.ndarray, blk: int, prm: DetectionParams) -> list:
         for ox in (-1, 0, 1):
             if oy or ox:
                 is_max &= dist >= dpad[iy + 1 + oy, ix + 1 + ox]
-    r_min = 0.5 * prm.radius_min_px / blk
-    cand = np.nonzero(is_max & (dist >= max(r_min, 1.0)))[0]
+    # a disc of the smallest radius is >= 3 blocks wide; thin edges and lone blocks
+    # (distance 1) never seed
+    r_min = max(0.8 * prm.radius_min_px / blk, 1.5)
+    cand = np.nonzero(is_max & (dist >= r_min))[0]
     cand = cand[np.argsort(-dist[cand], kind='stable')]
     seeds: list = []
     for c in cand:
@@ -522,30 +578,27 @@ def _tip_points(smooth: np.ndarray, box, cx: float, cy: float, r0: float,
     prof = np.full(xi.shape, np.nan, np.float32)
     prof[inside] = smooth[yi[inside], xi[inside]]
     inner = radii <= 0.9 * r0
-    out_x, out_y = [], []
-    for k in range(n_rays):
-        p = prof[k]
-        seg = p[inner]
-        if not np.all(np.isfinite(seg)):
-            continue
-        level = float(np.percentile(seg, 90))
-        if level <= 0.0:
-            continue
-        start = int(np.argmax(seg >= level))
-        below = p < 0.5 * level
-        run = below[start:-1] & below[start + 1:]
-        hit = np.nonzero(run | ~np.isfinite(p[start:-1]))[0]
-        if hit.size == 0:
-            continue
-        j = start + int(hit[0])
-        if not np.isfinite(p[j]) or j == 0:
-            continue
-        a, b = float(p[j - 1]), float(p[j])
-        frac = (a - 0.5 * level) / (a - b) if a > b else 0.0
-        r = radii[j - 1] + step * min(max(frac, 0.0), 1.0)
-        out_x.append(cx + ca[k] * r)
-        out_y.append(cy + sa[k] * r)
-    return np.asarray(out_x), np.asarray(out_y)
+    ok = np.all(np.isfinite(prof[:, inner]), axis=1)
+    prof, ca, sa = prof[ok], ca[ok], sa[ok]
+    if prof.shape[0] == 0:
+        return np.empty(0), np.empty(0)
+    seg = prof[:, inner]
+    level = np.percentile(seg, 90, axis=1)
+    start = np.argmax(seg >= level[:, None], axis=1)
+    half = 0.5 * level[:, None]
+    finite = np.isfinite(prof)
+    below = finite & (prof < half)
+    run = (below[:, :-1] & below[:, 1:]) | ~finite[:, :-1]
+    run &= np.arange(run.shape[1])[None, :] >= start[:, None]
+    j = np.argmax(run, axis=1)
+    rows = np.arange(prof.shape[0])
+    good = run[rows, j] & finite[rows, j] & (j > 0) & (level > 0.0)
+    rows, j = rows[good], j[good]
+    a = prof[rows, j - 1].astype(np.float64)
+    b = prof[rows, j].astype(np.float64)
+    frac = np.clip((a - half[rows, 0]) / np.maximum(a - b, 1e-9), 0.0, 1.0)
+    r = radii[j - 1] + step * frac
+    return cx + ca[rows] * r, cy + sa[rows] * r
 
 
 def _fit_conic(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
@@ -799,3 +852,151 @@ def _rotation(re: np.ndarray, im: np.ndarray, n: np.ndarray, bin_us: int, t0: in
     return {'blades': blades, 'omega_end': omega_end, 'omega_mean': omega_mean,
             'phase_end': phase_end, 'coherence': float(coh[blades - 1]),
             'consistency': consistency}
+
+
+def _check_events(events: EventArrays) -> EventArrays:
+    if not isinstance(events, tuple) or tuple.__len__(events) != 4:
+        raise TypeError('events must be an EventArrays (t_us, x, y, p)')
+    t, x, y, p = (np.asarray(a) for a in tuple.__iter__(events))
+    n = t.shape[0]
+    if t.ndim != 1 or any(a.shape != (n,) for a in (x, y, p)):
+        raise ValueError('event arrays must be 1-D and of equal length')
+    t = np.ascontiguousarray(t, np.int64)
+    if n > 1 and np.any(np.diff(t) < 0):
+        raise ValueError('event times must be non-decreasing')
+    return EventArrays(t, np.ascontiguousarray(x, np.uint16),
+                       np.ascontiguousarray(y, np.uint16), np.ascontiguousarray(p, np.uint8))
+
+
+def detect_rotors(events: EventArrays, width: int = 1280, height: int = 720,
+                  params: DetectionParams | None = None,
+                  region: tuple[int, int, int, int] | None = None) -> list[DetectedRotor]:
+    """Find every spinning rotor in the first ``params.window_us`` of ``events``.
+
+    Parameters
+    ----------
+    events : EventArrays
+        Time-sorted events; only the span from the first event up to
+        ``params.window_us`` later is used.
+    width, height : int
+        Sensor size [px].
+    params : DetectionParams or None
+        Settings (None = defaults).
+    region : tuple of int or None
+        (x0, y0, x1, y1) [px]: search only there (e.g. re-detection of a lost rotor).
+
+    Returns
+    -------
+    list of DetectedRotor
+        Sorted by image position (top to bottom, then left to right); empty when
+        nothing rotates (or the window is shorter than ``params.min_window_us``).
+
+    Notes
+    -----
+    See the module docstring for the four stages (egomotion registration, block
+    periodicity, disc fitting, angular harmonics). The state refers to the window
+    end ``t_us``: the image motion is compensated to that instant and the RPM is the
+    slope of a quadratic phase fit there.
+    """
+    prm = DetectionParams() if params is None else params
+    if not isinstance(prm, DetectionParams):
+        raise TypeError('params must be a DetectionParams')
+    width, height = int(width), int(height)
+    if not (0 < width <= 65535 and 0 < height <= 65535):
+        raise ValueError('width and height must be in 1..65535')
+    ev = _check_events(events)
+    box = _region_box(region, width, height)
+    if len(ev) < 100:
+        return []
+    t0 = int(ev.t_us[0])
+    i1 = int(np.searchsorted(ev.t_us, t0 + prm.window_us, side='left'))
+    t_end = t0 + prm.window_us if i1 < len(ev) else int(ev.t_us[i1 - 1]) + 1
+    if t_end - t0 < prm.min_window_us:
+        return []
+    # 1. egomotion
+    k0, kstep, sx, sy = _register(ev.t_us, ev.x, ev.y, 0, i1, t0, t_end, box, prm)
+    n_w = i1
+    xc = np.empty(n_w, np.int16)
+    yc = np.empty(n_w, np.int16)
+    pix = np.zeros((height, width), np.int32)
+    _compensate(ev.t_us, ev.x, ev.y, 0, i1, k0, kstep, sx, sy, box[0], box[1], box[2],
+                box[3], xc, yc, pix)
+    t_w = ev.t_us[:i1]
+    # 2. block periodicity
+    score, _fpk, row_of, power, freq, band = _block_periodicity(t_w, xc, yc, pix, t0, t_end,
+                                                                box, prm)
+    periodic = score >= prm.periodicity_min
+    if not periodic.any():
+        return []
+    blk = prm.block_px
+    seeds = _disc_seeds(periodic, blk, prm)
+    # 3. discs
+    smooth = _box3(pix)
+    cands = []
+    for cx, cy, r0 in seeds:
+        fit = _fit_tip_ellipse(smooth, box, cx, cy, max(r0, prm.radius_min_px))
+        if fit is None:
+            continue
+        c, m, axes, n_in, n_pts = fit
+        if not (prm.radius_min_px <= axes[1] and axes[0] <= prm.radius_max_px
+                and axes[1] >= 0.5 * axes[0]):
+            continue
+        if not (box[0] <= c[0] < box[2] and box[1] <= c[1] < box[3]):
+            continue
+        if any(math.hypot(c[0] - o['c'][0], c[1] - o['c'][1]) < 0.5 * min(axes[1],
+                                                                         o['axes'][1])
+               for o in cands):
+            continue
+        s, tx, ty, w1, w2 = _q_from_ellipse(c, m, axes, prm.squash_min)
+        h0 = _q_matrix(s, 0.0, tx, ty, w1, w2)
+        cands.append({'c': c, 'm': m, 'axes': axes, 'q': (s, tx, ty, w1, w2), 'H0': h0,
+                      'fit_frac': n_in / 72.0})
+    if not cands:
+        return []
+    # 4. angular harmonics
+    n_h = prm.blades_max
+    pix_row, labels, pcos, psin = _angular_tables(cands, box, n_h, prm.ring_inner,
+                                                  prm.ring_outer, (height, width))
+    n_ab = (t_end - t0) // prm.angle_bin_us
+    re = np.zeros((len(cands), n_ab, n_h))
+    im = np.zeros((len(cands), n_ab, n_h))
+    cnt = np.zeros((len(cands), n_ab))
+    _angular_moments(t_w, xc, yc, t0, prm.angle_bin_us, n_ab, pix_row, labels, pcos, psin,
+                     re, im, cnt)
+    nby, nbx = row_of.shape
+    by, bx = np.mgrid[0:nby, 0:nbx]
+    bcx, bcy = (bx + 0.5) * blk, (by + 0.5) * blk
+    out = []
+    for ci, cd in enumerate(cands):
+        rot = _rotation(re[ci], im[ci], cnt[ci], prm.angle_bin_us, t0, t_end, prm)
+        if rot is None or rot['coherence'] < prm.coherence_min or rot['consistency'] < 0.5:
+            continue
+        blades = rot['blades']
+        rpm = abs(rot['omega_end']) / blades * 60.0 / (2.0 * math.pi)
+        if not prm.rpm_min <= rpm <= prm.rpm_max:
+            continue
+        # the block spectrum of the disc must peak at the blade-pass frequency
+        dz = np.stack([bcx - cd['c'][0], bcy - cd['c'][1]], axis=-1)
+        rho2 = np.einsum('...i,ij,...j->...', dz, np.linalg.inv(cd['m']), dz)
+        rows = row_of[(rho2 <= 0.8) & (row_of >= 0)]
+        if rows.size == 0:
+            continue
+        p_disc = power[rows].sum(axis=0)
+        f_bp = abs(rot['omega_mean']) / (2.0 * math.pi)
+        near = band & (np.abs(freq - f_bp) <= max(prm.rate_tolerance * f_bp,
+                                                  1.5 * (freq[1] - freq[0])))
+        med = float(np.median(p_disc[band]))
+        if not near.any() or p_disc[near].max() < prm.periodicity_min * max(med, 1e-12):
+            continue
+        s, tx, ty, w1, w2 = cd['q']
+        psi = math.remainder(rot['phase_end'] / blades, 2.0 * math.pi)
+        cp, sp = math.cos(psi), math.sin(psi)
+        persp = (w1 * cp + w2 * sp, -w1 * sp + w2 * cp)
+        out.append(DetectedRotor(center_px=(tx, ty), radius_px=s, psi_rad=psi,
+                                 perspective=persp, blades=blades,
+                                 direction=1 if rot['omega_end'] > 0 else -1,
+                                 rpm_shaft=rpm, score=rot['coherence'], t_us=int(t_end),
+                                 blade_pass_hz=rpm * blades / 60.0,
+                                 axes_px=(float(cd['axes'][0]), float(cd['axes'][1]))))
+    out.sort(key=lambda r: (round(r.center_px[1] / 8.0), r.center_px[0]))
+    return out

@@ -316,13 +316,17 @@ class _BagWriterBase:
         self.close()
 
     def _write(self, topic: str, msgtype: str, msg: Any, log_time_ns: int) -> None:
+        self._write_raw(topic, msgtype, self._store.serialize_cdr(msg, msgtype), log_time_ns)
+
+    def _write_raw(self, topic: str, msgtype: str, data: 'bytes | memoryview',
+                   log_time_ns: int) -> None:
         if not self._open:
             raise ValueError(f'bag {self.path} is not open (use it in a with block)')
         conn = self._conns.get(topic)
         if conn is None:
             conn = self._writer.add_connection(topic, msgtype, typestore=self._store)
             self._conns[topic] = conn
-        self._writer.write(conn, int(log_time_ns), self._store.serialize_cdr(msg, msgtype))
+        self._writer.write(conn, int(log_time_ns), data)
 
     def _header(self, stamp_ns: int, frame_id: str) -> Any:
         stamp_ns = int(stamp_ns)
@@ -424,6 +428,32 @@ class ResultBagWriter(_BagWriterBase):
         ns = '/' + namespace.strip('/')
         self.namespace = '' if ns == '/' else ns
         self.frame_id = frame_id
+        self._templates: dict[str, tuple[bytearray, int]] = {}
+
+    def _template(self, msgtype: str, make: Any, n_doubles: int) -> tuple[bytearray, int]:
+        """CDR bytes of a message whose only varying part is ``n_doubles`` float64s.
+
+        Serialising through rosbags costs tens of microseconds per message;
+        the rpm and homography messages have a fixed layout, so their bytes
+        are made once and the numbers patched in (same bytes as rosbags).
+        """
+        tpl = self._templates.get(msgtype)
+        if tpl is None:
+            marker = np.arange(1, n_doubles + 1, dtype=np.float64) * 1.2345678901234567e-300
+            raw = bytearray(self._store.serialize_cdr(make(marker), msgtype))
+            offset = bytes(raw).find(marker.astype('<f8').tobytes())
+            if offset < 0:
+                raise RuntimeError(f'cannot locate the data of {msgtype} in its CDR bytes')
+            tpl = (raw, offset)
+            self._templates[msgtype] = tpl
+        return tpl
+
+    def _write_doubles(self, topic: str, msgtype: str, make: Any, values: np.ndarray,
+                       log_time_ns: int) -> None:
+        raw, offset = self._template(msgtype, make, values.size)
+        out = bytearray(raw)
+        out[offset:offset + 8 * values.size] = values.astype('<f8').tobytes()
+        self._write_raw(topic, msgtype, out, log_time_ns)
 
     def write_packet_outputs(self, stamp_ns: int, rotors: 'list[dict]') -> None:
         """Write the outputs of one processed packet.
@@ -450,21 +480,26 @@ class ResultBagWriter(_BagWriterBase):
             phase.append(float(r['phase_rad']))
             omega.append(float(r['omega_rad_s']))
             base = f'{self.namespace}/{name}'
-            self._write(f'{base}/rpm', 'std_msgs/msg/Float64',
-                        st['std_msgs/msg/Float64'](data=float(r['rpm_shaft'])), stamp_ns)
-            dim = st['std_msgs/msg/MultiArrayDimension']
-            layout = st['std_msgs/msg/MultiArrayLayout'](
-                dim=[dim(label='rows', size=3, stride=9), dim(label='cols', size=3, stride=3)],
-                data_offset=0)
-            self._write(f'{base}/homography', 'std_msgs/msg/Float64MultiArray',
-                        st['std_msgs/msg/Float64MultiArray'](layout=layout,
-                                                             data=hom.reshape(9).copy()),
-                        stamp_ns)
+            self._write_doubles(f'{base}/rpm', 'std_msgs/msg/Float64', self._make_float64,
+                                np.array([float(r['rpm_shaft'])]), stamp_ns)
+            self._write_doubles(f'{base}/homography', 'std_msgs/msg/Float64MultiArray',
+                                self._make_matrix, hom.reshape(9), stamp_ns)
         js = st['sensor_msgs/msg/JointState'](
             header=self._header(stamp_ns, self.frame_id), name=names,
             position=np.asarray(phase, np.float64), velocity=np.asarray(omega, np.float64),
             effort=np.empty(0, np.float64))
         self._write(f'{self.namespace}/rotors', 'sensor_msgs/msg/JointState', js, stamp_ns)
+
+    def _make_float64(self, values: np.ndarray) -> Any:
+        return self._store.types['std_msgs/msg/Float64'](data=float(values[0]))
+
+    def _make_matrix(self, values: np.ndarray) -> Any:
+        st = self._store.types
+        dim = st['std_msgs/msg/MultiArrayDimension']
+        layout = st['std_msgs/msg/MultiArrayLayout'](
+            dim=[dim(label='rows', size=3, stride=9), dim(label='cols', size=3, stride=3)],
+            data_offset=0)
+        return st['std_msgs/msg/Float64MultiArray'](layout=layout, data=values.copy())
 
     def write_diagnostics(self, stamp_ns: int, statuses: 'list[dict]') -> None:
         """Write one DiagnosticArray on ``/diagnostics``.
