@@ -7,17 +7,24 @@ module finds every spinning rotor in view from the first <= 100 ms of events and
 returns its homography (centre, tip radius, in-plane rotation, perspective), blade
 count, rotation direction and shaft RPM.
 
-Pipeline (one pass of a numba kernel over the events per step):
+Pipeline (each step one pass of a numba kernel over the events, or none):
 
-1. Egomotion: event-count images of 10 ms sub-windows are registered to the last
-   one by FFT cross-correlation; every event is moved to the window end with the
-   interpolated image shift (rotors and background share the camera motion).
+1. Egomotion: event-count images of 5 ms sub-windows (and of sliding ~30 / ~50 ms
+   sums, for slow rotors whose blades fill only a sector of the disc in a few ms)
+   are registered to the last one by FFT cross-correlation; the sharpest
+   plausible result (or no motion) is kept and every event is moved to the
+   window end with the interpolated image shift (rotors and background share
+   the camera motion).
 2. Periodicity: per 8 x 8 px block, an event-count time series at 0.2 ms bins;
-   blocks whose temporal spectrum has a peak in the blade-pass band far above the
-   median spectral level are periodic.
-3. Discs: periodic blocks, holes filled, are split into discs at the maxima of
-   their distance transform (neighbouring quadcopter rotors touch only through
-   narrow bridges); the tip edge of each disc is found along rays in the
+   blocks whose temporal spectrum peaks in the blade-pass band (B * RPM / 60) far
+   above its median level are periodic. Background edges swept by the camera are
+   bursty, not periodic, and thin.
+3. Discs: the blade-pass phase of a block is direction * B * azimuth around its
+   rotor centre, so the phase gradient between neighbouring blocks points
+   tangentially with magnitude B / r; each block votes for a centre at B / |grad|
+   across the gradient, and the vote peaks seed the discs, separately even for
+   touching neighbours (fallback seeds: maxima of the distance transform of the
+   periodic mask). The tip edge of each disc is found along rays in the
    motion-compensated pixel-count image and fitted with an ellipse, from which
    the q-homography follows (small-tilt solution).
 4. Rotation: events on each disc are warped to the rotor plane; per 0.1 ms bin the
@@ -25,8 +32,9 @@ Pipeline (one pass of a numba kernel over the events per step):
    The rotating B-fold pattern of the blades gives B (strongest coherent
    harmonic), the direction (sign of its phase drift) and the shaft RPM (phase
    slope / B, quadratic phase fit evaluated at the window end). Static texture
-   gives a constant coefficient and is removed; a candidate without a coherent
-   rotating harmonic consistent with the block spectrum is rejected.
+   gives a constant coefficient and is removed; a candidate without a coherent,
+   steadily advancing harmonic, or whose disc spectrum does not peak at B times
+   that rate, is rejected.
 """
 
 from __future__ import annotations
@@ -59,6 +67,9 @@ class DetectionParams:
         Cell size of the registration count images [px].
     motion_min_corr : float
         Minimum normalised correlation of a sub-window with the reference.
+    motion_max_px_per_ms : float
+        Largest plausible image speed of the scene [px/ms] (simulator level 5:
+        <= 1.3, level 7: <= 5); faster registered jumps are rejected.
     block_px : int
         Block size of the periodicity map [px].
     bin_us : int
@@ -78,21 +89,29 @@ class DetectionParams:
     ring_inner, ring_outer : float
         Annulus (tip radii) whose events enter the angular analysis.
     coherence_min : float
-        Minimum coherence (0..1) of the rotating B-fold angular harmonic.
+        Minimum coherence (0..1) of the rotating B-fold angular harmonic (rotors
+        score 0.5-0.96 in the simulator, background clutter < 0.35).
+    consistency_min : float
+        Minimum fraction (0..1) of the B-fold harmonic explained by one smoothly
+        advancing phase (rotors ~1, clutter mostly < 0.6).
     rate_tolerance : float
         Allowed relative mismatch between the block-spectrum blade-pass frequency
         and B times the phase-slope shaft rate.
     squash_min : float
         Below this relative axis difference the perspective is left at zero.
+    vortex_votes_min : float
+        Minimum (3 x 3 summed) vote count of a blade-phase vortex centre (a 14 px
+        rotor gets ~50, a 50 px one ~200).
     max_candidates : int
         Largest number of disc candidates examined.
     """
 
     window_us: int = 100_000
     min_window_us: int = 20_000
-    motion_step_us: int = 10_000
+    motion_step_us: int = 5_000
     motion_cell_px: int = 4
     motion_min_corr: float = 0.15
+    motion_max_px_per_ms: float = 4.0
     block_px: int = 8
     bin_us: int = 200
     min_rate_hz_px: float = 20.0
@@ -106,9 +125,11 @@ class DetectionParams:
     angle_bin_us: int = 100
     ring_inner: float = 0.3
     ring_outer: float = 0.92
-    coherence_min: float = 0.05
+    coherence_min: float = 0.25
+    consistency_min: float = 0.8
     rate_tolerance: float = 0.12
     squash_min: float = 0.02
+    vortex_votes_min: float = 20.0
     max_candidates: int = 24
 
     def __post_init__(self) -> None:
@@ -120,13 +141,16 @@ class DetectionParams:
             if isinstance(v, bool) or int(v) != v or int(v) <= 0:
                 raise ValueError(f'{key} must be a positive integer, got {v!r}')
             object.__setattr__(self, key, int(v))
-        for key in ('motion_min_corr', 'min_rate_hz_px', 'periodicity_min', 'rpm_min',
-                    'rpm_max', 'radius_min_px', 'radius_max_px', 'ring_inner', 'ring_outer',
-                    'coherence_min', 'rate_tolerance', 'squash_min'):
+        for key in ('motion_min_corr', 'motion_max_px_per_ms', 'min_rate_hz_px',
+                    'periodicity_min', 'rpm_min', 'rpm_max', 'radius_min_px',
+                    'radius_max_px', 'ring_inner', 'ring_outer', 'coherence_min',
+                    'consistency_min', 'rate_tolerance', 'squash_min', 'vortex_votes_min'):
             v = float(getattr(self, key))
             if not math.isfinite(v) or v < 0.0:
                 raise ValueError(f'{key} must be finite and >= 0, got {v!r}')
             object.__setattr__(self, key, v)
+        if self.block_px % self.motion_cell_px:
+            raise ValueError('block_px must be a multiple of motion_cell_px')
         if self.min_window_us > self.window_us:
             raise ValueError('min_window_us must not exceed window_us')
         if not 0.0 < self.rpm_min < self.rpm_max:
@@ -222,13 +246,17 @@ def _q_matrix(s: float, psi: float, tx: float, ty: float, p31: float,
 
 # ------------------------------------------------------------------ numba kernels
 @njit(cache=True, nogil=True)
-def _cell_counts(t_us, x, y, t0_us, step_us, n_sub, cell, x0, y0, ncx, ncy, out):
-    """Event counts per (sub-window, cell row, cell column) of the region at (x0, y0).
+def _cell_counts(t_us, x, y, t0_us, step_us, n_sub, cell_of_x, cell_of_y, out):
+    """Event counts per (sub-window, cell row, cell column).
 
-    Sub-window k spans [t0 + k step, t0 + (k + 1) step); events must be time-sorted.
+    Sub-window k spans [t0 + k step, t0 + (k + 1) step); ``cell_of_x[x]`` and
+    ``cell_of_y[y]`` give the cell column / row of a pixel (-1 = outside the
+    region). Events must be time-sorted.
     """
     k = 0
     edge = t0_us + step_us
+    nx = cell_of_x.shape[0]
+    ny = cell_of_y.shape[0]
     for i in range(t_us.shape[0]):
         t = t_us[i]
         if t < t0_us:
@@ -238,13 +266,13 @@ def _cell_counts(t_us, x, y, t0_us, step_us, n_sub, cell, x0, y0, ncx, ncy, out)
             edge += step_us
         if k >= n_sub:
             break
-        dx = np.int64(x[i]) - x0
-        dy = np.int64(y[i]) - y0
-        if dx < 0 or dy < 0:
+        xi = x[i]
+        yi = y[i]
+        if xi >= nx or yi >= ny:
             continue
-        cx = dx // cell
-        cy = dy // cell
-        if cx < ncx and cy < ncy:
+        cx = cell_of_x[xi]
+        cy = cell_of_y[yi]
+        if cx >= 0 and cy >= 0:
             out[k, cy, cx] += 1.0
 
 
@@ -257,16 +285,18 @@ def _compensate(t_us, x, y, knot0_us, knot_step_us, sx, sy, x0, y0, x1, y1, t0_u
     of the knots ``(sx, sy)`` at ``knot0 + k knot_step``. Writes the compensated
     pixel of event i to ``xc[i], yc[i]`` (-1 when it leaves the region [x0, x1) x
     [y0, y1)), counts it in ``pix[y, x]`` and, when its block has a row
-    ``row_of[block_of_y[y], block_of_x[x]] >= 0``, in ``series[row, bin]`` with bin
-    ``(t - t0) // bin_us``. Events must be time-sorted and not before t0.
+    ``row_of[block_of_y[y], block_of_x[x]] >= 0``, in ``series[bin, row]`` with bin
+    ``(t - t0) // bin_us`` (bin-major: consecutive events write to one short row).
+    Events must be time-sorted and not before t0.
     """
     n_knots = sx.shape[0]
+    inv_step = 1.0 / knot_step_us
     k = 0
     b = 0
     edge = t0_us + bin_us
     for i in range(t_us.shape[0]):
         t = t_us[i]
-        f = (t - knot0_us) / knot_step_us
+        f = (t - knot0_us) * inv_step
         while k < n_knots - 2 and f >= k + 1:
             k += 1
         w = f - k
@@ -285,7 +315,7 @@ def _compensate(t_us, x, y, knot0_us, knot_step_us, sx, sy, x0, y0, x1, y1, t0_u
         if b < n_bins:
             r = row_of[block_of_y[yi], block_of_x[xi]]
             if r >= 0:
-                series[r, b] += 1.0
+                series[b, r] += 1.0
 
 
 @njit(cache=True, nogil=True)
@@ -312,6 +342,35 @@ def _angular_hist(t_us, xc, yc, t0_us, bin_us, n_bins, pix_code, out):
         out[b, code] += 1.0
 
 
+@njit(cache=True, nogil=True)
+def _chamfer_distance(mask, out):
+    """Chamfer (1, sqrt 2) distance of every masked cell to the nearest unmasked cell.
+
+    Two raster passes (forward, backward) over a grid whose border is unmasked;
+    within 8 % of the Euclidean distance.
+    """
+    h, w = mask.shape
+    big = 1e30
+    d2 = math.sqrt(2.0)
+    for i in range(h):
+        for j in range(w):
+            out[i, j] = big if mask[i, j] else 0.0
+    for i in range(1, h - 1):
+        for j in range(1, w - 1):
+            if mask[i, j]:
+                v = out[i, j]
+                v = min(v, out[i - 1, j - 1] + d2, out[i - 1, j] + 1.0,
+                        out[i - 1, j + 1] + d2, out[i, j - 1] + 1.0)
+                out[i, j] = v
+    for i in range(h - 2, 0, -1):
+        for j in range(w - 2, 0, -1):
+            if mask[i, j]:
+                v = out[i, j]
+                v = min(v, out[i + 1, j + 1] + d2, out[i + 1, j] + 1.0,
+                        out[i + 1, j - 1] + d2, out[i, j + 1] + 1.0)
+                out[i, j] = v
+
+
 # ------------------------------------------------------------------ helpers
 def _region_box(region, width: int, height: int) -> tuple[int, int, int, int]:
     if region is None:
@@ -327,65 +386,83 @@ def _region_box(region, width: int, height: int) -> tuple[int, int, int, int]:
     return x0, y0, x1, y1
 
 
-def _register(t_us, x, y, i0: int, i1: int, t0: int, t_end: int, box, prm: DetectionParams):
+_MOTION_SPANS_US = (30_000, 50_000)  # longer registration windows for slow rotors
+
+
+def _register(t_w, x_w, y_w, t0: int, t_end: int, box, prm: DetectionParams):
     """Knot times and the per-knot image shift that moves an event to the window end.
 
-    Returns (knot0_us, knot_step_us, sx, sy): the shift at time t is the linear
-    interpolation (extrapolation beyond the ends) of the knots ``knot0 + k step``.
+    Returns ((knot0_us, knot_step_us, sx, sy), cells): the shift at time t is the
+    linear interpolation (extrapolation beyond the ends) of the knots ``knot0 + k
+    step``; ``cells`` holds the uncompensated event counts per cell of the region.
 
     Notes
     -----
-    Count images (square-root compressed, 4 px cells) of 10 ms sub-windows are
-    cross-correlated with the last one (FFT, parabolic sub-cell peak). A slow rotor
-    fills only a sector of its disc in 10 ms and its blades then dominate the
-    correlation, so the registration is repeated on sliding sums of 3 and 5
-    sub-windows; among these and 'no motion' the one whose motion-compensated sum
-    image is sharpest (largest sum of pairwise correlations of the shifted
-    sub-window images) is kept.
+    Count images (square-root compressed, 4 px cells) of short sub-windows
+    (``motion_step_us``) are cross-correlated with the last one (FFT, parabolic
+    sub-cell peak). A slow rotor fills only a sector of its disc in a few ms and its
+    blades then dominate the correlation, so the registration is repeated on
+    sliding sums spanning ~30 and ~50 ms. Registrations with implausibly fast jumps
+    are dropped; among the rest and 'no motion' the one whose
+    motion-compensated sum image is sharpest (largest energy of the sum of the
+    shifted sub-window images, i.e. of all their pairwise correlations) is kept.
     """
     step = prm.motion_step_us
-    n_sub = (t_end - t0) // step
+    n_sub = max((t_end - t0) // step, 1)
     zero = (float(t0), 1.0, np.zeros(2), np.zeros(2))
-    if n_sub < 3:
-        return zero
     x0, y0, x1, y1 = box
     cell = prm.motion_cell_px
-    ncx, ncy = (x1 - x0) // cell, (y1 - y0) // cell
-    if ncx < 8 or ncy < 8:
-        return zero
+    ncx, ncy = -(-(x1 - x0) // cell), -(-(y1 - y0) // cell)
     sub0 = t_end - n_sub * step
     raw = np.zeros((n_sub, ncy, ncx), np.float32)
-    _cell_counts(t_us, x, y, i0, i1, sub0, step, n_sub, cell, x0, y0, ncx, ncy, raw)
+    cell_x = np.full(65536, -1, np.int32)
+    cell_y = np.full(65536, -1, np.int32)
+    cell_x[x0:x1] = (np.arange(x0, x1) - x0) // cell
+    cell_y[y0:y1] = (np.arange(y0, y1) - y0) // cell
+    _cell_counts(t_w, x_w, y_w, sub0, step, n_sub, cell_x[:x1], cell_y[:y1], raw)
+    cells = raw.sum(axis=0)
+    if n_sub < 3 or ncx < 8 or ncy < 8:
+        return zero, cells
     tc = sub0 + step * (np.arange(n_sub) + 0.5)
-    comp_img = np.sqrt(raw)
-    comp_img -= comp_img.mean(axis=(1, 2), keepdims=True)
+    base = np.sqrt(raw)
+    base -= base.mean(axis=(1, 2), keepdims=True)
+    base_spec = np.fft.rfft2(base)
     best = zero
-    best_sharp = _sharpness(comp_img, np.zeros(n_sub), np.zeros(n_sub))
-    for span in (1, 3, 5):
-        n_k = n_sub - span + 1
-        if n_k < 2:
+    best_sharp = _sharpness(base_spec, np.zeros(n_sub), np.zeros(n_sub))
+    spans = sorted({1, *(max(1, round(v / step)) for v in _MOTION_SPANS_US)})
+    csum = np.cumsum(np.concatenate([np.zeros((1, ncy, ncx), np.float32), raw]), axis=0)
+    for span in spans:
+        # sliding sums, the last ending at the window end; long sums need fewer knots
+        stride = max(1, span // 2)
+        starts = np.arange(n_sub - span, -1, -stride)[::-1]
+        if starts.size < 2:
             continue
-        csum = np.cumsum(np.concatenate([np.zeros((1, ncy, ncx), np.float32), raw]), axis=0)
-        img = np.sqrt(csum[span:] - csum[:-span])
+        img = np.sqrt(csum[starts + span] - csum[starts])
         img -= img.mean(axis=(1, 2), keepdims=True)
         shifts = _correlate_to_last(img, prm.motion_min_corr)
         if shifts is None:
             continue
         shifts *= cell
-        tk = sub0 + step * (np.arange(n_k) + 0.5 * span)
-        slope = (shifts[-1] - shifts[-2]) / step
+        dt_k = step * stride
+        # camera motion is smooth: a jump beyond the speed limit means the blades,
+        # not the scene, were registered
+        jump = np.hypot(*np.diff(shifts, axis=0).T)
+        if np.any(jump > prm.motion_max_px_per_ms * dt_k * 1e-3 + 2.0 * cell):
+            continue
+        tk = sub0 + step * (starts + 0.5 * span)
+        slope = (shifts[-1] - shifts[-2]) / dt_k
         s_end = shifts[-1] + slope * (t_end - tk[-1])
         comp = s_end[None, :] - shifts
-        # shift of each 10 ms sub-window (linear, extrapolated at the ends)
-        f = np.clip(np.floor((tc - tk[0]) / step), 0, n_k - 2).astype(np.int64)
-        w = (tc - tk[f]) / step
+        # shift of each sub-window (linear, extrapolated at the ends)
+        f = np.clip(np.floor((tc - tk[0]) / dt_k), 0, tk.size - 2).astype(np.int64)
+        w = (tc - tk[f]) / dt_k
         dx = comp[f, 0] + w * (comp[f + 1, 0] - comp[f, 0])
         dy = comp[f, 1] + w * (comp[f + 1, 1] - comp[f, 1])
-        sharp = _sharpness(comp_img, dx / cell, dy / cell)
+        sharp = _sharpness(base_spec, dx / cell, dy / cell)
         if sharp > best_sharp:
             best_sharp = sharp
-            best = (float(tk[0]), float(step), comp[:, 0].copy(), comp[:, 1].copy())
-    return best
+            best = (float(tk[0]), float(dt_k), comp[:, 0].copy(), comp[:, 1].copy())
+    return best, cells
 
 
 def _correlate_to_last(img: np.ndarray, min_corr: float) -> np.ndarray | None:
@@ -416,17 +493,25 @@ def _correlate_to_last(img: np.ndarray, min_corr: float) -> np.ndarray | None:
     return shifts
 
 
-def _sharpness(img: np.ndarray, dx: np.ndarray, dy: np.ndarray) -> float:
-    """Sum of squares of the images summed after moving image k by (dx[k], dy[k]) cells."""
-    acc = np.zeros(img.shape[1:], np.float64)
-    for k in range(img.shape[0]):
-        ix, iy = math.floor(dx[k]), math.floor(dy[k])
-        fx, fy = dx[k] - ix, dy[k] - iy
-        for oy, wy in ((iy, 1.0 - fy), (iy + 1, fy)):
-            for ox, wx in ((ix, 1.0 - fx), (ix + 1, fx)):
-                if wx * wy > 0.0:
-                    acc += wx * wy * np.roll(img[k], (int(oy), int(ox)), axis=(0, 1))
-    return float(np.sum(acc * acc))
+def _sharpness(spec: np.ndarray, dx: np.ndarray, dy: np.ndarray) -> float:
+    """Energy of the sum of images k moved by (dx[k], dy[k]) cells (Fourier shift).
+
+    ``spec`` holds the rfft2 of the images; shifting by a phase ramp is exact for
+    fractional shifts, so no interpolation blur favours integer shifts.
+    """
+    n_k, ncy, nfx = spec.shape
+    ncx = (nfx - 1) * 2
+    ky = np.fft.fftfreq(ncy)
+    kx = np.fft.rfftfreq(ncx)
+    acc = np.zeros((ncy, nfx), np.complex128)
+    for k in range(n_k):
+        ramp_y = np.exp(-2j * math.pi * ky * dy[k])
+        ramp_x = np.exp(-2j * math.pi * kx * dx[k])
+        acc += spec[k] * ramp_y[:, None] * ramp_x[None, :]
+    w = np.full(nfx, 2.0)
+    w[0] = 1.0
+    w[-1] = 1.0
+    return float(np.sum((acc.real ** 2 + acc.imag ** 2) * w[None, :]))
 
 
 def _parabola_peak(cm: float, c0: float, cp: float) -> float:
@@ -436,46 +521,64 @@ def _parabola_peak(cm: float, c0: float, cp: float) -> float:
     return float(np.clip(0.5 * (cm - cp) / d, -0.5, 0.5))
 
 
-def _block_periodicity(t_w, xc, yc, pix, t0: int, t_end: int, box, prm: DetectionParams):
-    """Per-block periodicity score, peak frequency and power spectra of active blocks.
+def _active_blocks(cells: np.ndarray, box, t0: int, t_end: int, prm: DetectionParams):
+    """Row index per region block (-1 = too few events).
 
-    Returns (score (nby, nbx), freq_hz (nby, nbx), row_of (nby, nbx), power
-    (n_active, n_freq), freq axis [Hz], in-band mask).
+    Activity is judged on the uncompensated counts: motion only spreads a disc's
+    events over more blocks, so no compensated disc block falls below the
+    threshold.
     """
-    blk = prm.block_px
-    h, w = pix.shape
-    nby, nbx = h // blk, w // blk
-    counts = pix[:nby * blk, :nbx * blk].reshape(nby, blk, nbx, blk).sum(axis=(1, 3))
-    span_s = (t_end - t0) * 1e-6
-    active = counts >= prm.min_rate_hz_px * span_s * blk * blk
+    blk, cell = prm.block_px, prm.motion_cell_px
     x0, y0, x1, y1 = box
-    inside = np.zeros_like(active)
-    inside[y0 // blk:(y1 + blk - 1) // blk, x0 // blk:(x1 + blk - 1) // blk] = True
-    active &= inside
+    nbx, nby = -(-(x1 - x0) // blk), -(-(y1 - y0) // blk)
+    f = blk // cell
+    padded = np.zeros((nby * f, nbx * f), np.float32)
+    hh, ww = min(cells.shape[0], nby * f), min(cells.shape[1], nbx * f)
+    padded[:hh, :ww] = cells[:hh, :ww]
+    counts = padded.reshape(nby, f, nbx, f).sum(axis=(1, 3))
+    active = counts >= prm.min_rate_hz_px * (t_end - t0) * 1e-6 * blk * blk
     row_of = np.full((nby, nbx), -1, np.int32)
-    n_act = int(active.sum())
-    row_of[active] = np.arange(n_act, dtype=np.int32)
-    n_bins = (t_end - t0) // prm.bin_us
+    row_of[active] = np.arange(int(active.sum()), dtype=np.int32)
+    return row_of
+
+
+def _block_lookup(box, width: int, height: int, blk: int):
+    """Block column of every pixel column and block row of every pixel row (region)."""
+    x0, y0, x1, y1 = box
+    bx = np.full(width, 0, np.int32)
+    by = np.full(height, 0, np.int32)
+    bx[x0:x1] = (np.arange(x0, x1) - x0) // blk
+    by[y0:y1] = (np.arange(y0, y1) - y0) // blk
+    return bx, by
+
+
+def _block_spectra(series: np.ndarray, row_of: np.ndarray, prm: DetectionParams):
+    """Periodicity score per block, power spectra of the active blocks, frequency axis.
+
+    ``series`` is (n_bins, n_active), bin-major.
+
+    Returns (score (nby, nbx), complex spectra and power (n_active, n_freq), freq [Hz],
+    in-band mask).
+    The score is the in-band spectral peak over the in-band median (Hann window,
+    mean removed): ~5 for aperiodic counts, hundreds for a blade-swept block.
+    """
+    n_bins = series.shape[0]
     freq = np.fft.rfftfreq(n_bins, prm.bin_us * 1e-6)
     f_lo = prm.rpm_min * prm.blades_min / 60.0
     f_hi = min(prm.rpm_max * prm.blades_max / 60.0, 0.45 / (prm.bin_us * 1e-6))
     band = (freq >= f_lo) & (freq <= f_hi)
-    score = np.zeros((nby, nbx))
-    fpk = np.zeros((nby, nbx))
-    if n_act == 0 or band.sum() < 3:
-        return score, fpk, row_of, np.zeros((0, freq.size), np.float32), freq, band
-    series = np.zeros((n_act, n_bins), np.float32)
-    _block_series(t_w, xc, yc, t0, prm.bin_us, n_bins, blk, row_of, series)
-    series -= series.mean(axis=1, keepdims=True)
+    score = np.zeros(row_of.shape)
+    if series.shape[1] == 0 or band.sum() < 3:
+        empty = np.zeros((0, freq.size), np.complex64)
+        return score, empty, np.zeros((0, freq.size), np.float32), freq, band
+    series = series.T - series.mean(axis=0)[:, None]
     series *= np.hanning(n_bins).astype(np.float32)
     spec = np.fft.rfft(series, axis=1)
     power = (spec.real ** 2 + spec.imag ** 2).astype(np.float32)
     pb = power[:, band]
     med = np.median(pb, axis=1)
-    pk = pb.max(axis=1)
-    score[active] = pk / np.maximum(med, 1e-12)
-    fpk[active] = freq[band][np.argmax(pb, axis=1)]
-    return score, fpk, row_of, power, freq, band
+    score[row_of >= 0] = pb.max(axis=1) / np.maximum(med, 1e-12)
+    return score, spec, power, freq, band
 
 
 def _fill_holes(mask: np.ndarray) -> np.ndarray:
@@ -509,21 +612,9 @@ def _disc_seeds(mask: np.ndarray, blk: int, prm: DetectionParams) -> list:
     iy, ix = np.nonzero(filled)
     if iy.size == 0:
         return []
-    pad = np.pad(filled, 1)
-    edge = ~pad & (np.roll(pad, 1, 0) | np.roll(pad, -1, 0) | np.roll(pad, 1, 1)
-                   | np.roll(pad, -1, 1))
-    ey, ex = np.nonzero(edge)
-    ey = ey - 1.0
-    ex = ex - 1.0
-    dist = np.empty(iy.size)
-    for a in range(0, iy.size, 2048):
-        dy = iy[a:a + 2048, None] - ey[None, :]
-        dx = ix[a:a + 2048, None] - ex[None, :]
-        dist[a:a + 2048] = np.sqrt(np.min(dx * dx + dy * dy, axis=1))
-    dmap = np.zeros(filled.shape)
-    dmap[iy, ix] = dist
-    dpad = np.pad(dmap, 1)
-    h, w = dmap.shape
+    dpad = np.zeros((filled.shape[0] + 2, filled.shape[1] + 2))
+    _chamfer_distance(np.pad(filled, 1).astype(np.uint8), dpad)
+    dist = dpad[iy + 1, ix + 1]
     is_max = np.ones(iy.size, bool)
     for oy in (-1, 0, 1):
         for ox in (-1, 0, 1):
@@ -545,6 +636,101 @@ def _disc_seeds(mask: np.ndarray, blk: int, prm: DetectionParams) -> list:
     return [((sx + 0.5) * blk, (sy + 0.5) * blk, sr * blk) for sx, sy, sr in seeds]
 
 
+def _vortex_seeds(spec: np.ndarray, power: np.ndarray, band: np.ndarray,
+                  row_of: np.ndarray, periodic: np.ndarray, blk: int,
+                  prm: DetectionParams) -> list:
+    """Disc seeds (cx, cy, r) [px, region frame] where blade-phase vortex lines meet.
+
+    Notes
+    -----
+    The blade-pass component of a block's event series has the phase
+    direction * B * azimuth (+ const) around its rotor centre: its spatial gradient
+    (from the neighbours' spectra at the block's own peak frequency) is tangential
+    with magnitude B / r. Each periodic block therefore votes for the centre at
+    distance B / |grad| perpendicular to the gradient, for every B of the search
+    range and both rotation senses; only the true B and sense converge. Touching
+    discs keep separate vote peaks (their blocks point at their own centres),
+    unlike the distance transform of a merged mask. The radius seed is from the
+    distances of the blocks that voted for the peak (90th percentile ~ 0.95 R).
+    """
+    nby, nbx = row_of.shape
+    by, bx = np.nonzero(periodic)
+    if by.size < 4:
+        return []
+    pk = np.argmax(np.where(band[None, :], power, 0.0), axis=1)
+    rows = row_of[by, bx]
+    k = pk[rows]
+    xb = np.conj(spec[rows, k])
+
+    def dphase(dy: int, dx: int):
+        ny, nx = by + dy, bx + dx
+        ok = (ny >= 0) & (ny < nby) & (nx >= 0) & (nx < nbx)
+        ok[ok] = periodic[ny[ok], nx[ok]]
+        d = np.zeros(by.size)
+        d[ok] = np.angle(spec[row_of[ny[ok], nx[ok]], k[ok]] * xb[ok])
+        return ok, d
+
+    def central(ok_p, d_p, ok_m, d_m):
+        g = np.full(by.size, np.nan)
+        g[ok_m] = -d_m[ok_m]
+        g[ok_p] = d_p[ok_p]
+        both = ok_p & ok_m
+        g[both] = 0.5 * (d_p[both] - d_m[both])
+        return g
+
+    gx = central(*dphase(0, 1), *dphase(0, -1))
+    gy = central(*dphase(1, 0), *dphase(-1, 0))
+    gn = np.hypot(gx, gy)
+    ok = np.isfinite(gn) & (gn > 0.02) & (gn < 2.5)
+    if ok.sum() < 4:
+        return []
+    px, py, gx, gy, gn = bx[ok].astype(float), by[ok].astype(float), gx[ok], gy[ok], gn[ok]
+    ux, uy = -gy / gn, gx / gn
+    acc = np.zeros((nby + 2, nbx + 2))
+    votes = []
+    r_lo, r_hi = 0.5 * prm.radius_min_px / blk, prm.radius_max_px / blk
+    for b in range(prm.blades_min, prm.blades_max + 1):
+        r = b / gn
+        use = (r >= r_lo) & (r <= r_hi)
+        for sgn in (1.0, -1.0):
+            vx = px[use] + sgn * r[use] * ux[use]
+            vy = py[use] + sgn * r[use] * uy[use]
+            votes.append((vx, vy, np.nonzero(use)[0]))
+            inside = (vx > -1) & (vx < nbx) & (vy > -1) & (vy < nby)
+            vx, vy = vx[inside] + 1.0, vy[inside] + 1.0
+            ix, iy = np.floor(vx).astype(np.int64), np.floor(vy).astype(np.int64)
+            fx, fy = vx - ix, vy - iy
+            for oy, wy in ((0, 1.0 - fy), (1, fy)):
+                for ox, wx in ((0, 1.0 - fx), (1, fx)):
+                    np.add.at(acc, (iy + oy, ix + ox), wx * wy)
+    acc = acc[1:-1, 1:-1]
+    sm = np.zeros_like(acc)
+    pad = np.pad(acc, 1)
+    for oy in range(3):
+        for ox in range(3):
+            sm += pad[oy:oy + nby, ox:ox + nbx]
+    pad = np.pad(sm, 2)
+    is_max = np.ones(sm.shape, bool)
+    for oy in range(5):
+        for ox in range(5):
+            if oy != 2 or ox != 2:
+                is_max &= sm >= pad[oy:oy + nby, ox:ox + nbx]
+    cy, cx = np.nonzero(is_max & (sm >= prm.vortex_votes_min))
+    order = np.argsort(-sm[cy, cx], kind='stable')
+    seeds = []
+    for i in order[:prm.max_candidates]:
+        x0, y0 = float(cx[i]), float(cy[i])
+        d_vote = [np.hypot(vx - x0, vy - y0) for vx, vy, _ in votes]
+        voters = np.unique(np.concatenate([idx[d < 1.5] for d, (_, _, idx) in
+                                           zip(d_vote, votes)]))
+        if voters.size < 3:
+            continue
+        dist = np.hypot(px[voters] - x0, py[voters] - y0)
+        r0 = (float(np.percentile(dist, 90)) / 0.95 + 0.5) * blk
+        seeds.append(((x0 + 0.5) * blk, (y0 + 0.5) * blk, r0, float(sm[cy[i], cx[i]])))
+    return seeds
+
+
 def _box3(img: np.ndarray) -> np.ndarray:
     """3 x 3 box mean (edges replicated)."""
     p = np.pad(img.astype(np.float32), 1, mode='edge')
@@ -560,8 +746,10 @@ def _tip_points(smooth: np.ndarray, box, cx: float, cy: float, r0: float,
                 n_rays: int = 72) -> tuple[np.ndarray, np.ndarray]:
     """Tip-edge points: where the event count falls below half of the disc level.
 
-    Along each ray from (cx, cy), the disc level is the 90th percentile of the
-    counts between 0.3 r0 and 0.9 r0; the edge is the first half-level crossing
+    Along each ray from (cx, cy), the disc level is the median of the counts
+    between 0.3 r0 and 0.9 r0 (thin background edges crossing the disc, which can
+    outshine a slow rotor under strong egomotion, do not move it); the edge is the
+    first half-level crossing
     (two samples in a row below) beyond the level's position, linearly
     interpolated. Rays that leave the region first give no point.
     """
@@ -583,7 +771,7 @@ def _tip_points(smooth: np.ndarray, box, cx: float, cy: float, r0: float,
     if prof.shape[0] == 0:
         return np.empty(0), np.empty(0)
     seg = prof[:, inner]
-    level = np.percentile(seg, 90, axis=1)
+    level = np.median(seg, axis=1)
     start = np.argmax(seg >= level[:, None], axis=1)
     half = 0.5 * level[:, None]
     finite = np.isfinite(prof)
@@ -750,12 +938,19 @@ def _q_from_ellipse(c: np.ndarray, m: np.ndarray, axes, squash_min: float):
     return float(q[0]), float(q[1]), float(q[2]), float(q[3]), float(q[4])
 
 
-def _angular_tables(cands: list, box, n_h: int, ring_in: float, ring_out: float,
-                    shape: tuple[int, int]):
-    """Per-pixel tables of the disc annuli: candidate label, cos / sin(m azimuth)."""
-    h_img, w_img = shape
+N_SECTORS = 128  # azimuth sectors of the angular histograms
+
+
+def _sector_codes(cands: list, box, ring_in: float, ring_out: float,
+                  shape: tuple[int, int]) -> np.ndarray:
+    """Per-pixel code ``candidate * N_SECTORS + azimuth sector`` on the disc annuli.
+
+    The azimuth is atan2(u_y, u_x) of the pixel back-warped by the candidate's
+    psi = 0 homography; a pixel on two annuli goes to the disc where it lies
+    deeper inside. -1 marks pixels on no annulus.
+    """
     x0, y0, x1, y1 = box
-    pix_row = np.full(shape, -1, np.int32)
+    code = np.full(shape, -1, np.int32)
     best_r = np.full(shape, np.inf)
     for ci, cd in enumerate(cands):
         hinv = np.linalg.inv(cd['H0'])
@@ -768,30 +963,27 @@ def _angular_tables(cands: list, box, n_h: int, ring_in: float, ring_out: float,
         u = hinv @ np.vstack([xx.ravel(), yy.ravel(), np.ones(xx.size)])
         ux, uy = u[0] / u[2], u[1] / u[2]
         rr = np.hypot(ux, uy).reshape(xx.shape)
-        sel = (rr >= ring_in) & (rr <= ring_out) & (rr < best_r[by0:by1, bx0:bx1])
-        sub_row = pix_row[by0:by1, bx0:bx1]
+        sector = np.floor((np.arctan2(uy, ux) + math.pi) * (N_SECTORS / (2.0 * math.pi)))
+        sector = np.clip(sector, 0, N_SECTORS - 1).astype(np.int32).reshape(xx.shape)
         sub_best = best_r[by0:by1, bx0:bx1]
-        sub_row[sel] = ci
+        sel = (rr >= ring_in) & (rr <= ring_out) & (rr < sub_best)
+        code[by0:by1, bx0:bx1][sel] = ci * N_SECTORS + sector[sel]
         sub_best[sel] = rr[sel]
-        cd['_az'] = (by0, bx0, np.arctan2(uy, ux).reshape(xx.shape))
-    sel_y, sel_x = np.nonzero(pix_row >= 0)
-    labels = pix_row[sel_y, sel_x].copy()
-    az = np.empty(labels.size)
-    for ci, cd in enumerate(cands):
-        if '_az' not in cd:
-            continue
-        by0, bx0, amap = cd.pop('_az')
-        k = labels == ci
-        az[k] = amap[sel_y[k] - by0, sel_x[k] - bx0]
-    pix_row[sel_y, sel_x] = np.arange(labels.size, dtype=np.int32)
-    mm = np.arange(1, n_h + 1)
-    pix_cos = np.cos(az[:, None] * mm[None, :])
-    pix_sin = np.sin(az[:, None] * mm[None, :])
-    return pix_row, labels.astype(np.int32), pix_cos, pix_sin
+    return code
 
 
-def _rotation(re: np.ndarray, im: np.ndarray, n: np.ndarray, bin_us: int, t0: int,
-              t_end: int, prm: DetectionParams):
+def _harmonics(hist: np.ndarray, n_cand: int, n_h: int) -> np.ndarray:
+    """(n_cand, n_bins, n_h) sums of exp(i m azimuth), m = 1..n_h, from sector counts."""
+    n_bins = hist.shape[0]
+    az = (np.arange(N_SECTORS) + 0.5) * (2.0 * math.pi / N_SECTORS) - math.pi
+    ang = az[:, None] * np.arange(1, n_h + 1)[None, :]
+    h = hist.reshape(n_bins * n_cand, N_SECTORS)
+    z = (h @ np.cos(ang)) + 1j * (h @ np.sin(ang))
+    return z.reshape(n_bins, n_cand, n_h).transpose(1, 0, 2)
+
+
+def _rotation(z: np.ndarray, n: np.ndarray, bin_us: int, t0: int, t_end: int,
+              prm: DetectionParams):
     """Blade count, signed B-fold phase rate at the window end, phase, coherence.
 
     Parameters are one candidate's (n_bins, n_h) harmonic sums and (n_bins,) counts.
@@ -813,7 +1005,6 @@ def _rotation(re: np.ndarray, im: np.ndarray, n: np.ndarray, bin_us: int, t0: in
     tot = float(n.sum())
     if tot < 200.0:
         return None
-    z = re + 1j * im
     z = z - n[:, None] * (z.sum(axis=0) / tot)[None, :]
     noise = float(np.sum(n * n - n))
     if noise <= 0.0:
@@ -854,6 +1045,11 @@ def _rotation(re: np.ndarray, im: np.ndarray, n: np.ndarray, bin_us: int, t0: in
             'consistency': consistency}
 
 
+def _inside(cand: dict, x: float, y: float) -> bool:
+    dz = np.array([x - cand['c'][0], y - cand['c'][1]])
+    return float(dz @ cand['minv'] @ dz) < 1.0
+
+
 def _check_events(events: EventArrays) -> EventArrays:
     if not isinstance(events, tuple) or tuple.__len__(events) != 4:
         raise TypeError('events must be an EventArrays (t_us, x, y, p)')
@@ -862,8 +1058,6 @@ def _check_events(events: EventArrays) -> EventArrays:
     if t.ndim != 1 or any(a.shape != (n,) for a in (x, y, p)):
         raise ValueError('event arrays must be 1-D and of equal length')
     t = np.ascontiguousarray(t, np.int64)
-    if n > 1 and np.any(np.diff(t) < 0):
-        raise ValueError('event times must be non-decreasing')
     return EventArrays(t, np.ascontiguousarray(x, np.uint16),
                        np.ascontiguousarray(y, np.uint16), np.ascontiguousarray(p, np.uint8))
 
@@ -879,11 +1073,13 @@ def detect_rotors(events: EventArrays, width: int = 1280, height: int = 720,
         Time-sorted events; only the span from the first event up to
         ``params.window_us`` later is used.
     width, height : int
-        Sensor size [px].
+        Sensor size [px] (<= 32767); events outside are ignored.
     params : DetectionParams or None
         Settings (None = defaults).
     region : tuple of int or None
-        (x0, y0, x1, y1) [px]: search only there (e.g. re-detection of a lost rotor).
+        (x0, y0, x1, y1) [px]: use only events there and report only rotors whose
+        centre lies inside (e.g. re-detection of a lost rotor near its last place;
+        the region should hold the whole disc).
 
     Returns
     -------
@@ -902,74 +1098,83 @@ def detect_rotors(events: EventArrays, width: int = 1280, height: int = 720,
     if not isinstance(prm, DetectionParams):
         raise TypeError('params must be a DetectionParams')
     width, height = int(width), int(height)
-    if not (0 < width <= 65535 and 0 < height <= 65535):
-        raise ValueError('width and height must be in 1..65535')
+    if not (0 < width <= 32767 and 0 < height <= 32767):
+        raise ValueError('width and height must be in 1..32767')
     ev = _check_events(events)
     box = _region_box(region, width, height)
     if len(ev) < 100:
         return []
     t0 = int(ev.t_us[0])
     i1 = int(np.searchsorted(ev.t_us, t0 + prm.window_us, side='left'))
+    if np.any(ev.t_us[1:i1] < ev.t_us[:i1 - 1]):
+        raise ValueError('event times must be non-decreasing')
     t_end = t0 + prm.window_us if i1 < len(ev) else int(ev.t_us[i1 - 1]) + 1
     if t_end - t0 < prm.min_window_us:
         return []
+    t_w, x_w, y_w = ev.t_us[:i1], ev.x[:i1], ev.y[:i1]
     # 1. egomotion
-    k0, kstep, sx, sy = _register(ev.t_us, ev.x, ev.y, 0, i1, t0, t_end, box, prm)
-    n_w = i1
-    xc = np.empty(n_w, np.int16)
-    yc = np.empty(n_w, np.int16)
+    (k0, kstep, sx, sy), cells = _register(t_w, x_w, y_w, t0, t_end, box, prm)
+    # 2. block periodicity (events moved to the window end)
+    blk = prm.block_px
+    row_of = _active_blocks(cells, box, t0, t_end, prm)
+    bx_of, by_of = _block_lookup(box, width, height, blk)
+    n_bins = (t_end - t0) // prm.bin_us
+    series = np.zeros((n_bins, int((row_of >= 0).sum())), np.float32)
+    xc = np.empty(i1, np.int16)
+    yc = np.empty(i1, np.int16)
     pix = np.zeros((height, width), np.int32)
-    _compensate(ev.t_us, ev.x, ev.y, 0, i1, k0, kstep, sx, sy, box[0], box[1], box[2],
-                box[3], xc, yc, pix)
-    t_w = ev.t_us[:i1]
-    # 2. block periodicity
-    score, _fpk, row_of, power, freq, band = _block_periodicity(t_w, xc, yc, pix, t0, t_end,
-                                                                box, prm)
+    _compensate(t_w, x_w, y_w, k0, kstep, sx, sy, box[0], box[1], box[2], box[3], t0,
+                prm.bin_us, n_bins, bx_of, by_of, row_of, xc, yc, pix, series)
+    score, spec, power, freq, band = _block_spectra(series, row_of, prm)
     periodic = score >= prm.periodicity_min
     if not periodic.any():
         return []
-    blk = prm.block_px
-    seeds = _disc_seeds(periodic, blk, prm)
-    # 3. discs
+    seeds = [sd[:3] for sd in _vortex_seeds(spec, power, band, row_of, periodic, blk, prm)]
+    seeds += _disc_seeds(periodic, blk, prm)
+    # 3. discs: vortex seeds first; a seed inside an accepted disc, or a fit that
+    # overlaps one (e.g. a merged blob of touching discs), is skipped
     smooth = _box3(pix)
     cands = []
-    for cx, cy, r0 in seeds:
+    for cx, cy, r0 in seeds[:2 * prm.max_candidates]:
+        cx, cy = cx + box[0], cy + box[1]
+        if any(_inside(o, cx, cy) for o in cands):
+            continue
         fit = _fit_tip_ellipse(smooth, box, cx, cy, max(r0, prm.radius_min_px))
         if fit is None:
             continue
-        c, m, axes, n_in, n_pts = fit
+        c, m, axes = fit[:3]
         if not (prm.radius_min_px <= axes[1] and axes[0] <= prm.radius_max_px
                 and axes[1] >= 0.5 * axes[0]):
             continue
         if not (box[0] <= c[0] < box[2] and box[1] <= c[1] < box[3]):
             continue
-        if any(math.hypot(c[0] - o['c'][0], c[1] - o['c'][1]) < 0.5 * min(axes[1],
-                                                                         o['axes'][1])
-               for o in cands):
+        r_new = math.sqrt(axes[0] * axes[1])
+        if any(math.hypot(c[0] - o['c'][0], c[1] - o['c'][1])
+               < 0.8 * (r_new + math.sqrt(o['axes'][0] * o['axes'][1])) for o in cands):
             continue
         s, tx, ty, w1, w2 = _q_from_ellipse(c, m, axes, prm.squash_min)
         h0 = _q_matrix(s, 0.0, tx, ty, w1, w2)
         cands.append({'c': c, 'm': m, 'axes': axes, 'q': (s, tx, ty, w1, w2), 'H0': h0,
-                      'fit_frac': n_in / 72.0})
+                      'minv': np.linalg.inv(m)})
+        if len(cands) >= prm.max_candidates:
+            break
     if not cands:
         return []
     # 4. angular harmonics
-    n_h = prm.blades_max
-    pix_row, labels, pcos, psin = _angular_tables(cands, box, n_h, prm.ring_inner,
-                                                  prm.ring_outer, (height, width))
+    code = _sector_codes(cands, box, prm.ring_inner, prm.ring_outer, (height, width))
     n_ab = (t_end - t0) // prm.angle_bin_us
-    re = np.zeros((len(cands), n_ab, n_h))
-    im = np.zeros((len(cands), n_ab, n_h))
-    cnt = np.zeros((len(cands), n_ab))
-    _angular_moments(t_w, xc, yc, t0, prm.angle_bin_us, n_ab, pix_row, labels, pcos, psin,
-                     re, im, cnt)
+    hist = np.zeros((n_ab, len(cands) * N_SECTORS), np.float32)
+    _angular_hist(t_w, xc, yc, t0, prm.angle_bin_us, n_ab, code, hist)
+    zs = _harmonics(hist, len(cands), prm.blades_max)
+    cnt = hist.reshape(n_ab, len(cands), N_SECTORS).sum(axis=2, dtype=np.float64).T
     nby, nbx = row_of.shape
     by, bx = np.mgrid[0:nby, 0:nbx]
-    bcx, bcy = (bx + 0.5) * blk, (by + 0.5) * blk
+    bcx, bcy = box[0] + (bx + 0.5) * blk, box[1] + (by + 0.5) * blk
     out = []
     for ci, cd in enumerate(cands):
-        rot = _rotation(re[ci], im[ci], cnt[ci], prm.angle_bin_us, t0, t_end, prm)
-        if rot is None or rot['coherence'] < prm.coherence_min or rot['consistency'] < 0.5:
+        rot = _rotation(zs[ci], cnt[ci], prm.angle_bin_us, t0, t_end, prm)
+        if (rot is None or rot['coherence'] < prm.coherence_min
+                or rot['consistency'] < prm.consistency_min):
             continue
         blades = rot['blades']
         rpm = abs(rot['omega_end']) / blades * 60.0 / (2.0 * math.pi)
@@ -998,5 +1203,5 @@ def detect_rotors(events: EventArrays, width: int = 1280, height: int = 720,
                                  rpm_shaft=rpm, score=rot['coherence'], t_us=int(t_end),
                                  blade_pass_hz=rpm * blades / 60.0,
                                  axes_px=(float(cd['axes'][0]), float(cd['axes'][1]))))
-    out.sort(key=lambda r: (round(r.center_px[1] / 8.0), r.center_px[0]))
+    out.sort(key=lambda r: (r.center_px[1], r.center_px[0]))
     return out

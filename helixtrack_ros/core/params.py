@@ -85,6 +85,72 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
                       0, 1e12),
     'pose_max_events': ('pose solve also after this many in-annulus events (0 = off)', '',
                         0, 1e12),
+    # --- fast translation step and motion model (beyond the paper, see tracker notes)
+    'pose_fast_us': ('translation-only pose step from the phase term on this grid of stream '
+                     'time (0 = off, paper)', 'us', 0, 1e9),
+    'pose_fast_gain': ('gain of the fast translation step', '', 0.0, 2.0),
+    'pose_fast_max_step': ('trust region of the fast translation step', 'tip radii', 1e-6,
+                           10.0),
+    'pose_fast_damping': ('relative diagonal damping of the fast translation step', '', 0.0,
+                          1e6),
+    'pose_fast_min_weight': ('a fast step needs at least this sum of phase gates', '', 0.0,
+                             1e12),
+    'pose_fast_forget': ('forgetting factor of the fast translation system after a step '
+                         '(without the motion model)', '', 0.0, 1.0),
+    'pose_fast_aniso': ('the fast step ignores a direction observed this many times more weakly '
+                        'than the other (ratio of eigenvalues; 0 = keep both)', '', 0.0, 1.0),
+    'pose_acq_gain': ('while the phase is acquired, the fast step moves the centre by this '
+                      'times the centroid of the disc events', '', 0.0, 2.0),
+    'pose_fast_info': ('information of the phase-term system per unit (motion Kalman filter)',
+                       '1/px^2', 1e-6, 1e9),
+    'motion_model': ('1: propagate tx, ty (and log-scale) between pose solves with a constant '
+                     'velocity learnt from the GN corrections; 0: the pose is constant between '
+                     'solves (paper)', '', 0, 1),
+    'motion_gain': ('velocity gain beta of the motion model (alpha-beta filter on the GN '
+                    'corrections)', '', 0.0, 2.0),
+    'motion_gain_scale': ('velocity gain of log-scale (0 = scale is not propagated)', '',
+                          0.0, 2.0),
+    'motion_step_us': ('the motion model moves the pose on this grid of stream time', 'us',
+                       50, 1e6),
+    'motion_hold_us': ('the velocity is dropped when no pose solve happened for this long',
+                       'us', 1000, 1e8),
+    'motion_max_rs': ('largest image speed of the motion model', 'tip radii/s', 0.0, 1e4),
+    'motion_accel': ('white-acceleration density of the motion Kalman filter',
+                     'tip radii^2/s^3', 0.0, 1e12),
+    'motion_gate': ('innovation gate of the motion Kalman filter: a fast step whose squared '
+                    'Mahalanobis distance exceeds this has its information scaled down '
+                    '(0 = off)', '', 0.0, 1e6),
+    'motion_p0_pos': ('initial position standard deviation of the motion Kalman filter',
+                      'tip radii', 1e-6, 10.0),
+    'motion_p0_vel': ('initial velocity standard deviation of the motion Kalman filter',
+                      'tip radii/s', 1e-6, 1e4),
+    # --- health (beyond the paper, see core.health)
+    'health_window_us': ('health statistics are evaluated on windows of this length', 'us',
+                         500, 1e6),
+    'health_min_tip_events': ('fewest tip-band events for a window to judge phase coherence '
+                              'and tip spill', '', 1, 1e9),
+    'health_coherence_min': ('phase coherence (mean cos of the tip-band phase residuals) '
+                             'below this is bad', '', -1.0, 1.0),
+    'health_coherence_rel': ('coherence below this fraction of its slow reference is bad', '',
+                             0.0, 1.0),
+    'health_spill_max': ('tip spill (events just outside the tip / both bands) above this is '
+                         'bad', '', 0.0, 1.0),
+    'health_spill_rel': ('tip spill above its slow reference plus this is bad', '', 0.0, 1.0),
+    'health_starve_rel': ('in-annulus event rate below this fraction of its slow reference is '
+                          'starvation', '', 0.0, 1.0),
+    'health_scale_tol': ('|log-scale - slow reference| above this is scale drift', '', 0.0,
+                         10.0),
+    'health_persp_tol': ('change of the foreshortening |p| |t| / s from its slow reference '
+                         'above this is perspective drift', '', 0.0, 10.0),
+    'health_rpm_std_rel': ('RPM standard deviation above this fraction of the RPM is '
+                           'uncertain', '', 0.0, 10.0),
+    'health_lost_us': ('bad windows for this long make a DEGRADED rotor LOST', 'us', 0, 1e9),
+    'health_recover_us': ('good windows for this long make a rotor TRACKING again', 'us', 0,
+                          1e9),
+    'health_ref_tau_us': ('time constant of the slow references of rate, coherence and spill',
+                          'us', 1000, 1e9),
+    'health_pose_tau_us': ('time constant of the slow references of scale and perspective',
+                           'us', 1000, 1e9),
     # --- rotation sign / phase acquisition
     'sign_events': ('in-ring events kept (evenly thinned) for the rotation-sign and phase '
                     'acquisition', '', 16, 1e6),
@@ -100,7 +166,10 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
 }
 
 _INT_FIELDS = {'pol_adapt', 'ekf_polarity', 'bto_sectors', 'gn_min_events', 'gn_target_events',
-               'pose_timer_us', 'pose_max_events', 'sign_events', 'sign_max_us'}
+               'pose_timer_us', 'pose_max_events', 'sign_events', 'sign_max_us',
+               'pose_fast_us', 'motion_model', 'motion_step_us', 'motion_hold_us', 'health_window_us',
+               'health_min_tip_events', 'health_lost_us', 'health_recover_us',
+               'health_ref_tau_us', 'health_pose_tau_us'}
 
 
 @dataclass(frozen=True)
@@ -196,6 +265,41 @@ class TrackerParams:
     gn_max_step: float = 0.02
     pose_timer_us: int = 100_000
     pose_max_events: int = 0
+    # fast translation step and motion model
+    pose_fast_us: int = 0
+    pose_fast_gain: float = 1.0
+    pose_fast_max_step: float = 0.05
+    pose_fast_damping: float = 0.05
+    pose_fast_min_weight: float = 20.0
+    pose_fast_forget: float = 0.5
+    pose_fast_info: float = 100.0
+    pose_acq_gain: float = 0.5
+    pose_fast_aniso: float = 0.2
+    motion_model: int = 0
+    motion_gain: float = 0.3
+    motion_gain_scale: float = 0.0
+    motion_step_us: int = 500
+    motion_hold_us: int = 30_000
+    motion_max_rs: float = 40.0
+    motion_accel: float = 1e5
+    motion_gate: float = 9.0
+    motion_p0_pos: float = 0.05
+    motion_p0_vel: float = 2.0
+    # health
+    health_window_us: int = 5000
+    health_min_tip_events: int = 30
+    health_coherence_min: float = 0.1
+    health_coherence_rel: float = 0.35
+    health_spill_max: float = 0.6
+    health_spill_rel: float = 0.25
+    health_starve_rel: float = 0.25
+    health_scale_tol: float = 0.15
+    health_persp_tol: float = 0.15
+    health_rpm_std_rel: float = 0.05
+    health_lost_us: int = 20_000
+    health_recover_us: int = 10_000
+    health_ref_tau_us: int = 200_000
+    health_pose_tau_us: int = 1_000_000
     # rotation sign / phase acquisition
     sign_events: int = 5000
     sign_turns: float = 0.5

@@ -113,7 +113,8 @@ G_MINPX = 37
 G_NSEC = 38        # BTO sectors
 G_POLADAPT = 39    # 1: c+ / c- follow the observed residuals
 G_POLH = 40        # polarity half-offset h of the centred phase residual (0 = paper)
-G_LEN = 41
+G_FIXT = 41        # 1: the solve does not move tx, ty (the tracker's fast step does)
+G_LEN = 42
 
 # ---- accumulator layout (float64) --------------------------------------------------------
 ACC_A = 0          # 36: A row-major, upper triangle filled
@@ -124,7 +125,10 @@ ACC_SEC = 44       # per BTO sector: C_core, C_in, C_out, then dC/dq (3 x 6)
 SEC_LEN = 21
 MAX_SECTORS = 16
 ACC_POL = ACC_SEC + SEC_LEN * MAX_SECTORS  # 4: sum w cos eps, sum w sin eps for OFF, ON
-ACC_LEN = ACC_POL + 4
+# phase-term translation system of the fast pose step (tracker notes, beyond the paper):
+# A_xx, A_xy, A_yy, g_x, g_y, sum of the phase gates; never touched by _solve
+ACC_FAST = ACC_POL + 4
+ACC_LEN = ACC_FAST + 6
 
 _BTO_EPS = 1e-9
 
@@ -175,6 +179,7 @@ def pack_gn_params(params: TrackerParams, blades: int, zeta: int) -> np.ndarray:
     g[G_FORGET] = params.gn_forget
     g[G_MAXSTEP] = params.gn_max_step
     g[G_KAPPA] = params.kappa
+    g[G_FIXT] = 1.0 if params.pose_fast_us > 0 else 0.0
     g[G_INV2SR2] = 0.5 / params.sigma_ring ** 2
     return g
 
@@ -302,6 +307,13 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, pol):
     acc[ACC_G + 3] += c * p3 + d * q3
     acc[ACC_G + 4] += c * p4 + d * q4
     acc[ACC_G + 5] += c * p5 + d * q5
+    # the phase term alone, translation block (fast pose step)
+    acc[ACC_FAST] += gphi * p2 * p2
+    acc[ACC_FAST + 1] += gphi * p2 * p3
+    acc[ACC_FAST + 2] += gphi * p3 * p3
+    acc[ACC_FAST + 3] += gphi * eps * p2
+    acc[ACC_FAST + 4] += gphi * eps * p3
+    acc[ACC_FAST + 5] += gphi
     acc[ACC_LOSS] += 0.5 * (gphi * eps * eps + gr * er * er + lpol * epol * epol
                             + lband * (ein * ein + eout * eout))
     acc[ACC_N] += 1.0
@@ -523,6 +535,11 @@ def _solve(acc, prm, q, pose, keep_gradient):
             step[k] = gam[k] * dq[k]
             if not math.isfinite(step[k]):
                 finite = False
+        if prm[G_FIXT] != 0.0:
+            # the tracker's fast step owns the translation: the joint solution keeps
+            # translation errors out of scale and perspective, its tx, ty are dropped
+            step[2] = 0.0
+            step[3] = 0.0
         if finite:
             # trust region: the tip circle may move by at most gn_max_step * s pixels
             # (rotation excluded: it does not move the circle; |d psi| <= gn_max_step)

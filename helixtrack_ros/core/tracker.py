@@ -51,10 +51,28 @@ import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _exp_neg, _wrap_pi
+from helixtrack_ros.core.health import (
+    HI_ACC0,
+    HI_LEVEL,
+    HI_NOUT,
+    HI_NTIP,
+    HI_T0,
+    HP_OUT0,
+    HP_OUT1,
+    HP_TIP_IN,
+    HP_WIN,
+    HS_COS,
+    _health_advance,
+    health_values,
+    new_health_state,
+    pack_health_params,
+    reason_text,
+)
 from helixtrack_ros.core.homography import _POSE_LEN, _pack_pose, homography
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s
 from helixtrack_ros.core.pose_gn import (
+    ACC_FAST,
     ACC_LEN,
     ACC_N,
     G_POLH,
@@ -71,7 +89,10 @@ FS_PHI, FS_OM, FS_AL = 0, 1, 2
 FS_P00, FS_P01, FS_P02, FS_P11, FS_P12, FS_P22 = 3, 4, 5, 6, 7, 8
 FS_PHIB, FS_PSIB = 9, 10
 FS_SW, FS_SWE = 11, 12    # pending fold of the current timestamp: sum w, sum w eps
-FS_LEN = 13
+FS_VS, FS_VX, FS_VY = 13, 14, 15  # motion model: d log s / dt, d tx / dt, d ty / dt [1/us]
+FS_KP = 16         # 16: covariance of the motion Kalman filter [x, y, vx, vy] (px, px/s)
+FS_AC = 32         # 3: while acquiring, sum u_x, sum u_y, count of disc events (centroid)
+FS_LEN = 35
 
 # ---- int state --------------------------------------------------------------------------
 IS_T = 0           # time of the EKF state x [us]; -1 before the first accepted event
@@ -93,7 +114,10 @@ IS_BATCH_T0 = 15
 IS_DIR = 16        # configured direction
 IS_DEFER = 17      # triggers whose batch was too small
 IS_ACCEPT = 18     # events inside the annulus
-IS_LEN = 19
+IS_MT = 19         # motion model: time the pose q refers to [us]
+IS_SOLVE_T = 20    # time of the last pose correction (solve or fast step) [us]
+IS_FAST_T = 21     # time of the last fast translation step [us]
+IS_LEN = 22
 
 # ---- tracker parameter vector -----------------------------------------------------------
 TP_B = 0
@@ -117,7 +141,26 @@ TP_P0OM = 17
 TP_P0AL = 18
 TP_RINGACQ = 19    # acquisition uses |r - 1| <= this
 TP_ACQ_MIN = 20    # minimum buffered events before a decision
-TP_LEN = 21
+TP_MOTION = 21     # 1: constant-velocity pose propagation between solves
+TP_MGAIN = 22
+TP_MGAIN_S = 23
+TP_MSTEP = 24
+TP_MHOLD = 25
+TP_MVMAX = 26      # largest image speed [tip radii / us]
+TP_FAST = 27       # fast translation step period [us] (0 = off)
+TP_FGAIN = 28
+TP_FMAX = 29
+TP_FDAMP = 30
+TP_FMIN = 31
+TP_FFORGET = 32    # forgetting of the fast translation system
+TP_FINFO = 33      # information per unit of the phase-term normal equations [1/px^2]
+TP_QACC = 34       # white-acceleration density of the motion model [tip radii^2 / s^3]
+TP_P0POS = 35      # initial position / velocity standard deviations [tip radii, tip radii/s]
+TP_P0VEL = 36
+TP_FANISO = 37     # weakest / strongest eigenvalue below this: weak direction dropped
+TP_FGATE = 38      # innovation gate (squared Mahalanobis distance; 0 = off)
+TP_ACQGAIN = 39    # centroid step gain while acquiring
+TP_LEN = 40
 
 # output columns
 OUT_RPM, OUT_STD, OUT_PHASE, OUT_OMEGA, OUT_Q = 0, 1, 2, 3, 4
@@ -152,7 +195,11 @@ class TrackerSamples(NamedTuple):
 
 
 class TrackerState(NamedTuple):
-    """Current estimate of one rotor (see :class:`HelixTracker`)."""
+    """Current estimate of one rotor (see :class:`HelixTracker`).
+
+    ``health`` is 0 TRACKING, 1 DEGRADED or 2 LOST and ``health_reason`` says
+    why (:mod:`helixtrack_ros.core.health`).
+    """
 
     t_us: int
     rpm_shaft: float
@@ -165,6 +212,8 @@ class TrackerState(NamedTuple):
     events_in: int
     events_used: int
     pose_updates: int
+    health: int = 0
+    health_reason: str = 'tracking'
 
 
 @njit(cache=True, nogil=True, fastmath={'contract'})
@@ -236,22 +285,249 @@ def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
     fs[FS_SWE] = 0.0
     ist[IS_T] = t
     ist[IS_ACQ] = 0
+    ist[IS_MT] = t
+    ist[IS_SOLVE_T] = t
+    ist[IS_FAST_T] = t
+    fs[FS_VS] = 0.0
+    fs[FS_VX] = 0.0
+    fs[FS_VY] = 0.0
+    _kf_init(tp, fs, math.exp(q[0]))
     ist[IS_BATCH_T0] = t
     ist[IS_BATCH_N] = 0
     ist[IS_GN_CNT] = 0
     ist[IS_GN_STRIDE] = 1
 
 
+@njit(cache=True, nogil=True)
+def _kf_init(tp, fs, s_px):
+    """Initial covariance of the motion Kalman filter (diagonal)."""
+    for k in range(16):
+        fs[FS_KP + k] = 0.0
+    vp = (tp[TP_P0POS] * s_px) ** 2
+    vv = (tp[TP_P0VEL] * s_px) ** 2
+    fs[FS_KP + 0] = vp
+    fs[FS_KP + 5] = vp
+    fs[FS_KP + 10] = vv
+    fs[FS_KP + 15] = vv
+
+
+@njit(cache=True, nogil=True)
+def _centroid_step(tp, fs, q, pose):
+    """Move the centre by pose_acq_gain times the mean disc event (rotor plane -> image)."""
+    n = fs[FS_AC + 2]
+    mx = fs[FS_AC] / n
+    my = fs[FS_AC + 1] / n
+    s_px = math.exp(q[0])
+    c = math.cos(q[1])
+    sn = math.sin(q[1])
+    g = tp[TP_ACQGAIN]
+    dx = g * s_px * (c * mx - sn * my)
+    dy = g * s_px * (sn * mx + c * my)
+    lim = tp[TP_FMAX] * s_px
+    dn = math.sqrt(dx * dx + dy * dy)
+    if dn > lim:
+        dx *= lim / dn
+        dy *= lim / dn
+    q[2] += dx
+    q[3] += dy
+    _pack_pose(q, pose)
+
+
+@njit(cache=True, nogil=True)
+def _fast_step(acc, tp, fs, q, pose, motion, dt_us):
+    """Fast translation step from the phase-term system of the last dt_us; True if applied.
+
+    Without the motion model: a damped Newton step on the system, which is
+    then forgotten (rho) with its gradient moved to the new pose. With it: a
+    Kalman filter on [tx, ty, vx, vy] (white acceleration), the system being
+    the information-form measurement of the position (singular-safe: only
+    (I + M P_pp) is inverted). The step is limited to pose_fast_max_step tip
+    radii and the velocity to motion_max_rs.
+    """
+    s_px = math.exp(q[0])
+    lim = tp[TP_FMAX] * s_px
+    axx = acc[ACC_FAST]
+    axy = acc[ACC_FAST + 1]
+    ayy = acc[ACC_FAST + 2]
+    gx = acc[ACC_FAST + 3]
+    gy = acc[ACC_FAST + 4]
+    enough = acc[ACC_FAST + 5] >= tp[TP_FMIN]
+    # eigen-decomposition of the 2x2 system; a direction observed much more weakly
+    # than the other is dropped (its estimate is dominated by model errors)
+    tr2 = 0.5 * (axx + ayy)
+    dif = 0.5 * (axx - ayy)
+    rad = math.sqrt(dif * dif + axy * axy)
+    l1 = tr2 + rad
+    l2 = tr2 - rad
+    if rad > 0.0:
+        ang = 0.5 * math.atan2(2.0 * axy, axx - ayy)
+    else:
+        ang = 0.0
+    e1x = math.cos(ang)
+    e1y = math.sin(ang)
+    mx = axx
+    mxy = axy
+    my = ayy
+    ngx = gx
+    ngy = gy
+    if l2 < tp[TP_FANISO] * l1:
+        gp1 = e1x * gx + e1y * gy
+        mx = l1 * e1x * e1x
+        mxy = l1 * e1x * e1y
+        my = l1 * e1y * e1y
+        ngx = gp1 * e1x
+        ngy = gp1 * e1y
+    dx = 0.0
+    dy = 0.0
+    dvx = 0.0
+    dvy = 0.0
+    if not motion:
+        if enough:
+            lm = tp[TP_FDAMP] * 0.5 * (mx + my) + 1e-12
+            det = (mx + lm) * (my + lm) - mxy * mxy
+            dx = -tp[TP_FGAIN] * ((my + lm) * ngx - mxy * ngy) / det
+            dy = -tp[TP_FGAIN] * ((mx + lm) * ngy - mxy * ngx) / det
+        # forget, and move the kept gradient to the new pose (linearised:
+        # g <- rho (g + A d)) so that old evidence is not applied twice
+        dn = math.sqrt(dx * dx + dy * dy)
+        if not dn == dn:
+            dx = 0.0
+            dy = 0.0
+        elif dn > lim:
+            dx *= lim / dn
+            dy *= lim / dn
+        rf = tp[TP_FFORGET]
+        acc[ACC_FAST + 3] = rf * (gx + axx * dx + axy * dy)
+        acc[ACC_FAST + 4] = rf * (gy + axy * dx + ayy * dy)
+        for k in (0, 1, 2, 5):
+            acc[ACC_FAST + k] *= rf
+    else:
+        P = np.empty((4, 4))
+        for i in range(4):
+            for j in range(4):
+                P[i, j] = fs[FS_KP + 4 * i + j]
+        # predict: F = [[I, dt I], [0, I]], white acceleration of density qa
+        dt = dt_us * 1e-6
+        qa = tp[TP_QACC] * s_px * s_px
+        for i in range(4):
+            for j in range(2):
+                P[i, j] += dt * P[i, j + 2]
+        for i in range(4):
+            for j in range(2):
+                P[j, i] += dt * P[j + 2, i]
+        for k in range(2):
+            P[k, k] += qa * dt * dt * dt / 3.0
+            P[k, k + 2] += qa * dt * dt / 2.0
+            P[k + 2, k] += qa * dt * dt / 2.0
+            P[k + 2, k + 2] += qa * dt
+        if enough:
+            c = tp[TP_FINFO]
+            m00 = c * mx
+            m01 = c * mxy
+            m11 = c * my
+            g0 = c * ngx
+            g1 = c * ngy
+            # innovation gate: a measurement far outside its predicted spread (model
+            # error: a burst of background events, a jolt) gets its information scaled
+            # down (Huber-like); nu = -M^-1 g, S = P_pp + M^-1, d2 = nu^T S^-1 nu
+            # = g^T (M P_pp M + M)^-1 g
+            s00 = m00 * (P[0, 0] * m00 + P[0, 1] * m01) + m01 * (P[1, 0] * m00
+                                                                  + P[1, 1] * m01) + m00
+            s01 = m00 * (P[0, 0] * m01 + P[0, 1] * m11) + m01 * (P[1, 0] * m01
+                                                                  + P[1, 1] * m11) + m01
+            s11 = m01 * (P[0, 0] * m01 + P[0, 1] * m11) + m11 * (P[1, 0] * m01
+                                                                  + P[1, 1] * m11) + m11
+            sdet = s00 * s11 - s01 * s01
+            if sdet > 0.0:
+                d2 = (s11 * g0 * g0 - 2.0 * s01 * g0 * g1 + s00 * g1 * g1) / sdet
+            else:
+                # rank one (weak direction dropped): along e1 only
+                sm = s00 + s11
+                d2 = (g0 * g0 + g1 * g1) / sm if sm > 0.0 else 0.0
+            gate = tp[TP_FGATE]
+            if gate > 0.0 and d2 > gate:
+                f = gate / d2
+                m00 *= f
+                m01 *= f
+                m11 *= f
+                g0 *= f
+                g1 *= f
+            # L = (I + M P_pp)^-1
+            t00 = 1.0 + m00 * P[0, 0] + m01 * P[1, 0]
+            t01 = m00 * P[0, 1] + m01 * P[1, 1]
+            t10 = m01 * P[0, 0] + m11 * P[1, 0]
+            t11 = 1.0 + m01 * P[0, 1] + m11 * P[1, 1]
+            det = t00 * t11 - t01 * t10
+            if det > 1e-12:
+                l00 = t11 / det
+                l01 = -t01 / det
+                l10 = -t10 / det
+                l11 = t00 / det
+                # correction -[P_pp; P_vp] L g
+                lg0 = l00 * g0 + l01 * g1
+                lg1 = l10 * g0 + l11 * g1
+                dx = -(P[0, 0] * lg0 + P[0, 1] * lg1)
+                dy = -(P[1, 0] * lg0 + P[1, 1] * lg1)
+                dvx = -(P[2, 0] * lg0 + P[2, 1] * lg1)
+                dvy = -(P[3, 0] * lg0 + P[3, 1] * lg1)
+                # G = M L^T (symmetric); P <- P - [P_pp; P_vp] G [P_pp, P_pv]
+                a00 = m00 * l00 + m01 * l01
+                a01 = m00 * l10 + m01 * l11
+                a10 = m01 * l00 + m11 * l01
+                a11 = m01 * l10 + m11 * l11
+                gs01 = 0.5 * (a01 + a10)
+                PH = np.empty((4, 2))
+                for i in range(4):
+                    PH[i, 0] = P[i, 0]
+                    PH[i, 1] = P[i, 1]
+                for i in range(4):
+                    u0 = PH[i, 0] * a00 + PH[i, 1] * gs01
+                    u1 = PH[i, 0] * gs01 + PH[i, 1] * a11
+                    for j in range(4):
+                        P[i, j] -= u0 * PH[j, 0] + u1 * PH[j, 1]
+        dn = math.sqrt(dx * dx + dy * dy)
+        f = 1.0
+        if not (dn == dn and dvx == dvx and dvy == dvy):
+            f = 0.0
+        elif dn > lim:
+            f = lim / dn
+        dx *= f
+        dy *= f
+        dvx *= f
+        dvy *= f
+        for i in range(4):
+            for j in range(4):
+                fs[FS_KP + 4 * i + j] = 0.5 * (P[i, j] + P[j, i])
+        for k in range(6):
+            acc[ACC_FAST + k] = 0.0
+        # velocity in px / us
+        vx = fs[FS_VX] + dvx * 1e-6
+        vy = fs[FS_VY] + dvy * 1e-6
+        vmax = tp[TP_MVMAX] * s_px
+        vn = math.sqrt(vx * vx + vy * vy)
+        if vn > vmax:
+            vx *= vmax / vn
+            vy *= vmax / vn
+        fs[FS_VX] = vx
+        fs[FS_VY] = vy
+    if dx == 0.0 and dy == 0.0:
+        return False
+    q[2] += dx
+    q[3] += dy
+    _pack_pose(q, pose)
+    return True
+
+
 @njit(cache=True, nogil=True, fastmath={'contract'})
-def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode, sample_t,
-             out_t, out_v):
+def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi, mode,
+             sample_t, out_t, out_v):
     """Run the tracker over one batch; returns the number of output rows written.
 
     Accepted events of one timestamp are folded into one EKF update
     (:func:`_update_fold_s`, exact for the linear update given gates at the
     predicted phase); the fold is committed when a later timestamp arrives,
-    so any batch split gives the same result. Pose triggers are checked at
-    each commit.
+    so any batch split gives the same result. Pose triggers and the motion
+    model are checked at each commit; health windows close at input events.
     """
     n = t_us.shape[0]
     n_samp = sample_t.shape[0]
@@ -310,6 +586,29 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
     h6 = pose[12]
     h7 = pose[13]
     h8 = pose[14]
+    # motion model (module notes, beyond the paper)
+    motion = tp[TP_MOTION] != 0.0
+    mgain = tp[TP_MGAIN]
+    mgain_s = tp[TP_MGAIN_S]
+    mstep = int(tp[TP_MSTEP])
+    mhold = int(tp[TP_MHOLD])
+    vs = fs[FS_VS]
+    vx = fs[FS_VX]
+    vy = fs[FS_VY]
+    t_m = ist[IS_MT]
+    t_sv = ist[IS_SOLVE_T]
+    fstep = int(tp[TP_FAST])
+    t_f = ist[IS_FAST_T]
+    # health counters (core.health)
+    hwin = int(hp[HP_WIN])
+    tip_in = -hp[HP_TIP_IN]
+    out0 = hp[HP_OUT0]
+    out1 = hp[HP_OUT1]
+    h_t0 = hi[HI_T0]
+    h_tip = hi[HI_NTIP]
+    h_out = hi[HI_NOUT]
+    h_cos = hs[HS_COS]
+    acc_base = ist[IS_ACCEPT]
     for i in range(n):
         t = t_us[i]
         if t_max < 0:
@@ -319,6 +618,19 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
             n_back += 1
             t = t_max
         t_max = t
+        if t >= h_t0 + hwin:
+            if h_t0 < 0:
+                hi[HI_T0] = t
+                hi[HI_ACC0] = acc_base + n_accept
+            else:
+                hi[HI_NTIP] = h_tip
+                hi[HI_NOUT] = h_out
+                hs[HS_COS] = h_cos
+                _health_advance(hp, hs, hi, q, not acquiring, om, P11, acc_base + n_accept, t)
+                h_tip = 0
+                h_out = 0
+                h_cos = 0.0
+            h_t0 = hi[HI_T0]
         if mode == MODE_TIMES:
             while k_samp < n_samp and sample_t[k_samp] < t_us[i]:
                 _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
@@ -331,13 +643,76 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
                 phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sig0)
             sw = 0.0
             swe = 0.0
+            if motion and t_x - t_m >= mstep:
+                # constant-velocity propagation of the pose between solves
+                if t_x - t_sv > mhold or t_x - t_m > mhold:
+                    # no correction (or no event) for long: the velocity is stale
+                    vs = 0.0
+                    vx = 0.0
+                    vy = 0.0
+                    _kf_init(tp, fs, math.exp(q[0]))
+                elif vx != 0.0 or vy != 0.0 or vs != 0.0:
+                    dtm = float(t_x - t_m)
+                    q[0] += vs * dtm
+                    q[2] += vx * dtm
+                    q[3] += vy * dtm
+                    _pack_pose(q, pose)
+                    if vs != 0.0:
+                        _set_bands(gp, math.exp(q[0]))
+                    h0 = pose[6]
+                    h1 = pose[7]
+                    h2 = pose[8]
+                    h3 = pose[9]
+                    h4 = pose[10]
+                    h5 = pose[11]
+                    h6 = pose[12]
+                    h7 = pose[13]
+                    h8 = pose[14]
+                t_m = t_x
+            if fstep > 0 and t_x - t_f >= fstep:
+                # fast translation step from the phase term (tracker notes)
+                fs[FS_VX] = vx
+                fs[FS_VY] = vy
+                if _fast_step(acc, tp, fs, q, pose, motion, t_x - t_f):
+                    t_sv = t_x
+                vx = fs[FS_VX]
+                vy = fs[FS_VY]
+                h0 = pose[6]
+                h1 = pose[7]
+                h2 = pose[8]
+                h3 = pose[9]
+                h4 = pose[10]
+                h5 = pose[11]
+                h6 = pose[12]
+                h7 = pose[13]
+                h8 = pose[14]
+                t_f = t_x
             # pose trigger (Sec. 3.5), the release's timer, an event cap
             if (abs(phi - phib - zb * (psi - psib)) >= trig
                     or (timer > 0 and t_x - batch_t0 >= timer)
                     or (maxev > 0 and batch_n >= maxev)):
                 if batch_n >= gn_min and acc[ACC_N] >= 8.0:
+                    qs0 = q[0]
+                    qx0 = q[2]
+                    qy0 = q[3]
                     _solve(acc, gp, q, pose, True)
                     ist[IS_POSE] += 1
+                    if motion:
+                        # alpha-beta: the GN correction over the batch updates the
+                        # velocity (of tx, ty only without the fast step)
+                        tsol = float(t_x - batch_t0)
+                        if tsol > 0.0:
+                            if fstep == 0:
+                                vx += mgain * (q[2] - qx0) / tsol
+                                vy += mgain * (q[3] - qy0) / tsol
+                            vs += mgain_s * (q[0] - qs0) / tsol
+                            vmax = tp[TP_MVMAX] * math.exp(q[0])
+                            vn = math.sqrt(vx * vx + vy * vy)
+                            if vn > vmax:
+                                vx *= vmax / vn
+                                vy *= vmax / vn
+                            vs = max(-0.1 * tp[TP_MVMAX], min(0.1 * tp[TP_MVMAX], vs))
+                        t_sv = t_x
                     # keep phi_eff = phi - zeta B psi continuous across a psi step
                     phi += zb * (q[1] - psi)
                     psi = q[1]
@@ -374,6 +749,30 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
             n_accept += 1
             r = math.sqrt(r2)
             if acquiring:
+                if fstep > 0:
+                    # while the phase is unknown, the centroid of the disc events (B >= 2
+                    # blades are symmetric about the centre) keeps the centre on a moving
+                    # rotor; background spreads evenly and only dilutes the step
+                    if r2 <= 1.21:
+                        fs[FS_AC] += ux
+                        fs[FS_AC + 1] += uy
+                        fs[FS_AC + 2] += 1.0
+                    if t - t_f >= fstep:
+                        if fs[FS_AC + 2] >= 50.0 and B >= 2.0:
+                            _centroid_step(tp, fs, q, pose)
+                            h0 = pose[6]
+                            h1 = pose[7]
+                            h2 = pose[8]
+                            h3 = pose[9]
+                            h4 = pose[10]
+                            h5 = pose[11]
+                            h6 = pose[12]
+                            h7 = pose[13]
+                            h8 = pose[14]
+                        fs[FS_AC] = 0.0
+                        fs[FS_AC + 1] = 0.0
+                        fs[FS_AC + 2] = 0.0
+                        t_f = t
                 if abs(r - 1.0) <= ring_acq:
                     seen = ist[IS_ACQ_SEEN]
                     if seen == 0:
@@ -420,6 +819,12 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
                         gn_cnt = 0
                         batch_n = 0
                         batch_t0 = t
+                        t_m = t
+                        t_sv = t
+                        t_f = t
+                        vs = 0.0
+                        vx = 0.0
+                        vy = 0.0
             else:
                 # lazy predict over the whole gap since the last accepted event (Sec. 3.3)
                 if t > t_x:
@@ -435,7 +840,15 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
                 eps = _wrap_pi(phiw - B * theta - (2.0 * min(ps[i], 1) - 1.0) * hpol)
                 # w_vm w_ring in one exp; R = sigma0 / max(w, eps) (Sec. 3.4)
                 d = r - 1.0
-                w = _exp_neg(kappa * (_cos_poly(eps) - 1.0) - d * d * inv2sr2)
+                ce = _cos_poly(eps)
+                w = _exp_neg(kappa * (ce - 1.0) - d * d * inv2sr2)
+                # health: phase coherence of the tip band, spill just outside the tip
+                if d <= 0.0:
+                    if d > tip_in:
+                        h_tip += 1
+                        h_cos += ce
+                elif d > out0 and d < out1:
+                    h_out += 1
                 wf = max(w, rfloor)
                 sw += wf
                 swe += wf * eps
@@ -463,6 +876,15 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, mode
     ist[IS_GN_CNT] = gn_cnt
     ist[IS_BATCH_N] = batch_n
     ist[IS_BATCH_T0] = batch_t0
+    fs[FS_VS] = vs
+    fs[FS_VX] = vx
+    fs[FS_VY] = vy
+    ist[IS_MT] = t_m
+    ist[IS_SOLVE_T] = t_sv
+    ist[IS_FAST_T] = t_f
+    hi[HI_NTIP] = h_tip
+    hi[HI_NOUT] = h_out
+    hs[HS_COS] = h_cos
     if mode == MODE_TIMES:
         while k_samp < n_samp:
             _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
@@ -546,6 +968,7 @@ class HelixTracker:
         self.acc = np.zeros(ACC_LEN)
         self.acq_t = np.zeros(p.sign_events, dtype=np.int64)
         self.acq_a = np.zeros(p.sign_events)
+        self.hs, self.hi = new_health_state()
         self._pack_params()
 
     def _pack_params(self) -> None:
@@ -574,7 +997,27 @@ class HelixTracker:
         tp[TP_P0AL] = p.p0_alpha_rad2_s4
         tp[TP_RINGACQ] = 2.0 * p.sigma_ring
         tp[TP_ACQ_MIN] = min(64, p.sign_events)
+        tp[TP_MOTION] = p.motion_model
+        tp[TP_MGAIN] = p.motion_gain
+        tp[TP_MGAIN_S] = p.motion_gain_scale
+        tp[TP_MSTEP] = p.motion_step_us
+        tp[TP_MHOLD] = p.motion_hold_us
+        tp[TP_MVMAX] = p.motion_max_rs * 1e-6
+        tp[TP_FAST] = p.pose_fast_us
+        tp[TP_FGAIN] = p.pose_fast_gain
+        tp[TP_FMAX] = p.pose_fast_max_step
+        tp[TP_FDAMP] = p.pose_fast_damping
+        tp[TP_FMIN] = p.pose_fast_min_weight
+        tp[TP_FFORGET] = p.pose_fast_forget
+        tp[TP_FINFO] = p.pose_fast_info
+        tp[TP_QACC] = p.motion_accel
+        tp[TP_P0POS] = p.motion_p0_pos
+        tp[TP_P0VEL] = p.motion_p0_vel
+        tp[TP_FANISO] = p.pose_fast_aniso
+        tp[TP_FGATE] = p.motion_gate
+        tp[TP_ACQGAIN] = p.pose_acq_gain
         self.tp = tp
+        self.hp = pack_health_params(p)
         zeta = int(self.ist[IS_ZETA]) if self.ist[IS_ZETA] != 0 else 1
         self.gp = pack_gn_params(p, B, zeta)
         _set_bands(self.gp, math.exp(self.q[0]))
@@ -650,7 +1093,8 @@ class HelixTracker:
         out_t = np.empty(n_out, dtype=np.int64)
         out_v = np.empty((n_out, OUT_LEN))
         k = _process(t_us, xs, ys, ps, self.tp, self.gp, self.fs, self.ist, self.q, self.pose,
-                     self.acc, self.acq_t, self.acq_a, mode, samp, out_t, out_v)
+                     self.acc, self.acq_t, self.acq_a, self.hp, self.hs, self.hi, mode, samp,
+                     out_t, out_v)
         out_v = out_v[:k]
         return TrackerSamples(out_t[:k], out_v[:, OUT_RPM], out_v[:, OUT_STD],
                               out_v[:, OUT_PHASE], out_v[:, OUT_OMEGA],
@@ -671,7 +1115,8 @@ class HelixTracker:
             phase_rad=float(v[OUT_PHASE]), omega_rad_s=float(v[OUT_OMEGA]),
             homography=homography(self.q), q=q_paper, direction=int(self.ist[IS_ZETA]),
             events_in=int(self.ist[IS_IN]), events_used=int(self.ist[IS_USED]),
-            pose_updates=int(self.ist[IS_POSE]))
+            pose_updates=int(self.ist[IS_POSE]), health=self.health,
+            health_reason=self.health_reason)
 
     def diagnostics(self) -> dict[str, int | float]:
         """Counters: accepted (in-annulus) events, backward times, deferred solves, ..."""
@@ -680,6 +1125,34 @@ class HelixTracker:
                 'time_backwards': int(self.ist[IS_BACK]), 'solves_deferred': int(
                     self.ist[IS_DEFER]), 'locked': int(self.ist[IS_ACQ] == 0),
                 'gn_stride': int(self.ist[IS_GN_STRIDE])}
+
+    # ------------------------------------------------------------------ health
+    @property
+    def health(self) -> int:
+        """Health level: 0 TRACKING, 1 DEGRADED, 2 LOST (see :mod:`helixtrack_ros.core.health`)."""
+        return int(self.hi[HI_LEVEL])
+
+    @property
+    def health_reason(self) -> str:
+        """Why the rotor is not TRACKING ('tracking' when it is)."""
+        return reason_text(self.hi, self.hs)
+
+    def health_values(self) -> dict[str, str]:
+        """Health metrics of the last window (strings, for diagnostics)."""
+        return health_values(self.hi, self.hs)
+
+    def advance(self, t_us: int) -> None:
+        """Declare that no event of this rotor up to ``t_us`` is still to come.
+
+        Closes the health windows that end at or before ``t_us`` even when no
+        event arrived (a starved rotor); later events must not be earlier.
+        """
+        t = int(t_us)
+        if self.hi[HI_T0] < 0 or t <= int(self.ist[IS_TMAX]):
+            return
+        _health_advance(self.hp, self.hs, self.hi, self.q, bool(self.ist[IS_ACQ] == 0),
+                        float(self.fs[FS_OM]), float(self.fs[FS_P11]), int(self.ist[IS_ACCEPT]),
+                        t)
 
     def bbox_px(self) -> tuple[int, int, int, int]:
         """Image region (x0, y0, x1, y1, inclusive) of the r_out annulus plus a margin."""
@@ -704,6 +1177,7 @@ class HelixTracker:
         tr.process(ev.slice(0, 2000), every_event=True)
         tr.process(ev.slice(2000, 3000), sample_t_us=np.array([15_000, 30_000]))
         tr.process(ev.slice(3000, n))
+        tr.advance(int(t_us[-1]) + 50_000)
         _ = tr.state
         tr.bbox_px()
         return time.perf_counter() - t0

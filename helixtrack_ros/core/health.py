@@ -1,0 +1,352 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Track health of one rotor: TRACKING / DEGRADED / LOST with a reason (beyond the paper).
+
+The paper's tracker has no notion of failure: "when a tracker fails, i.e.
+begins to report a wrong RPM, we do not reinitialize" (Sec. 4.4) and
+"HelixTrack does not perform automatic reinitialization after failure"
+(Limitations). This module judges, from the events alone, whether the
+tracker still follows its rotor, so that a pipeline can report it and
+re-detect a lost rotor.
+
+The tracker kernel counts, per window of ``health_window_us`` stream time
+(one compare per input event, two per in-annulus event):
+
+- in-annulus events (rate; *starvation* when it falls far below its slow
+  reference, e.g. the rotor is hidden or left the region);
+- tip-band events 1 - 0.2 < r <= 1 and the sum of cos(eps) of their phase
+  residuals (Eq. 3, polarity-centred): the *phase coherence* mean cos(eps)
+  is close to 1 when the helical phase model explains the blade tips and
+  falls to 0 for events unrelated to the predicted phase (wrong RPM, wrong
+  centre, background only);
+- events just outside the tip, 1.05 < r < 1.3: the *tip spill*
+  n_out / (n_out + n_tip) stays small while the tip ellipse sits on the
+  blade tips (only background there) and grows when the pose is off (the
+  tip circle of a shifted rotor crosses r = 1 everywhere).
+
+At each window close :func:`_health_close` compares them, and the scale,
+perspective and RPM uncertainty of the tracker, with absolute limits and
+slow references (exponential averages over good TRACKING windows, a
+running mean over the first windows after lock), and runs the state machine:
+
+- TRACKING -> DEGRADED at the first bad window;
+- DEGRADED -> LOST after ``health_lost_us`` of consecutive bad windows;
+- DEGRADED / LOST -> TRACKING after ``health_recover_us`` of good windows;
+- before the phase lock (acquisition) the level is DEGRADED, "acquiring".
+
+The thresholds were set on the simulator's scenes (``benchmarks/
+bench_recovery.py``): a 30 %-of-radius image jump or a hidden rotor is LOST
+within about 20-30 ms, tracked scenes stay TRACKING.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from numba import njit
+import numpy as np
+
+from helixtrack_ros.core.params import TrackerParams
+
+
+def _guard_cache() -> None:
+    """Drop the tracker's numba cache when this module changed.
+
+    The tracker kernel compiles :func:`_health_close` and the index
+    constants below into its own cache, which numba keys on tracker.py only
+    (``fastmath._guard_kernel_cache`` does the same for the other core
+    modules). Best effort: errors are ignored.
+    """
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        st = os.stat(os.path.join(here, 'health.py'))
+        stamp = f'{st.st_mtime_ns}:{st.st_size}'
+        cache = os.path.join(here, '__pycache__')
+        mark = os.path.join(cache, 'helixtrack_health.stamp')
+        if os.path.isfile(mark):
+            with open(mark) as f:
+                if f.read() == stamp:
+                    return
+        if os.path.isdir(cache):
+            for name in os.listdir(cache):
+                if name.endswith(('.nbi', '.nbc')) and name.split('.')[0] in ('tracker',
+                                                                              'health'):
+                    os.remove(os.path.join(cache, name))
+        os.makedirs(cache, exist_ok=True)
+        with open(mark, 'w') as f:
+            f.write(stamp)
+    except OSError:
+        pass
+
+
+_guard_cache()
+
+#: Health levels.
+TRACKING, DEGRADED, LOST = 0, 1, 2
+LEVEL_NAMES = ('TRACKING', 'DEGRADED', 'LOST')
+
+#: Reason codes (the first that applies, in this order of priority).
+R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN = range(8)
+
+# ---- health parameter vector --------------------------------------------------------------
+HP_WIN = 0
+HP_MINTIP = 1
+HP_COHMIN = 2
+HP_COHREL = 3
+HP_SPILLMAX = 4
+HP_SPILLREL = 5
+HP_STARVE = 6
+HP_SCALETOL = 7
+HP_PERSPTOL = 8
+HP_STDREL = 9
+HP_LOST = 10
+HP_RECOVER = 11
+HP_REFTAU = 12
+HP_POSETAU = 13
+HP_TIP_IN = 14     # tip band: 1 - HP_TIP_IN < r <= 1
+HP_OUT0 = 15       # spill band: 1 + HP_OUT0 < r < 1 + HP_OUT1
+HP_OUT1 = 16
+HP_LEN = 17
+
+# ---- float health state -------------------------------------------------------------------
+HS_RATE_REF = 0    # in-annulus events per ms
+HS_COH_REF = 1
+HS_SPILL_REF = 2
+HS_LOGS_REF = 3
+HS_P31_REF = 4
+HS_P32_REF = 5
+HS_BAD_US = 6      # consecutive bad time
+HS_GOOD_US = 7     # consecutive good time
+HS_RATE = 8        # metrics of the last window (nan: too few events to judge)
+HS_COH = 9
+HS_SPILL = 10
+HS_SCALE_D = 11
+HS_PERSP_D = 12
+HS_STD_REL = 13
+HS_NREF = 14       # good windows averaged into the references
+HS_COS = 15        # pending window: sum cos(eps) of tip-band events
+HS_CAUSE_VAL = 16  # value and reference of the cause of the current level
+HS_CAUSE_REF = 17
+HS_LEN = 18
+
+# ---- int health state ---------------------------------------------------------------------
+HI_LEVEL = 0
+HI_REASON = 1      # reason code of the last window
+HI_CAUSE = 2       # reason code that made the level DEGRADED / LOST
+HI_T0 = 3          # current window start [us]; -1 before the first event
+HI_ACC0 = 4        # in-annulus counter at the window start
+HI_NTIP = 5        # pending window: tip-band events
+HI_NOUT = 6        # pending window: spill-band events
+HI_LOSSES = 7      # transitions to LOST
+HI_LEN = 8
+
+
+def pack_health_params(p: TrackerParams) -> np.ndarray:
+    """Health parameter vector from :class:`TrackerParams` (``health_*`` fields)."""
+    hp = np.zeros(HP_LEN)
+    hp[HP_WIN] = p.health_window_us
+    hp[HP_MINTIP] = p.health_min_tip_events
+    hp[HP_COHMIN] = p.health_coherence_min
+    hp[HP_COHREL] = p.health_coherence_rel
+    hp[HP_SPILLMAX] = p.health_spill_max
+    hp[HP_SPILLREL] = p.health_spill_rel
+    hp[HP_STARVE] = p.health_starve_rel
+    hp[HP_SCALETOL] = p.health_scale_tol
+    hp[HP_PERSPTOL] = p.health_persp_tol
+    hp[HP_STDREL] = p.health_rpm_std_rel
+    hp[HP_LOST] = p.health_lost_us
+    hp[HP_RECOVER] = p.health_recover_us
+    hp[HP_REFTAU] = p.health_ref_tau_us
+    hp[HP_POSETAU] = p.health_pose_tau_us
+    hp[HP_TIP_IN] = 0.2
+    hp[HP_OUT0] = 0.05
+    hp[HP_OUT1] = 0.3
+    return hp
+
+
+def new_health_state() -> tuple[np.ndarray, np.ndarray]:
+    """Fresh (float, int) health state: DEGRADED, acquiring, no window open."""
+    hs = np.zeros(HS_LEN)
+    for k in (HS_RATE, HS_COH, HS_SPILL, HS_SCALE_D, HS_PERSP_D, HS_STD_REL):
+        hs[k] = math.nan
+    hi = np.zeros(HI_LEN, dtype=np.int64)
+    hi[HI_LEVEL] = DEGRADED
+    hi[HI_REASON] = R_ACQUIRING
+    hi[HI_CAUSE] = R_ACQUIRING
+    hi[HI_T0] = -1
+    return hs, hi
+
+
+@njit(cache=True, nogil=True)
+def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):
+    """Close the health window ending at ``t_end`` and update the level.
+
+    ``n_acc`` is the tracker's in-annulus counter (the window's count is its
+    increase since the window start); tip and spill counts and the cos sum
+    are in ``hi`` / ``hs``. The window's metrics are compared with absolute
+    limits and the slow references (see the module docstring).
+    """
+    dur = float(t_end - hi[HI_T0])
+    if dur <= 0.0:
+        return
+    n_win = n_acc - hi[HI_ACC0]
+    n_tip = hi[HI_NTIP]
+    n_out = hi[HI_NOUT]
+    rate = n_win * 1000.0 / dur
+    coh = math.nan
+    spill = math.nan
+    if n_tip >= hp[HP_MINTIP]:
+        coh = hs[HS_COS] / n_tip
+    if n_tip + n_out >= hp[HP_MINTIP]:
+        spill = n_out / (n_tip + n_out)
+    s = math.exp(q[0])
+    tn = math.sqrt(q[2] * q[2] + q[3] * q[3])
+    ds = q[0] - hs[HS_LOGS_REF]
+    dp = math.sqrt((q[4] - hs[HS_P31_REF]) ** 2 + (q[5] - hs[HS_P32_REF]) ** 2) * tn / s
+    std_rel = math.sqrt(max(P11, 0.0)) / max(abs(om), 1e-9)
+    hs[HS_RATE] = rate
+    hs[HS_COH] = coh
+    hs[HS_SPILL] = spill
+    hs[HS_SCALE_D] = ds
+    hs[HS_PERSP_D] = dp
+    hs[HS_STD_REL] = std_rel
+    # the next window starts here
+    hi[HI_T0] = t_end
+    hi[HI_ACC0] = n_acc
+    hi[HI_NTIP] = 0
+    hi[HI_NOUT] = 0
+    hs[HS_COS] = 0.0
+    level = hi[HI_LEVEL]
+    if not locked:
+        hi[HI_REASON] = R_ACQUIRING
+        if level != LOST:
+            hi[HI_LEVEL] = DEGRADED
+            hi[HI_CAUSE] = R_ACQUIRING
+        return
+    nref = hs[HS_NREF]
+    reason = R_OK
+    val = 0.0
+    ref = 0.0
+    if nref > 0:
+        if rate < hp[HP_STARVE] * hs[HS_RATE_REF]:
+            reason, val, ref = R_STARVED, rate, hs[HS_RATE_REF]
+        elif coh == coh and (coh < hp[HP_COHMIN] or coh < hp[HP_COHREL] * hs[HS_COH_REF]):
+            reason, val, ref = R_INCOHERENT, coh, hs[HS_COH_REF]
+        elif spill == spill and (spill > hp[HP_SPILLMAX]
+                                 or spill > hs[HS_SPILL_REF] + hp[HP_SPILLREL]):
+            reason, val, ref = R_SPILL, spill, hs[HS_SPILL_REF]
+        elif abs(ds) > hp[HP_SCALETOL]:
+            reason, val, ref = R_SCALE, ds, 0.0
+        elif dp > hp[HP_PERSPTOL]:
+            reason, val, ref = R_PERSP, dp, 0.0
+        elif std_rel > hp[HP_STDREL]:
+            reason, val, ref = R_UNCERTAIN, std_rel, 0.0
+    elif coh == coh and coh < hp[HP_COHMIN]:
+        # no reference yet: absolute limits only
+        reason, val, ref = R_INCOHERENT, coh, math.nan
+    elif spill == spill and spill > hp[HP_SPILLMAX]:
+        reason, val, ref = R_SPILL, spill, math.nan
+    hi[HI_REASON] = reason
+    if reason != R_OK:
+        hs[HS_BAD_US] += dur
+        hs[HS_GOOD_US] = 0.0
+        if level != LOST:
+            hi[HI_CAUSE] = reason
+            hs[HS_CAUSE_VAL] = val
+            hs[HS_CAUSE_REF] = ref
+        if level == TRACKING:
+            hi[HI_LEVEL] = DEGRADED
+        elif level == DEGRADED and hs[HS_BAD_US] >= hp[HP_LOST]:
+            hi[HI_LEVEL] = LOST
+            hi[HI_LOSSES] += 1
+        return
+    hs[HS_GOOD_US] += dur
+    if hs[HS_GOOD_US] >= hp[HP_RECOVER]:
+        hs[HS_BAD_US] = 0.0
+        if level != TRACKING:
+            hi[HI_LEVEL] = TRACKING
+            hi[HI_CAUSE] = R_OK
+            level = TRACKING
+    # slow references follow good windows: a running mean at first, then an EMA
+    if level == TRACKING or nref < 4:
+        a = max(1.0 / (nref + 1.0), min(1.0, dur / hp[HP_REFTAU]))
+        ap = max(1.0 / (nref + 1.0), min(1.0, dur / hp[HP_POSETAU]))
+        if nref == 0:
+            hs[HS_LOGS_REF] = q[0]
+            hs[HS_P31_REF] = q[4]
+            hs[HS_P32_REF] = q[5]
+        else:
+            hs[HS_LOGS_REF] += ap * (q[0] - hs[HS_LOGS_REF])
+            hs[HS_P31_REF] += ap * (q[4] - hs[HS_P31_REF])
+            hs[HS_P32_REF] += ap * (q[5] - hs[HS_P32_REF])
+        hs[HS_RATE_REF] += a * (rate - hs[HS_RATE_REF])
+        if coh == coh:
+            hs[HS_COH_REF] += (a if nref > 0 else 1.0) * (coh - hs[HS_COH_REF])
+        if spill == spill:
+            hs[HS_SPILL_REF] += (a if nref > 0 else 1.0) * (spill - hs[HS_SPILL_REF])
+        hs[HS_NREF] = nref + 1.0
+
+
+@njit(cache=True, nogil=True)
+def _health_advance(hp, hs, hi, q, locked, om, P11, n_acc, t):
+    """Close every health window that ends at or before ``t`` (events up to ``t`` seen).
+
+    A gap of more than 64 windows is closed as one long window.
+    """
+    if hi[HI_T0] < 0:
+        return
+    win = int(hp[HP_WIN])
+    k = 0
+    while t >= hi[HI_T0] + win:
+        if k == 64:
+            _health_close(hp, hs, hi, q, locked, om, P11, n_acc,
+                          hi[HI_T0] + ((t - hi[HI_T0]) // win) * win)
+            break
+        _health_close(hp, hs, hi, q, locked, om, P11, n_acc, hi[HI_T0] + win)
+        k += 1
+
+
+def reason_text(hi: np.ndarray, hs: np.ndarray) -> str:
+    """Human-readable health message of a health state (see :func:`_health_close`)."""
+    level = int(hi[HI_LEVEL])
+    if level == TRACKING:
+        return 'tracking'
+    cause = int(hi[HI_CAUSE])
+    val, ref = float(hs[HS_CAUSE_VAL]), float(hs[HS_CAUSE_REF])
+    if cause == R_ACQUIRING:
+        text = 'acquiring phase lock'
+    elif cause == R_STARVED:
+        text = f'starved: {val:.1f} events/ms in the annulus (usual {ref:.1f})'
+    elif cause == R_INCOHERENT:
+        text = f'phase incoherent: tip coherence {val:.2f} (usual {ref:.2f})'
+    elif cause == R_SPILL:
+        text = f'pose off: tip spill {val:.2f} (usual {ref:.2f})'
+    elif cause == R_SCALE:
+        text = f'scale drift {100.0 * math.expm1(val):+.0f} %'
+    elif cause == R_PERSP:
+        text = f'perspective drift {val:.2f}'
+    elif cause == R_UNCERTAIN:
+        text = f'RPM uncertain: std {100.0 * val:.1f} %'
+    else:
+        text = 'unknown'
+    if level == LOST:
+        return f'lost: {text}'
+    if int(hi[HI_REASON]) == R_OK and cause != R_ACQUIRING:
+        text += ' (recovering)'
+    return text
+
+
+def health_values(hi: np.ndarray, hs: np.ndarray) -> dict[str, str]:
+    """Health metrics of the last window for diagnostics (strings)."""
+    def fmt(v: float, spec: str) -> str:
+        return format(v, spec) if math.isfinite(v) else 'n/a'
+
+    return {
+        'health': LEVEL_NAMES[int(hi[HI_LEVEL])],
+        'health_losses': str(int(hi[HI_LOSSES])),
+        'tip_coherence': fmt(float(hs[HS_COH]), '.3f'),
+        'tip_spill': fmt(float(hs[HS_SPILL]), '.3f'),
+        'annulus_events_per_ms': fmt(float(hs[HS_RATE]), '.1f'),
+        'scale_drift_pct': fmt(100.0 * math.expm1(float(hs[HS_SCALE_D])), '.1f'),
+    }
