@@ -395,6 +395,72 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- detect
+def detect_in_bag(bag: str, topic: str = DEFAULT_TOPIC, at_s: float = 0.0,
+                  window_s: float = 0.1) -> tuple[list, int, int]:
+    """Detect the rotors in ``window_s`` of events starting ``at_s`` after the first event.
+
+    Returns
+    -------
+    rotors : list of DetectedRotor
+    width, height : int
+        Sensor size from the packets.
+    """
+    from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
+    from helixtrack_ros.core.detection import detect_rotors
+    from helixtrack_ros.core.events import EventArrays
+    from helixtrack_ros.io.bags import iter_event_packets
+    _count_or_fail(bag, topic)
+    decoder = None
+    parts = []
+    t_start = None
+    width, height = 1280, 720
+    for pkt in iter_event_packets(bag, topic):
+        if decoder is None:
+            try:
+                decoder = make_decoder(pkt.encoding, pkt.width, pkt.height)
+            except UnsupportedEncodingError as exc:
+                raise CliError(str(exc)) from None
+            width, height = int(pkt.width), int(pkt.height)
+        ev = decoder.decode(pkt.events, is_bigendian=pkt.is_bigendian,
+                            time_base=pkt.time_base).events
+        if not len(ev):
+            continue
+        if t_start is None:
+            t_start = int(ev.t_us[0]) + int(at_s * 1e6)
+        if ev.t_us[-1] < t_start:
+            continue
+        parts.append(ev)
+        if ev.t_us[-1] >= t_start + int(window_s * 1e6):
+            break
+    if not parts:
+        raise CliError(f'{bag}: no events at {at_s:g} s')
+    ev = EventArrays.concatenate(parts)
+    a = int(np.searchsorted(ev.t_us, t_start))
+    b = int(np.searchsorted(ev.t_us, t_start + int(window_s * 1e6)))
+    return detect_rotors(ev.slice(a, b), width=width, height=height), width, height
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    """``helixtrack detect``: write a parameter file with the rotors found."""
+    from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
+    t0 = time.perf_counter()
+    rotors, _, _ = detect_in_bag(args.bag, args.topic, args.at_s, args.window)
+    wall = time.perf_counter() - t0
+    names = [f'rotor_{i}' for i in range(len(rotors))]
+    print(f'{len(rotors)} rotor(s) found in {args.window * 1e3:.0f} ms of events at '
+          f'{args.at_s:g} s ({wall:.2f} s):')
+    for name, r in zip(names, rotors):
+        print(f'  {name}: centre ({r.center_px[0]:.1f}, {r.center_px[1]:.1f}) px, radius '
+              f'{r.radius_px:.1f} px, {r.blades} blades, direction {r.direction:+d}, '
+              f'{r.rpm_shaft:.0f} shaft RPM (score {r.score:.2f})')
+    tree = rotor_params_tree([r.to_params_dict(n) for n, r in zip(names, rotors)])
+    write_ros_params(args.out, tree, header=f'rotors detected by helixtrack detect in {args.bag} '
+                                            f'at {args.at_s:g} s')
+    print(f'parameters: {args.out}')
+    return 0 if rotors else 1
+
+
 # ---------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``helixtrack``."""
@@ -432,6 +498,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--skip', type=float, default=0.2,
                    help='seconds of convergence left out of the errors')
     p.set_defaults(func=cmd_track)
+
+    p = sub.add_parser('detect', help='find the rotors of a bag and write a parameter file')
+    p.add_argument('bag')
+    p.add_argument('--topic', default=DEFAULT_TOPIC)
+    p.add_argument('--at-s', type=float, default=0.0,
+                   help='start of the detection window, seconds after the first event')
+    p.add_argument('--window', type=float, default=0.1, help='seconds of events to use')
+    p.add_argument('--out', required=True, help='parameter file to write (.yaml)')
+    p.set_defaults(func=cmd_detect)
 
     p = sub.add_parser('events', help="decode a bag's event packets to an npz file")
     p.add_argument('bag')

@@ -66,3 +66,25 @@ def test_clear_errors_and_nonzero_exit(scene_dir, tmp_path, capsys):
     assert '/event_camera/events' in err  # the message lists what the bag has
     assert main(['simulate', '--scenario', 'nonsense', '--out', str(tmp_path / 's')]) == 2
     assert 'unknown scenario' in capsys.readouterr().err
+
+
+def test_detect_writes_a_parameter_file_that_track_accepts(tmp_path, capsys):
+    scene = tmp_path / 'quad'
+    assert main(['simulate', '--scenario', 'quadcopter_4m', '--ego-level', '2', '--duration',
+                 '0.35', '--seed', '11', '--out', str(scene)]) == 0
+    params = tmp_path / 'detected.yaml'
+    assert main(['detect', str(scene / 'events'), '--out', str(params)]) == 0
+    assert '4 rotor(s) found' in capsys.readouterr().out
+    from helixtrack_ros.io.params_file import load_ros_params
+    flat = load_ros_params(params)
+    truth = load_ros_params(scene / 'params.yaml')
+    assert len(flat['rotor_names']) == 4
+    # every detected rotor sits on a true one (centre within 10 % of the radius)
+    for name in flat['rotor_names']:
+        c = np.array(flat[f'rotors.{name}.center_px'])
+        d = min(np.hypot(*(c - np.array(truth[f'rotors.{t}.center_px'])))
+                / truth[f'rotors.{t}.radius_px'] for t in truth['rotor_names'])
+        assert d < 0.1
+    out = tmp_path / 'track'
+    assert main(['track', str(scene / 'events'), '--params', str(params), '--out',
+                 str(out)]) == 0
