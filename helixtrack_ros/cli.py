@@ -284,7 +284,7 @@ def track_bag(bag: str, params_path: str, out: Path, topic: str = DEFAULT_TOPIC,
             ResultBagWriter(out / 'results.mcap') as results:
         writer = csv.writer(fh)
         writer.writerow(['t_us', 'stamp_ns', 'rotor', 'rpm', 'rpm_std', 'phase_rad',
-                         'omega_rad_s', *hom_cols, 'events', 'level'])
+                         'omega_rad_s', *hom_cols, 'events', 'level', 'health'])
         last_diag_us = None
         try:
             for pkt in iter_event_packets(bag, topic):
@@ -307,7 +307,7 @@ def track_bag(bag: str, params_path: str, out: Path, topic: str = DEFAULT_TOPIC,
                                      f'{r.rpm_shaft_std:.3f}', f'{r.phase_rad:.6f}',
                                      f'{r.omega_rad_s:.4f}',
                                      *(f'{v:.8g}' for v in r.homography.ravel()),
-                                     r.events, r.level])
+                                     r.events, r.level, r.health])
                     rows[r.name]['t_us'].append(r.t_us)
                     rows[r.name]['rpm'].append(r.rpm_shaft)
                 results.write_packet_outputs(res.stamp_ns, [

@@ -772,7 +772,8 @@ def _default_pipeline_api() -> tuple[Callable, Callable, dict, dict]:
 
     base = PipelineConfig(realtime_stride=True)
     defaults: dict[str, Any] = {f'tracker.{k}': v for k, v in base.tracker.to_dict().items()}
-    for key in ('realtime_stride', 'max_stride', 'threads', 'auto_detect'):
+    for key in ('realtime_stride', 'max_stride', 'threads', 'auto_detect', 'recovery',
+                'recovery_min_us', 'recovery_window_us', 'recovery_retry_us', 'recovery_margin'):
         if hasattr(base, key):
             defaults[key] = getattr(base, key)
     return factory, TrackingPipeline.warmup, PipelineConfig.parameter_descriptions(), defaults

@@ -8,6 +8,20 @@ to the rotor(s) whose image region holds it, run one HelixTrack tracker per
 rotor, and keep the counters that diagnostics report. It imports no ROS
 module, so that ``helixtrack track`` and ``helixtrack_node`` give the same
 numbers for the same packets.
+
+Health and recovery (beyond the paper, whose tracker "does not perform
+automatic reinitialization after failure", Limitations): each tracker
+judges its own health (:mod:`helixtrack_ros.core.health`); the rotor's
+status is OK / WARN / ERROR for TRACKING / DEGRADED / LOST with the reason.
+When a rotor is LOST the pipeline buffers the events of a search region
+around its last good pose (the r_out circle plus ``recovery_margin`` tip
+radii), runs :func:`~helixtrack_ros.core.detection.detect_rotors` on it once
+the buffer spans enough time (1.5 shaft turns, at least
+``recovery_min_us``, at most ``recovery_window_us``) and every
+``recovery_retry_us`` after that, and re-initialises the tracker from the
+detection nearest to the last good pose that is not another tracked rotor
+(same name and blade count; the rotation direction it had). A tracker that
+finds its rotor again by itself (health TRACKING) ends the search.
 """
 
 from __future__ import annotations
@@ -23,9 +37,11 @@ import numpy as np
 
 from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
 from helixtrack_ros.codecs.time_sync import TimeMapper
+from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
 from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.health import LOST, TRACKING
 from helixtrack_ros.core.params import RotorInit, TrackerParams
-from helixtrack_ros.core.tracker import HelixTracker
+from helixtrack_ros.core.tracker import HelixTracker, TrackerState
 from helixtrack_ros.io.params_file import load_ros_params
 
 #: Diagnostic levels (diagnostic_msgs/DiagnosticStatus).
@@ -66,6 +82,15 @@ class PipelineConfig:
     auto_detect : bool
         Detect rotors from the stream when ``rotors`` is empty (not yet
         available: reported in diagnostics).
+    recovery : bool
+        Re-detect and re-initialise a LOST rotor (module docstring).
+    recovery_min_us, recovery_window_us : int
+        Shortest / longest span of buffered events a re-detection uses [us].
+    recovery_retry_us : int
+        Stream time between re-detection attempts [us].
+    recovery_margin : float
+        The search region is the r_out circle of the last good pose grown by
+        this many tip radii.
     """
 
     rotors: list[RotorInit] = field(default_factory=list)
@@ -74,6 +99,11 @@ class PipelineConfig:
     max_stride: int = 8
     threads: int = 2
     auto_detect: bool = False
+    recovery: bool = True
+    recovery_min_us: int = 25_000
+    recovery_window_us: int = 100_000
+    recovery_retry_us: int = 25_000
+    recovery_margin: float = 1.0
 
     @staticmethod
     def from_ros_params(params: dict[str, Any]) -> PipelineConfig:
@@ -120,6 +150,11 @@ class PipelineConfig:
             max_stride=int(params.get('max_stride', 8)),
             threads=int(params.get('threads', 2)),
             auto_detect=bool(params.get('auto_detect', False)),
+            recovery=bool(params.get('recovery', True)),
+            recovery_min_us=int(params.get('recovery_min_us', 25_000)),
+            recovery_window_us=int(params.get('recovery_window_us', 100_000)),
+            recovery_retry_us=int(params.get('recovery_retry_us', 25_000)),
+            recovery_margin=float(params.get('recovery_margin', 1.0)),
         )
 
     @staticmethod
@@ -135,6 +170,15 @@ class PipelineConfig:
             'feed trackers every k-th event when processing falls behind', '', None, None)
         out['max_stride'] = ('largest event stride of the real-time policy', '', 1, 64)
         out['threads'] = ('worker threads for rotors', '', 1, 16)
+        out['recovery'] = ('re-detect and re-initialise a LOST rotor', '', None, None)
+        out['recovery_min_us'] = ('shortest span of events a re-detection uses', 'us', 1000,
+                                  1e7)
+        out['recovery_window_us'] = ('longest span of events a re-detection uses', 'us', 1000,
+                                     1e7)
+        out['recovery_retry_us'] = ('stream time between re-detection attempts', 'us', 1000,
+                                    1e7)
+        out['recovery_margin'] = ('the search region grows the r_out circle by this',
+                                  'tip radii', 0.0, 10.0)
         return out
 
 
@@ -152,6 +196,7 @@ class RotorOutput:
     events: int
     level: int = OK
     message: str = 'tracking'
+    health: int = TRACKING
 
 
 @dataclass
@@ -184,6 +229,23 @@ def _route(x: np.ndarray, y: np.ndarray, boxes: np.ndarray, stride: int,
                 seen[r] += 1
 
 
+@dataclass
+class _Recovery:
+    """Recovery state of one rotor (see the module docstring)."""
+
+    good_q: np.ndarray | None = None   # last q_core / RPM / direction while TRACKING
+    good_rpm: float = 0.0
+    good_dir: int = 0
+    searching: bool = False            # LOST: buffering events of the search region
+    region: tuple[int, int, int, int] = (0, 0, 0, 0)
+    buf: list = field(default_factory=list)
+    next_try_us: int = 0
+    reset: bool = False                # re-initialised, not TRACKING yet
+    reset_us: int = 0
+    recoveries: int = 0
+    attempts: int = 0
+
+
 class TrackingPipeline:
     """Decode, route and track, one packet at a time.
 
@@ -197,6 +259,7 @@ class TrackingPipeline:
         self.config = config
         self._trackers = [HelixTracker(r, config.tracker) for r in config.rotors]
         self._inits = list(config.rotors)
+        self._rec = [_Recovery() for _ in self._trackers]
         self._decoder = None
         self._decoder_key: tuple | None = None
         self._time = TimeMapper()
@@ -211,6 +274,7 @@ class TrackingPipeline:
             'packets': 0, 'packets_refused': 0, 'seq_gaps': 0, 'packets_dropped': 0,
             'events_in': 0, 'events_routed': 0, 'time_backwards': 0, 'time_gaps': 0,
             'camera_restarts': 0, 'decode_errors': 0, 'packets_corrupt': 0,
+            'recoveries': 0, 'recovery_attempts': 0,
         }
         self._last_stamp_ns: int | None = None
         self._suspect_run = 0
@@ -268,6 +332,9 @@ class TrackingPipeline:
 
     def _restart_trackers(self) -> None:
         """Re-initialise every tracker from its current estimate (time restarted)."""
+        for rec in self._rec:
+            rec.searching = False
+            rec.buf = []
         for i, tracker in enumerate(self._trackers):
             st = tracker.state
             q = st.q
@@ -362,6 +429,26 @@ class TrackingPipeline:
         return PacketResult(stamp_ns=self._time.to_ros_ns(t_last), t_us=t_last,
                             n_events=n, rotors=outputs)
 
+    def process_events(self, events: EventArrays) -> list[RotorOutput]:
+        """Track already decoded, time-sorted sensor events (simulation, evaluation).
+
+        The same per-rotor path as :meth:`process_packet` (routing, tracking,
+        health, recovery) without decoding and time mapping; returns the rotor
+        states at the last event (the previous ones for an empty batch).
+        """
+        n = len(events)
+        self.counters['events_in'] += n
+        if n == 0:
+            return self._last_outputs
+        wall0 = time.perf_counter()
+        t_last = int(events.t_us[-1])
+        span_us = t_last - (self._last_t_us if self._last_t_us is not None
+                            else int(events.t_us[0]))
+        self._last_t_us = t_last
+        self._last_outputs = self._track(events, t_last)
+        self._account_load(time.perf_counter() - wall0, max(span_us, 1))
+        return self._last_outputs
+
     @staticmethod
     def _decoder_errors(c: dict[str, int]) -> int:
         return int(sum(c.get(k, 0) for k in
@@ -408,10 +495,15 @@ class TrackingPipeline:
             samples = list(self._pool.map(run, range(n_rot)))
         else:
             samples = [run(r) for r in range(n_rot)]
+        for tracker in self._trackers:
+            # health windows close even for a rotor that received no event
+            tracker.advance(t_last)
+        if self.config.recovery:
+            self._recover(ev, t_last)
         outputs = []
         for r, (tracker, s) in enumerate(zip(self._trackers, samples)):
             st = tracker.state
-            level, message = self._rotor_status(tracker, boxes[r])
+            level, message = self._rotor_status(st, boxes[r], self._rec[r])
             outputs.append(RotorOutput(
                 name=self._inits[r].name, t_us=t_last,
                 phase_rad=float(s.phase_rad[-1]) if len(s.t_us) else float(st.phase_rad),
@@ -420,25 +512,169 @@ class TrackingPipeline:
                 rpm_shaft_std=(float(s.rpm_shaft_std[-1]) if len(s.t_us)
                                else float(st.rpm_shaft_std)),
                 homography=np.array(st.homography, dtype=np.float64),
-                events=int(counts[r]), level=level, message=message))
+                events=int(counts[r]), level=level, message=message, health=st.health))
         return outputs
 
-    def _rotor_status(self, tracker: HelixTracker, box: np.ndarray) -> tuple[int, str]:
-        st = tracker.state
+    def _image_size(self) -> tuple[int, int]:
+        return (self._decoder_key[1], self._decoder_key[2]) if self._decoder_key else (1280, 720)
+
+    def _rotor_status(self, st: TrackerState, box: np.ndarray,
+                      rec: _Recovery | None = None) -> tuple[int, str]:
+        """Diagnostic level and message: geometry checks, then the tracker's health."""
         x0, y0, x1, y1 = (int(v) for v in box)
-        w, h = (self._decoder_key[1], self._decoder_key[2]) if self._decoder_key else (1280, 720)
+        w, h = self._image_size()
         cx, cy = float(st.q[2]), float(st.q[3])
         if not (0 <= cx < w and 0 <= cy < h):
             return ERROR, 'rotor centre left the image'
         if not math.isfinite(st.rpm_shaft):
             return ERROR, 'state is not finite'
-        if st.rpm_shaft > 0 and st.rpm_shaft_std > 0.05 * st.rpm_shaft:
-            return WARN, f'uncertain: RPM std {st.rpm_shaft_std:.0f}'
         if x1 < 0 or y1 < 0 or x0 >= w or y0 >= h:
             return ERROR, 'rotor region outside the image'
+        if st.health == LOST:
+            extra = '; re-detecting' if rec is not None and rec.searching else ''
+            return ERROR, st.health_reason + extra
+        if st.health != TRACKING:
+            if rec is not None and rec.reset:
+                return WARN, f'recovering (re-detected): {st.health_reason}'
+            return WARN, st.health_reason
         if self.stride > 1:
             return WARN, f'degraded: every {self.stride}-th event (real-time policy)'
         return OK, 'tracking'
+
+    # ------------------------------------------------------------------ recovery
+    def _recover(self, ev: EventArrays, t_last: int) -> None:
+        """Buffer, re-detect and re-initialise LOST rotors (module docstring)."""
+        cfg = self.config
+        for r, tracker in enumerate(self._trackers):
+            rec = self._rec[r]
+            health = tracker.health
+            if health == TRACKING:
+                if rec.good_q is None:
+                    rec.good_q = np.empty(6)
+                rec.good_q[:] = tracker.q
+                rec.good_rpm = tracker.rpm_shaft
+                rec.good_dir = tracker.direction
+                rec.searching = False
+                rec.reset = False
+                rec.buf = []
+                continue
+            if rec.reset and t_last - rec.reset_us > cfg.recovery_window_us + 100_000:
+                # re-initialised but never TRACKING (e.g. no phase lock): search again
+                health = LOST
+            if health != LOST:
+                continue
+            if not rec.searching:
+                # search around the last good pose, with events from now on
+                rec.searching = True
+                rec.reset = False
+                rec.buf = []
+                last = self._last_good(r)
+                rec.region = self._search_region(last)
+                rec.next_try_us = t_last + self._min_span_us(last)
+                continue
+            x0, y0, x1, y1 = rec.region
+            m = (ev.x >= x0) & (ev.x <= x1) & (ev.y >= y0) & (ev.y <= y1)
+            # activity of the region without the discs of the rotors still tracked
+            own = m.copy()
+            for o, other in enumerate(self._trackers):
+                if o != r and other.health != LOST:
+                    q = other.q
+                    rad = 1.1 * math.exp(q[0])
+                    own &= (ev.x - q[2]) ** 2 + (ev.y - q[3]) ** 2 > rad * rad
+            n_region = int(np.count_nonzero(own))
+            span_ms = max((t_last - int(ev.t_us[0])) * 1e-3, 1.0)
+            if n_region < 0.25 * tracker.rate_ref * span_ms:
+                # too few events for a rotor (it is hidden): nothing to detect yet; a
+                # detection uses only events since the rotor can be there again
+                rec.buf = []
+                rec.next_try_us = max(rec.next_try_us,
+                                      t_last + self._min_span_us(self._last_good(r)))
+                continue
+            rec.buf.append(EventArrays(ev.t_us[m], ev.x[m], ev.y[m], ev.p[m]))
+            while rec.buf and int(rec.buf[0].t_us[-1]) < t_last - cfg.recovery_window_us:
+                rec.buf.pop(0)
+            if t_last < rec.next_try_us or not rec.buf:
+                continue
+            rec.next_try_us = t_last + cfg.recovery_retry_us
+            events = EventArrays.concatenate(rec.buf)
+            k = int(np.searchsorted(events.t_us, t_last - cfg.recovery_window_us))
+            events = events.slice(k, len(events))
+            rec.attempts += 1
+            self.counters['recovery_attempts'] += 1
+            w, h = self._image_size()
+            found = detect_rotors(events, w, h, region=rec.region)
+            init = self._pick(r, found, self._last_good(r))
+            if init is None:
+                continue
+            tracker.reset(init)
+            rec.searching = False
+            rec.reset = True
+            rec.reset_us = t_last
+            rec.buf = []
+            rec.recoveries += 1
+            self.counters['recoveries'] += 1
+
+    def _last_good(self, r: int) -> RotorInit:
+        """Rotor r as it was when last TRACKING (its initialisation if never)."""
+        rec = self._rec[r]
+        if rec.good_q is None:
+            return self._inits[r]
+        q = rec.good_q
+        return replace(self._inits[r], center_px=(float(q[2]), float(q[3])),
+                       radius_px=math.exp(float(q[0])), psi_rad=float(q[1]),
+                       perspective=(float(q[4]), float(q[5])),
+                       rpm_shaft=max(rec.good_rpm, 1.0), direction=rec.good_dir)
+
+    def _search_region(self, last: RotorInit) -> tuple[int, int, int, int]:
+        """Image box around a pose: the r_out circle plus recovery_margin tip radii."""
+        w, h = self._image_size()
+        half = (self.config.tracker.r_out + self.config.recovery_margin) * last.radius_px
+        cx, cy = last.center_px
+        return (int(max(0, math.floor(cx - half))), int(max(0, math.floor(cy - half))),
+                int(min(w - 1, math.ceil(cx + half))), int(min(h - 1, math.ceil(cy + half))))
+
+    def _min_span_us(self, last: RotorInit) -> int:
+        """Events a re-detection needs: 1.5 shaft turns, within the configured bounds."""
+        turn_us = 60e6 / max(last.rpm_shaft, 1.0)
+        return int(min(self.config.recovery_window_us,
+                       max(self.config.recovery_min_us, 1.5 * turn_us)))
+
+    def _pick(self, r: int, found: list[DetectedRotor], last: RotorInit) -> RotorInit | None:
+        """The detection that is rotor r again, as a RotorInit (None if none fits)."""
+        best = None
+        best_d = math.inf
+        reach = self.config.tracker.r_out + self.config.recovery_margin
+        for det in found:
+            if not 0.6 <= det.radius_px / max(last.radius_px, 1e-9) <= 1.6:
+                continue
+            # another rotor that is still tracked owns this detection
+            taken = False
+            for o, other in enumerate(self._trackers):
+                if o == r or other.health == LOST:
+                    continue
+                q = other.q
+                if math.hypot(det.center_px[0] - q[2], det.center_px[1] - q[3]) \
+                        < 0.6 * math.exp(q[0]):
+                    taken = True
+                    break
+            if taken:
+                continue
+            d = math.hypot(det.center_px[0] - last.center_px[0],
+                           det.center_px[1] - last.center_px[1]) / last.radius_px
+            if d < best_d and d <= reach:
+                best, best_d = det, d
+        if best is None:
+            return None
+        blades = self._inits[r].blades
+        # the detector measures the blade-pass frequency; the blade count is configured
+        rpm = (best.blade_pass_hz * 60.0 / blades if best.blade_pass_hz > 0
+               else best.rpm_shaft * best.blades / blades)
+        direction = last.direction if last.direction != 0 else int(best.direction)
+        return replace(self._inits[r],
+                       center_px=(float(best.center_px[0]), float(best.center_px[1])),
+                       radius_px=float(best.radius_px), rpm_shaft=float(max(rpm, 1.0)),
+                       direction=direction, psi_rad=float(best.psi_rad),
+                       perspective=(float(best.perspective[0]), float(best.perspective[1])))
 
     def _account_load(self, wall_s: float, span_us: int) -> None:
         self._wall_s += wall_s
@@ -481,18 +717,22 @@ class TrackingPipeline:
         })
         out = [{'name': 'helixtrack: pipeline', 'level': pipe_level, 'message': msg,
                 'hardware_id': 'helixtrack', 'values': values}]
-        for init, tracker, last in zip(self._inits, self._trackers,
-                                       self._last_outputs or [None] * len(self._inits)):
+        for init, tracker, last, rec in zip(self._inits, self._trackers,
+                                            self._last_outputs or [None] * len(self._inits),
+                                            self._rec):
             st = tracker.state
             level, message = (last.level, last.message) if last else (WARN, 'no data yet')
+            values = {
+                'rpm_shaft': f'{st.rpm_shaft:.1f}',
+                'rpm_shaft_std': f'{st.rpm_shaft_std:.1f}',
+                'events_per_s': f'{st.events_in / sensor_s:.0f}',
+                'pose_updates': str(st.pose_updates),
+                'direction': str(st.direction),
+                'recoveries': str(rec.recoveries),
+                'recovery_attempts': str(rec.attempts),
+            }
+            values.update(tracker.health_values())
             out.append({
                 'name': f'helixtrack: rotor {init.name}', 'level': level, 'message': message,
-                'hardware_id': init.name,
-                'values': {
-                    'rpm_shaft': f'{st.rpm_shaft:.1f}',
-                    'rpm_shaft_std': f'{st.rpm_shaft_std:.1f}',
-                    'events_per_s': f'{st.events_in / sensor_s:.0f}',
-                    'pose_updates': str(st.pose_updates),
-                    'direction': str(st.direction),
-                }})
+                'hardware_id': init.name, 'values': values})
         return out

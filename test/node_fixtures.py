@@ -345,7 +345,7 @@ class Probe:
             self.rclpy.try_shutdown(context=self.context)
 
     def prime(self, publisher: Any, ready: Callable[[], Any], seq0: int = 0,
-              start_ns: int = 1_600_000_000_000_000_000, timeout: float = 20.0) -> int:
+              start_ns: int = 1_600_000_000_000_000_000, timeout: float = 60.0) -> int:
         """Publish empty packets until ``ready()``; return the next free ``seq``.
 
         A best-effort reader drops samples from a writer it has not matched
@@ -397,7 +397,7 @@ class Probe:
                     lst.clear()
 
     def wait_matched(self, publisher: Any = None, topics: Iterable[str] = (),
-                     timeout: float = 30.0) -> None:
+                     timeout: float = 90.0) -> None:
         """Wait for ``publisher`` to match a reader and each topic to have a writer."""
         if publisher is not None:
             wait_until(lambda: publisher.get_subscription_count() > 0, timeout,

@@ -197,7 +197,7 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
                 else:
                     abs_high -= 4096 - d
                     counters[_C_BACK] += 1
-                    if 4096 - d > RESET_STEPS:  # far back: the sensor clock restarted
+                    if 4096 - d > RESET_STEPS and abs_high >= 0:  # far back: clock restarted
                         counters[_C_RESETS] += 1
                         state[_S_FLOOR] = abs_high << 12
                 state[_S_ABS_HIGH] = abs_high

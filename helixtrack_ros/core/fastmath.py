@@ -20,7 +20,8 @@ import os
 from numba import njit
 import numpy as np
 
-_KERNEL_MODULES = ('fastmath', 'homography', 'phase_ekf', 'rotation_sign', 'pose_gn', 'tracker')
+_KERNEL_MODULES = ('fastmath', 'homography', 'phase_ekf', 'rotation_sign', 'pose_gn', 'tracker',
+                   'health')
 
 
 def _guard_kernel_cache() -> None:

@@ -42,45 +42,12 @@ within about 20-30 ms, tracked scenes stay TRACKING.
 from __future__ import annotations
 
 import math
-import os
 
 from numba import njit
 import numpy as np
 
+from helixtrack_ros.core import fastmath  # noqa: F401  (drops stale kernel caches)
 from helixtrack_ros.core.params import TrackerParams
-
-
-def _guard_cache() -> None:
-    """Drop the tracker's numba cache when this module changed.
-
-    The tracker kernel compiles :func:`_health_close` and the index
-    constants below into its own cache, which numba keys on tracker.py only
-    (``fastmath._guard_kernel_cache`` does the same for the other core
-    modules). Best effort: errors are ignored.
-    """
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        st = os.stat(os.path.join(here, 'health.py'))
-        stamp = f'{st.st_mtime_ns}:{st.st_size}'
-        cache = os.path.join(here, '__pycache__')
-        mark = os.path.join(cache, 'helixtrack_health.stamp')
-        if os.path.isfile(mark):
-            with open(mark) as f:
-                if f.read() == stamp:
-                    return
-        if os.path.isdir(cache):
-            for name in os.listdir(cache):
-                if name.endswith(('.nbi', '.nbc')) and name.split('.')[0] in ('tracker',
-                                                                              'health'):
-                    os.remove(os.path.join(cache, name))
-        os.makedirs(cache, exist_ok=True)
-        with open(mark, 'w') as f:
-            f.write(stamp)
-    except OSError:
-        pass
-
-
-_guard_cache()
 
 #: Health levels.
 TRACKING, DEGRADED, LOST = 0, 1, 2

@@ -88,31 +88,31 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
     # --- fast translation step and motion model (beyond the paper, see tracker notes)
     'pose_fast_us': ('translation-only pose step from the phase term on this grid of stream '
                      'time (0 = off, paper)', 'us', 0, 1e9),
-    'pose_fast_gain': ('gain of the fast translation step', '', 0.0, 2.0),
+    'pose_fast_rpm': ('the fast step runs while the shaft RPM is below this (a half turn, the '
+                      "paper's pose trigger, then takes longer than 10 ms for B = 2)", 'RPM',
+                      0.0, 1e6),
+    'pose_fast_gain': ('gain of the fast Newton step (motion_model 0)', '', 0.0, 2.0),
     'pose_fast_max_step': ('trust region of the fast translation step', 'tip radii', 1e-6,
                            10.0),
-    'pose_fast_damping': ('relative diagonal damping of the fast translation step', '', 0.0,
-                          1e6),
+    'pose_fast_damping': ('relative diagonal damping of the fast Newton step (motion_model 0)',
+                          '', 0.0, 1e6),
     'pose_fast_min_weight': ('a fast step needs at least this sum of phase gates', '', 0.0,
                              1e12),
     'pose_fast_forget': ('forgetting factor of the fast translation system after a step '
                          '(without the motion model)', '', 0.0, 1.0),
-    'pose_fast_aniso': ('the fast step ignores a direction observed this many times more weakly '
-                        'than the other (ratio of eigenvalues; 0 = keep both)', '', 0.0, 1.0),
+    'pose_fast_aniso': ('the fast step ignores a direction whose information is below this '
+                        'fraction of the other one (eigenvalue ratio; 0 = keep both)', '',
+                        0.0, 1.0),
     'pose_acq_gain': ('while the phase is acquired, the fast step moves the centre by this '
                       'times the centroid of the disc events', '', 0.0, 2.0),
-    'pose_fast_info': ('information of the phase-term system per unit (motion Kalman filter)',
-                       '1/px^2', 1e-6, 1e9),
-    'motion_model': ('1: propagate tx, ty (and log-scale) between pose solves with a constant '
-                     'velocity learnt from the GN corrections; 0: the pose is constant between '
-                     'solves (paper)', '', 0, 1),
-    'motion_gain': ('velocity gain beta of the motion model (alpha-beta filter on the GN '
-                    'corrections)', '', 0.0, 2.0),
-    'motion_gain_scale': ('velocity gain of log-scale (0 = scale is not propagated)', '',
-                          0.0, 2.0),
-    'motion_step_us': ('the motion model moves the pose on this grid of stream time', 'us',
+    'pose_fast_info': ('information per unit of the phase-term system, as a measurement of '
+                       'the motion Kalman filter', '1/px^2', 1e-6, 1e9),
+    'motion_model': ('1: while the fast step runs, a Kalman filter on the centre and its image '
+                     'velocity propagates the pose between steps (constant velocity); 0: '
+                     'damped Newton steps, the pose constant between them', '', 0, 1),
+    'motion_step_us': ('the motion model moves the centre on this grid of stream time', 'us',
                        50, 1e6),
-    'motion_hold_us': ('the velocity is dropped when no pose solve happened for this long',
+    'motion_hold_us': ('the velocity is dropped when no fast step applied for this long',
                        'us', 1000, 1e8),
     'motion_max_rs': ('largest image speed of the motion model', 'tip radii/s', 0.0, 1e4),
     'motion_accel': ('white-acceleration density of the motion Kalman filter',
@@ -167,9 +167,9 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
 
 _INT_FIELDS = {'pol_adapt', 'ekf_polarity', 'bto_sectors', 'gn_min_events', 'gn_target_events',
                'pose_timer_us', 'pose_max_events', 'sign_events', 'sign_max_us',
-               'pose_fast_us', 'motion_model', 'motion_step_us', 'motion_hold_us', 'health_window_us',
-               'health_min_tip_events', 'health_lost_us', 'health_recover_us',
-               'health_ref_tau_us', 'health_pose_tau_us'}
+               'pose_fast_us', 'motion_model', 'motion_step_us', 'motion_hold_us',
+               'health_window_us', 'health_min_tip_events', 'health_lost_us',
+               'health_recover_us', 'health_ref_tau_us', 'health_pose_tau_us'}
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,16 @@ class TrackerParams:
       subsample of in-annulus events (speed); 0 restores the paper.
     - ``sign_*``: rotation sign and initial phase / rate from a window of
       at least ``sign_turns`` shaft turns (rotation_sign notes).
+
+    Beyond the paper (tracker and health notes):
+
+    - ``pose_fast_*`` / ``motion_*``: below ``pose_fast_rpm`` a translation
+      step from the phase term every 1 ms feeds a constant-velocity Kalman
+      filter of the rotor centre (the paper's low-RPM failure, Sec. 4.4);
+      above it the tracker is the paper's.
+    - ``health_*``: TRACKING / DEGRADED / LOST from phase coherence, tip
+      spill, event starvation, scale / perspective drift and RPM
+      uncertainty (:mod:`helixtrack_ros.core.health`).
     """
 
     # phase EKF
@@ -266,25 +276,24 @@ class TrackerParams:
     pose_timer_us: int = 100_000
     pose_max_events: int = 0
     # fast translation step and motion model
-    pose_fast_us: int = 0
+    pose_fast_us: int = 1000
+    pose_fast_rpm: float = 3000.0
     pose_fast_gain: float = 1.0
     pose_fast_max_step: float = 0.05
     pose_fast_damping: float = 0.05
     pose_fast_min_weight: float = 20.0
     pose_fast_forget: float = 0.5
-    pose_fast_info: float = 100.0
+    pose_fast_info: float = 30.0
     pose_acq_gain: float = 0.5
     pose_fast_aniso: float = 0.2
-    motion_model: int = 0
-    motion_gain: float = 0.3
-    motion_gain_scale: float = 0.0
+    motion_model: int = 1
     motion_step_us: int = 500
     motion_hold_us: int = 30_000
     motion_max_rs: float = 40.0
-    motion_accel: float = 1e5
-    motion_gate: float = 9.0
-    motion_p0_pos: float = 0.05
-    motion_p0_vel: float = 2.0
+    motion_accel: float = 3e4
+    motion_gate: float = 4.0
+    motion_p0_pos: float = 0.1
+    motion_p0_vel: float = 0.5
     # health
     health_window_us: int = 5000
     health_min_tip_events: int = 30

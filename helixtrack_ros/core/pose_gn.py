@@ -179,7 +179,7 @@ def pack_gn_params(params: TrackerParams, blades: int, zeta: int) -> np.ndarray:
     g[G_FORGET] = params.gn_forget
     g[G_MAXSTEP] = params.gn_max_step
     g[G_KAPPA] = params.kappa
-    g[G_FIXT] = 1.0 if params.pose_fast_us > 0 else 0.0
+    g[G_FIXT] = 0.0
     g[G_INV2SR2] = 0.5 / params.sigma_ring ** 2
     return g
 

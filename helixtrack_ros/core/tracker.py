@@ -31,7 +31,46 @@ arrays, so any batch split gives the same result):
 7. pose trigger, checked at each commit: |(phi - phi_base - zeta B (psi -
    psi_base)) / B| >= pi (paper), or pose_timer_us of stream time (release:
    100 ms), or pose_max_events accepted events; a batch with fewer than
-   gn_min_events accepted events is not solved but keeps accumulating.
+   gn_min_events accepted events is not solved but keeps accumulating;
+8. low RPM (beyond the paper): while the shaft RPM is below pose_fast_rpm
+   (a half turn then takes > 10 ms for B = 2), a fast translation step runs
+   every pose_fast_us (1 ms) of stream time, see below;
+9. health counters (two compares per in-annulus event) and the health
+   window close on the first input event past the window
+   (:mod:`helixtrack_ros.core.health`).
+
+Low RPM under camera motion (the paper's failure, Sec. 4.4: "the phase
+advance needed to trigger a pose update accumulates too slowly relative to
+the image-plane motion, so the pose estimate lags"). Measured on the
+simulator (``benchmarks/bench_low_rpm.py``), three facts shaped the fix:
+
+- A full GN solve on a batch shorter than a half turn is dominated by the
+  BTO term (occupancies of a few sectors) and by the translation /
+  perspective coupling: its translation step is nearly uncorrelated with
+  the true pose error, so more frequent full solves ("timer") do not help.
+- The phase term alone, restricted to tx, ty, measures the centre error
+  perpendicular to the blades within ~0.5 px from 1 ms of events (the blade
+  line seen from a wrong centre bends); along the blades it observes almost
+  nothing (eigenvalue ratio ~1 / 200), and that direction turns with the
+  blades (90 degrees per quarter turn).
+- A constant-velocity model fed by those 1 ms measurements keeps the weakly
+  observed direction moving with the camera between the times it is seen.
+
+So the fast step accumulates the phase term's 2x2 translation system on
+the GN subsample (``pose_gn.ACC_FAST``) and, every pose_fast_us: with
+``motion_model`` = 1 (default) it updates a Kalman filter on [tx, ty, vx,
+vy] (white acceleration motion_accel) in information form: the system is a
+measurement of the position with information pose_fast_info x A (a
+direction weaker than pose_fast_aniso x the stronger one is dropped,
+an innovation beyond motion_gate standard deviations is down-weighted),
+and the centre then moves with the estimated velocity every motion_step_us;
+with ``motion_model`` = 0 it takes a damped Newton step and forgets the
+system (rho = pose_fast_forget, gradient re-linearised at the new pose).
+The full GN solve keeps its other parameters but no longer moves tx, ty
+(``pose_gn.G_FIXT``). While the phase is being acquired (no phase yet) the
+centre follows the centroid of the disc events instead (pose_acq_gain).
+Above pose_fast_rpm nothing of this runs: the tracker is bit-identical to
+the paper's (the half-turn trigger is fast enough there).
 
 Outputs (Sec. 3.6): shaft RPM = 60 |omega| / (2 pi B), its standard
 deviation from P[1, 1], shaft phase = wrap(zeta phi_eff / B) (blade angle
@@ -62,6 +101,7 @@ from helixtrack_ros.core.health import (
     HP_TIP_IN,
     HP_WIN,
     HS_COS,
+    HS_RATE_REF,
     _health_advance,
     health_values,
     new_health_state,
@@ -75,6 +115,7 @@ from helixtrack_ros.core.pose_gn import (
     ACC_FAST,
     ACC_LEN,
     ACC_N,
+    G_FIXT,
     G_POLH,
     G_ZETA,
     _accumulate,
@@ -89,10 +130,10 @@ FS_PHI, FS_OM, FS_AL = 0, 1, 2
 FS_P00, FS_P01, FS_P02, FS_P11, FS_P12, FS_P22 = 3, 4, 5, 6, 7, 8
 FS_PHIB, FS_PSIB = 9, 10
 FS_SW, FS_SWE = 11, 12    # pending fold of the current timestamp: sum w, sum w eps
-FS_VS, FS_VX, FS_VY = 13, 14, 15  # motion model: d log s / dt, d tx / dt, d ty / dt [1/us]
-FS_KP = 16         # 16: covariance of the motion Kalman filter [x, y, vx, vy] (px, px/s)
-FS_AC = 32         # 3: while acquiring, sum u_x, sum u_y, count of disc events (centroid)
-FS_LEN = 35
+FS_VX, FS_VY = 13, 14     # motion model: image velocity of the centre [px / us]
+FS_KP = 15         # 16: covariance of the motion Kalman filter [x, y, vx, vy] (px, px/s)
+FS_AC = 31         # 3: while acquiring, sum u_x, sum u_y, count of disc events (centroid)
+FS_LEN = 34
 
 # ---- int state --------------------------------------------------------------------------
 IS_T = 0           # time of the EKF state x [us]; -1 before the first accepted event
@@ -114,10 +155,11 @@ IS_BATCH_T0 = 15
 IS_DIR = 16        # configured direction
 IS_DEFER = 17      # triggers whose batch was too small
 IS_ACCEPT = 18     # events inside the annulus
-IS_MT = 19         # motion model: time the pose q refers to [us]
-IS_SOLVE_T = 20    # time of the last pose correction (solve or fast step) [us]
+IS_MT = 19         # motion model: time the centre was last propagated to [us]
+IS_SOLVE_T = 20    # time of the last applied fast step [us]
 IS_FAST_T = 21     # time of the last fast translation step [us]
-IS_LEN = 22
+IS_FASTON = 22     # 1 while the fast translation step runs (low RPM)
+IS_LEN = 23
 
 # ---- tracker parameter vector -----------------------------------------------------------
 TP_B = 0
@@ -141,26 +183,25 @@ TP_P0OM = 17
 TP_P0AL = 18
 TP_RINGACQ = 19    # acquisition uses |r - 1| <= this
 TP_ACQ_MIN = 20    # minimum buffered events before a decision
-TP_MOTION = 21     # 1: constant-velocity pose propagation between solves
-TP_MGAIN = 22
-TP_MGAIN_S = 23
-TP_MSTEP = 24
-TP_MHOLD = 25
-TP_MVMAX = 26      # largest image speed [tip radii / us]
-TP_FAST = 27       # fast translation step period [us] (0 = off)
-TP_FGAIN = 28
-TP_FMAX = 29
-TP_FDAMP = 30
-TP_FMIN = 31
-TP_FFORGET = 32    # forgetting of the fast translation system
-TP_FINFO = 33      # information per unit of the phase-term normal equations [1/px^2]
-TP_QACC = 34       # white-acceleration density of the motion model [tip radii^2 / s^3]
-TP_P0POS = 35      # initial position / velocity standard deviations [tip radii, tip radii/s]
-TP_P0VEL = 36
-TP_FANISO = 37     # weakest / strongest eigenvalue below this: weak direction dropped
-TP_FGATE = 38      # innovation gate (squared Mahalanobis distance; 0 = off)
-TP_ACQGAIN = 39    # centroid step gain while acquiring
-TP_LEN = 40
+TP_MOTION = 21     # 1: constant-velocity pose propagation between fast steps
+TP_FASTRPM = 22    # the fast step runs below this shaft RPM
+TP_MSTEP = 23
+TP_MHOLD = 24
+TP_MVMAX = 25      # largest image speed [tip radii / us]
+TP_FAST = 26       # fast translation step period [us] (0 = off)
+TP_FGAIN = 27
+TP_FMAX = 28
+TP_FDAMP = 29
+TP_FMIN = 30
+TP_FFORGET = 31    # forgetting of the fast translation system
+TP_FINFO = 32      # information per unit of the phase-term normal equations [1/px^2]
+TP_QACC = 33       # white-acceleration density of the motion model [tip radii^2 / s^3]
+TP_P0POS = 34      # initial position / velocity standard deviations [tip radii, tip radii/s]
+TP_P0VEL = 35
+TP_FANISO = 36     # weakest / strongest eigenvalue below this: weak direction dropped
+TP_FGATE = 37      # innovation gate (squared Mahalanobis distance; 0 = off)
+TP_ACQGAIN = 38    # centroid step gain while acquiring
+TP_LEN = 39
 
 # output columns
 OUT_RPM, OUT_STD, OUT_PHASE, OUT_OMEGA, OUT_Q = 0, 1, 2, 3, 4
@@ -288,7 +329,6 @@ def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
     ist[IS_MT] = t
     ist[IS_SOLVE_T] = t
     ist[IS_FAST_T] = t
-    fs[FS_VS] = 0.0
     fs[FS_VX] = 0.0
     fs[FS_VY] = 0.0
     _kf_init(tp, fs, math.exp(q[0]))
@@ -588,17 +628,16 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     h8 = pose[14]
     # motion model (module notes, beyond the paper)
     motion = tp[TP_MOTION] != 0.0
-    mgain = tp[TP_MGAIN]
-    mgain_s = tp[TP_MGAIN_S]
     mstep = int(tp[TP_MSTEP])
     mhold = int(tp[TP_MHOLD])
-    vs = fs[FS_VS]
     vx = fs[FS_VX]
     vy = fs[FS_VY]
     t_m = ist[IS_MT]
     t_sv = ist[IS_SOLVE_T]
     fstep = int(tp[TP_FAST])
     t_f = ist[IS_FAST_T]
+    fast_on = ist[IS_FASTON] != 0
+    om_fast = tp[TP_FASTRPM] * TWO_PI / 60.0 * B
     # health counters (core.health)
     hwin = int(hp[HP_WIN])
     tip_in = -hp[HP_TIP_IN]
@@ -643,22 +682,37 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                 phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sig0)
             sw = 0.0
             swe = 0.0
-            if motion and t_x - t_m >= mstep:
-                # constant-velocity propagation of the pose between solves
-                if t_x - t_sv > mhold or t_x - t_m > mhold:
-                    # no correction (or no event) for long: the velocity is stale
-                    vs = 0.0
+            if fstep > 0:
+                # the fast step runs while a half shaft turn is slow (low RPM), with
+                # hysteresis; the full solve then leaves tx, ty to it
+                if fast_on and abs(om) > 1.25 * om_fast:
+                    fast_on = False
+                    gp[G_FIXT] = 0.0
+                    vx = 0.0
+                    vy = 0.0
+                elif not fast_on and abs(om) < om_fast:
+                    fast_on = True
+                    gp[G_FIXT] = 1.0
                     vx = 0.0
                     vy = 0.0
                     _kf_init(tp, fs, math.exp(q[0]))
-                elif vx != 0.0 or vy != 0.0 or vs != 0.0:
+                    for k in range(6):
+                        acc[ACC_FAST + k] = 0.0
+                    t_f = t_x
+                    t_m = t_x
+                    t_sv = t_x
+            if fast_on and motion and t_x - t_m >= mstep:
+                # constant-velocity propagation of the pose between fast steps
+                if t_x - t_sv > mhold or t_x - t_m > mhold:
+                    # no correction (or no event) for long: the velocity is stale
+                    vx = 0.0
+                    vy = 0.0
+                    _kf_init(tp, fs, math.exp(q[0]))
+                elif vx != 0.0 or vy != 0.0:
                     dtm = float(t_x - t_m)
-                    q[0] += vs * dtm
                     q[2] += vx * dtm
                     q[3] += vy * dtm
                     _pack_pose(q, pose)
-                    if vs != 0.0:
-                        _set_bands(gp, math.exp(q[0]))
                     h0 = pose[6]
                     h1 = pose[7]
                     h2 = pose[8]
@@ -669,7 +723,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                     h7 = pose[13]
                     h8 = pose[14]
                 t_m = t_x
-            if fstep > 0 and t_x - t_f >= fstep:
+            if fast_on and t_x - t_f >= fstep:
                 # fast translation step from the phase term (tracker notes)
                 fs[FS_VX] = vx
                 fs[FS_VY] = vy
@@ -692,27 +746,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                     or (timer > 0 and t_x - batch_t0 >= timer)
                     or (maxev > 0 and batch_n >= maxev)):
                 if batch_n >= gn_min and acc[ACC_N] >= 8.0:
-                    qs0 = q[0]
-                    qx0 = q[2]
-                    qy0 = q[3]
                     _solve(acc, gp, q, pose, True)
                     ist[IS_POSE] += 1
-                    if motion:
-                        # alpha-beta: the GN correction over the batch updates the
-                        # velocity (of tx, ty only without the fast step)
-                        tsol = float(t_x - batch_t0)
-                        if tsol > 0.0:
-                            if fstep == 0:
-                                vx += mgain * (q[2] - qx0) / tsol
-                                vy += mgain * (q[3] - qy0) / tsol
-                            vs += mgain_s * (q[0] - qs0) / tsol
-                            vmax = tp[TP_MVMAX] * math.exp(q[0])
-                            vn = math.sqrt(vx * vx + vy * vy)
-                            if vn > vmax:
-                                vx *= vmax / vn
-                                vy *= vmax / vn
-                            vs = max(-0.1 * tp[TP_MVMAX], min(0.1 * tp[TP_MVMAX], vs))
-                        t_sv = t_x
                     # keep phi_eff = phi - zeta B psi continuous across a psi step
                     phi += zb * (q[1] - psi)
                     psi = q[1]
@@ -749,7 +784,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
             n_accept += 1
             r = math.sqrt(r2)
             if acquiring:
-                if fstep > 0:
+                if fstep > 0 and tp[TP_OMEGA0] < om_fast:
                     # while the phase is unknown, the centroid of the disc events (B >= 2
                     # blades are symmetric about the centre) keeps the centre on a moving
                     # rotor; background spreads evenly and only dilutes the step
@@ -822,9 +857,10 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                         t_m = t
                         t_sv = t
                         t_f = t
-                        vs = 0.0
                         vx = 0.0
                         vy = 0.0
+                        fast_on = False
+                        gp[G_FIXT] = 0.0
             else:
                 # lazy predict over the whole gap since the last accepted event (Sec. 3.3)
                 if t > t_x:
@@ -876,7 +912,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     ist[IS_GN_CNT] = gn_cnt
     ist[IS_BATCH_N] = batch_n
     ist[IS_BATCH_T0] = batch_t0
-    fs[FS_VS] = vs
+    ist[IS_FASTON] = 1 if fast_on else 0
     fs[FS_VX] = vx
     fs[FS_VY] = vy
     ist[IS_MT] = t_m
@@ -998,8 +1034,7 @@ class HelixTracker:
         tp[TP_RINGACQ] = 2.0 * p.sigma_ring
         tp[TP_ACQ_MIN] = min(64, p.sign_events)
         tp[TP_MOTION] = p.motion_model
-        tp[TP_MGAIN] = p.motion_gain
-        tp[TP_MGAIN_S] = p.motion_gain_scale
+        tp[TP_FASTRPM] = p.pose_fast_rpm
         tp[TP_MSTEP] = p.motion_step_us
         tp[TP_MHOLD] = p.motion_hold_us
         tp[TP_MVMAX] = p.motion_max_rs * 1e-6
@@ -1020,6 +1055,7 @@ class HelixTracker:
         self.hp = pack_health_params(p)
         zeta = int(self.ist[IS_ZETA]) if self.ist[IS_ZETA] != 0 else 1
         self.gp = pack_gn_params(p, B, zeta)
+        self.gp[G_FIXT] = float(self.ist[IS_FASTON])
         _set_bands(self.gp, math.exp(self.q[0]))
         if self.acq_t.shape[0] != p.sign_events:
             # a new acquisition buffer size only matters while acquiring
@@ -1125,6 +1161,21 @@ class HelixTracker:
                 'time_backwards': int(self.ist[IS_BACK]), 'solves_deferred': int(
                     self.ist[IS_DEFER]), 'locked': int(self.ist[IS_ACQ] == 0),
                 'gn_stride': int(self.ist[IS_GN_STRIDE])}
+
+    @property
+    def rpm_shaft(self) -> float:
+        """Shaft RPM of the EKF state (at its last event, no propagation; cheap)."""
+        return float(60.0 * abs(self.fs[FS_OM]) / (TWO_PI * self.rotor.blades))
+
+    @property
+    def rate_ref(self) -> float:
+        """Usual in-annulus event rate [events/ms] (health reference; 0 before lock)."""
+        return float(self.hs[HS_RATE_REF])
+
+    @property
+    def direction(self) -> int:
+        """Rotation direction +1 / -1 (0 while an unknown sign is acquired)."""
+        return int(self.ist[IS_ZETA])
 
     # ------------------------------------------------------------------ health
     @property

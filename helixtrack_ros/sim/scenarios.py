@@ -150,8 +150,19 @@ def _quad(rng: np.random.Generator, scale_px: float) -> list:
     return rotors
 
 
+def _losses(spec, size: int, what: str) -> list:
+    """Normalise an induced-loss option to a list of tuples of ``size`` items."""
+    if spec is None:
+        return []
+    items = [spec] if isinstance(spec[0], str) else list(spec)
+    for item in items:
+        if len(item) != size or not isinstance(item[0], str):
+            raise ValueError(f'{what} must be (rotor name, {size - 1} numbers), got {item!r}')
+    return [tuple(item) for item in items]
+
+
 def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = None,
-                  seed: int = 0) -> Scene:
+                  seed: int = 0, hide_rotor=None, jump=None) -> Scene:
     """Build a named scene.
 
     Parameters
@@ -164,10 +175,18 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
         Camera egomotion level 0 (static) .. 7; None = the scenario's default.
     seed : int
         Seed of every random choice of the scene.
+    hide_rotor : tuple or list of tuple, optional
+        Induced loss ``(rotor_name, t0_s, t1_s)``: the rotor emits no event in
+        [t0_s, t1_s) (occlusion). Several as a list.
+    jump : tuple or list of tuple, optional
+        Induced loss ``(rotor_name, t_s, dx_frac, dy_frac)``: from t_s on the rotor's
+        image is shifted by (dx_frac, dy_frac) times its tip radius. One per rotor.
 
     Returns
     -------
     Scene
+        Without ``hide_rotor`` and ``jump`` the scene (and its events) is exactly the
+        plain scenario; the ground truth includes the jump.
     """
     if name not in SCENARIOS:
         raise ValueError(f'unknown scenario {name!r}; choose from {sorted(SCENARIOS)}')
@@ -198,6 +217,22 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
                                                    edge_len),
                                  drone_body_edges(bg_rng, rotors)])
     sensor = _sensor(np.random.default_rng([int(seed), 13]))
+    by_name = {r.name: r for r in rotors}
+    for rname, t0_s, t1_s in _losses(hide_rotor, 3, 'hide_rotor'):
+        if rname not in by_name:
+            raise ValueError(f'hide_rotor: no rotor {rname!r} in {name} ({sorted(by_name)})')
+        if not t1_s > t0_s:
+            raise ValueError('hide_rotor: need t0_s < t1_s')
+        r = by_name[rname]
+        r.hidden_us = r.hidden_us + ((float(t0_s) * 1e6, float(t1_s) * 1e6),)
+    for rname, t_s, dx_frac, dy_frac in _losses(jump, 4, 'jump'):
+        if rname not in by_name:
+            raise ValueError(f'jump: no rotor {rname!r} in {name} ({sorted(by_name)})')
+        r = by_name[rname]
+        if math.isfinite(r.jump_us):
+            raise ValueError(f'jump: one jump per rotor ({rname})')
+        r.jump_us = float(t_s) * 1e6
+        r.jump_px = (float(dx_frac) * r.radius_px, float(dy_frac) * r.radius_px)
     return Scene(name=name, width=WIDTH, height=HEIGHT, duration_us=duration_us,
                  ego_level=level, rotors=rotors, camera=camera, edges=edges, sensor=sensor,
                  seed=int(seed), description=SCENARIOS[name])

@@ -79,6 +79,14 @@ class RotorSpec:
     aspect : float
         Optional squash of the rotor plane along its y axis before ``H0`` (1 = the
         pure q-model; < 1 mimics a foreshortened disc that q cannot express).
+    hidden_us : tuple
+        Induced losses: ``((t0_us, t1_us), ...)`` intervals in which the rotor emits
+        no event (occluded); the ground truth is unchanged.
+    jump_us : float
+        Induced loss: from this time on the rotor's image is shifted by ``jump_px``
+        (an instant jump, e.g. a frame drop or a bump); ``inf`` = never.
+    jump_px : tuple
+        (dx, dy) of the jump in reference-image pixels.
     camera : CameraMotion or None
         Set by :class:`Scene`: the shared camera motion (None = static).
     """
@@ -98,6 +106,9 @@ class RotorSpec:
     sweep_rad: float = 0.0
     contrast: float = -0.5
     aspect: float = 1.0
+    hidden_us: tuple = ()
+    jump_us: float = math.inf
+    jump_px: tuple = (0.0, 0.0)
     camera: CameraMotion | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -121,20 +132,26 @@ class RotorSpec:
         """True unwrapped shaft angle [rad] at ``t_us`` (increasing for either direction)."""
         return self.schedule.shaft_angle(t_us)
 
-    def homography0(self) -> np.ndarray:
-        """Rotor plane -> reference image at t = 0 without camera motion."""
+    def homography0(self, variant: int = 0) -> np.ndarray:
+        """Rotor plane -> reference image without camera motion (variant 1: after the jump)."""
         h = q_homography(self.radius_px, self.psi_rad, self.center_px[0], self.center_px[1],
                          self.perspective[0], self.perspective[1])
         if self.aspect != 1.0:
             h = h @ np.diag([1.0, self.aspect, 1.0])
+        if variant:
+            shift = np.eye(3)
+            shift[0, 2], shift[1, 2] = self.jump_px
+            h = shift @ h
         return h
 
     def homography(self, t_us: np.ndarray) -> np.ndarray:
         """(n, 3, 3) true homographies rotor plane -> image at ``t_us`` (normalised H33=1)."""
         t = np.atleast_1d(np.asarray(t_us, np.float64))
-        h0 = self.homography0()
+        h0 = np.broadcast_to(self.homography0(), (t.size, 3, 3)).copy()
+        if math.isfinite(self.jump_us):
+            h0[t >= self.jump_us] = self.homography0(1)
         if self.camera is None or self.camera.static:
-            return np.broadcast_to(h0, (t.size, 3, 3)).copy()
+            return h0
         h = self.camera.matrix(t) @ h0
         return h / h[:, 2:3, 2:3]
 

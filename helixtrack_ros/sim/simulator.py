@@ -201,15 +201,18 @@ class Simulator:
         iv = np.minimum(local // kb, n_iv - 1)
         return iv.astype(np.int64), (local - iv * kb) / float(kb)
 
-    def _span_geometry(self, i: int, span: int) -> 'tuple':
-        """Pixel list and edge-phase coefficients of rotor ``i`` over a geometry span."""
-        key = (i, span)
+    def _span_geometry(self, i: int, span: int, variant: int = 0) -> 'tuple':
+        """Pixel list and edge-phase coefficients of rotor ``i`` over a geometry span.
+
+        ``variant`` 1 is the rotor after its image jump (``RotorSpec.jump_us``).
+        """
+        key = (i, span) if variant == 0 else (i, span, variant)
         if key not in self._span_geo:
             # only the current span is ever needed again
             self._span_geo = {k: v for k, v in self._span_geo.items() if k[1] == span}
             rotor = self.scene.rotors[i]
             m_knots, _ = self._knots(span)
-            h_knots = m_knots @ rotor.homography0()
+            h_knots = m_knots @ rotor.homography0(variant)
             g_knots = np.ascontiguousarray(_inv3(h_knots))
             box = self._rotor_box(h_knots)
             c = h_knots[:, :2, 2] / h_knots[:, 2:, 2]
@@ -241,24 +244,37 @@ class Simulator:
         for i, rotor in enumerate(sc.rotors):
             th_b = rotor.shaft_angle(t_b)
             th_m = rotor.shaft_angle(t_mid)
-            keys = (self.seed, 1, i, seg)
-            if per_span:
-                px, py, coef = self._span_geometry(i, span)
-                args = (px, py, coef, iv_b, fr_b, th_b, th_m, t_b, self._geo[i], kb > 0,
-                        self._sen)
-                n = self._run(kn.rotor_events, args, keys, n)
-                continue
-            h_knots = m_b[::kb] @ rotor.homography0()
-            g_knots = np.ascontiguousarray(_inv3(h_knots))
-            box = self._rotor_box(h_knots)
-            if box[1] <= box[0] or box[3] <= box[2]:
-                continue
-            # how far the rotor centre moves over the segment, in tip radii
-            c = h_knots[:, :2, 2] / h_knots[:, 2:, 2]
-            margin_r = float(np.max(np.hypot(*(c - c[0]).T))) / rotor.radius_px * 1.5 + 0.02
-            args = (g_knots, iv_b, fr_b, th_b, th_m, t_b, box, self._geo[i], margin_r,
-                    self._sen)
-            n = self._run(kn.rotor_segment, args, keys, n)
+            # an induced image jump splits the segment into the rotor before and after it
+            if rotor.jump_us <= t_b[0]:
+                variants = (1,)
+            elif rotor.jump_us < t_b[-1]:
+                variants = (0, 1)
+            else:
+                variants = (0,)
+            for variant in variants:
+                keys = (self.seed, 1, i, seg) if variant == variants[0] else \
+                    (self.seed, 1, i, seg, variant)
+                n_rotor = n
+                if per_span:
+                    px, py, coef = self._span_geometry(i, span, variant)
+                    args = (px, py, coef, iv_b, fr_b, th_b, th_m, t_b, self._geo[i], kb > 0,
+                            self._sen)
+                    n = self._run(kn.rotor_events, args, keys, n)
+                else:
+                    h_knots = m_b[::kb] @ rotor.homography0(variant)
+                    g_knots = np.ascontiguousarray(_inv3(h_knots))
+                    box = self._rotor_box(h_knots)
+                    if box[1] <= box[0] or box[3] <= box[2]:
+                        continue
+                    # how far the rotor centre moves over the segment, in tip radii
+                    c = h_knots[:, :2, 2] / h_knots[:, 2:, 2]
+                    margin_r = float(np.max(np.hypot(*(c - c[0]).T))) / rotor.radius_px \
+                        * 1.5 + 0.02
+                    args = (g_knots, iv_b, fr_b, th_b, th_m, t_b, box, self._geo[i],
+                            margin_r, self._sen)
+                    n = self._run(kn.rotor_segment, args, keys, n)
+                if len(variants) > 1 or rotor.hidden_us:
+                    n = self._induced_loss(rotor, variant, len(variants) > 1, n_rotor, n)
         if not static and len(self._ew):
             # straight-line motion between geometry knots, as for the rotors
             corners = np.array([[0, 0, 1], [sc.width, 0, 1], [0, sc.height, 1],
@@ -274,6 +290,20 @@ class Simulator:
         args = (int(t_b[0]), int(t_b[-1]), sc.width, sc.height, float(sc.sensor.ba_rate_hz),
                 self._hot_xy, self._hot_rate)
         return self._run(kn.noise_segment, args, (self.seed, 3, seg), n)
+
+    def _induced_loss(self, rotor, variant: int, split: bool, n0: int, n1: int) -> int:
+        """Drop buffered rotor events [n0, n1) outside their jump variant or hidden; new end."""
+        t = self._buf[0][n0:n1]
+        keep = np.ones(n1 - n0, bool)
+        if split:
+            keep &= (t >= rotor.jump_us) if variant else (t < rotor.jump_us)
+        for h0, h1 in rotor.hidden_us:
+            keep &= (t < h0) | (t >= h1)
+        m = int(np.count_nonzero(keep))
+        if m < n1 - n0:
+            for b in self._buf:
+                b[n0:n0 + m] = b[n0:n1][keep]
+        return n0 + m
 
     def segment_raw(self, seg: int) -> EventArrays:
         """Unsorted, unfiltered events of segment ``seg`` (all sources; a copy)."""

@@ -1,0 +1,86 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Pipeline recovery: a LOST rotor is re-detected and re-initialised (beyond the paper)."""
+
+import numpy as np
+import pytest
+
+from helixtrack_ros.core.health import LOST, TRACKING
+from helixtrack_ros.evaluation import rotor_inits_from_scene
+from helixtrack_ros.pipeline import ERROR, OK, PipelineConfig, TrackingPipeline
+from helixtrack_ros.sim import Simulator, make_scenario
+
+
+def _run(scene, seed, **cfg):
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1,
+                                           **cfg))
+    rows = []
+    for chunk in Simulator(scene, seed=seed).chunks(chunk_us=1000):
+        outs = pipe.process_events(chunk)
+        if outs:
+            rows.append([(o.t_us, o.health, o.level, o.message, o.rpm_shaft) for o in outs])
+    return pipe, rows
+
+
+def _recovered_us(rows, k, rotor, t_from_us, tol=0.02, hold_us=30_000):
+    """First time >= t_from from which rotor k is TRACKING within tol for hold_us."""
+    t = np.array([r[k][0] for r in rows])
+    ok = np.array([r[k][1] == TRACKING and abs(r[k][4] - rotor.rpm_shaft(np.array(
+        [r[k][0]]))[0]) <= tol * rotor.rpm_shaft(np.array([r[k][0]]))[0] for r in rows])
+    for i in np.nonzero((t >= t_from_us) & ok)[0]:
+        hold = (t >= t[i]) & (t <= t[i] + hold_us)
+        if ok[hold].all() and t[i] + hold_us <= t[-1]:
+            return int(t[i])
+    return None
+
+
+@pytest.fixture(scope='module')
+def big_jump():
+    scene = make_scenario('lone_constant', 0.45, seed=2, jump=('rotor', 0.15, 0.0, 0.9))
+    return scene, _run(scene, 2)
+
+
+def test_big_jump_is_re_detected_within_150_ms(big_jump):
+    scene, (pipe, rows) = big_jump
+    assert pipe.counters['recoveries'] == 1
+    assert 1 <= pipe.counters['recovery_attempts'] <= 2
+    lost = [r[0] for r in rows if r[0][1] == LOST]
+    assert lost and lost[0][2] == ERROR and lost[0][3].startswith('lost: ')
+    assert lost[0][3].endswith('re-detecting')
+    back = _recovered_us(rows, 0, scene.rotors[0], 150_000)
+    assert back is not None and back - 150_000 <= 150_000
+    diag = {d['name']: d for d in pipe.diagnostics()}
+    rotor = diag['helixtrack: rotor rotor']
+    assert rotor['values']['recoveries'] == '1' and rotor['values']['health'] == 'TRACKING'
+    assert rotor['level'] == OK and rotor['message'] == 'tracking'
+    assert diag['helixtrack: pipeline']['values']['recoveries'] == '1'
+
+
+def test_hidden_quadcopter_rotor_comes_back_and_the_others_stay_ok():
+    scene = make_scenario('quadcopter_4m', 0.5, 1, seed=4,
+                          hide_rotor=('rear_right', 0.1, 0.3))
+    pipe, rows = _run(scene, 4)
+    names = [r.name for r in scene.rotors]
+    k = names.index('rear_right')
+    during = [r[k] for r in rows if 140_000 <= r[k][0] < 300_000]
+    assert all(o[1] == LOST and 'starved' in o[3] for o in during)
+    # nothing to detect while it is hidden: no detection attempt is wasted on it
+    assert pipe.counters['recovery_attempts'] <= 1
+    back = _recovered_us(rows, k, scene.rotors[k], 300_000)
+    assert back is not None and back - 300_000 <= 150_000
+    for j, name in enumerate(names):
+        if j != k:
+            assert all(r[j][1] == TRACKING and r[j][2] == OK for r in rows
+                       if r[j][0] >= 50_000), name
+
+
+def test_recovery_can_be_switched_off_and_is_configurable(big_jump):
+    scene, _ = big_jump
+    pipe, rows = _run(scene, 2, recovery=False)
+    assert pipe.counters['recovery_attempts'] == 0
+    assert not any(r[0][3].endswith('re-detecting') for r in rows)
+    cfg = PipelineConfig.from_ros_params({'rotor_names': [], 'recovery': False,
+                                          'recovery_window_us': 80_000,
+                                          'recovery_margin': 0.5})
+    assert (cfg.recovery, cfg.recovery_window_us, cfg.recovery_margin) == (False, 80_000, 0.5)
+    assert 'recovery_retry_us' in PipelineConfig.parameter_descriptions()
