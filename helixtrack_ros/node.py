@@ -331,23 +331,13 @@ class HelixtrackNode(Node):
                                                  qos_overriding_options=pub_qos)
         self._pub_rpm = []
         self._pub_h = []
-        for name in self.rotor_names:
-            self._pub_rpm.append(self.create_publisher(Float64, f'~/{name}/rpm', OUTPUT_QOS))
-            self._pub_h.append(self.create_publisher(Float64MultiArray, f'~/{name}/homography',
-                                                     OUTPUT_QOS))
+        self._rpm_msgs = []
+        self._h_msgs = []
+        self._joint = JointState()
+        self._add_rotor_outputs(self.rotor_names)
         self._pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', OUTPUT_QOS)
         self._pub_image = self.create_publisher(Image, '~/debug_image',
                                                 QoSProfile(depth=2))
-        self._joint = JointState()
-        self._joint.name = list(self.rotor_names)
-        self._rpm_msgs = [Float64() for _ in self.rotor_names]
-        self._h_msgs = []
-        for _ in self.rotor_names:
-            m = Float64MultiArray()
-            m.layout.dim = [MultiArrayDimension(label='rows', size=3, stride=9),
-                            MultiArrayDimension(label='cols', size=3, stride=3)]
-            m.layout.data_offset = 0
-            self._h_msgs.append(m)
 
         # ------------------------------------------------------------- state
         self._last_seq: int | None = None
@@ -682,10 +672,33 @@ class HelixtrackNode(Node):
         win.cb_s += dt
         win.cb_max_s = max(win.cb_max_s, dt)
 
+    def _add_rotor_outputs(self, names: list[str]) -> None:
+        """Create the per-rotor publishers and messages of rotors not seen yet."""
+        for name in names[len(self._rpm_msgs):]:
+            _check_rotor_name(name)
+            self._pub_rpm.append(self.create_publisher(Float64, f'~/{name}/rpm', OUTPUT_QOS))
+            self._pub_h.append(self.create_publisher(Float64MultiArray, f'~/{name}/homography',
+                                                     OUTPUT_QOS))
+            self._rpm_msgs.append(Float64())
+            m = Float64MultiArray()
+            m.layout.dim = [MultiArrayDimension(label='rows', size=3, stride=9),
+                            MultiArrayDimension(label='cols', size=3, stride=3)]
+            m.layout.data_offset = 0
+            self._h_msgs.append(m)
+        self._joint.name = list(names)
+        self.rotor_names = list(names)
+
     def _publish(self, res: PacketResult) -> None:
         rotors = res.rotors
         if not rotors:
             return
+        if len(rotors) > len(self._rpm_msgs) and not self._rpm_msgs:
+            # rotors found by the start-up detection (auto_detect)
+            names = [r.name for r in rotors]
+            self._log.info('detected rotors: ' + ', '.join(
+                f'{r.name} at ({r.homography[0][2]:.0f}, {r.homography[1][2]:.0f}) px, '
+                f'{r.rpm_shaft:.0f} RPM' for r in rotors))
+            self._add_rotor_outputs(names)
         if len(rotors) != len(self._rpm_msgs):
             raise ValueError(f'{len(rotors)} rotor states for {len(self._rpm_msgs)} rotors')
         stamp = _stamp(res.stamp_ns)

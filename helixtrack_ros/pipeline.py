@@ -47,6 +47,8 @@ from helixtrack_ros.io.params_file import load_ros_params
 #: Diagnostic levels (diagnostic_msgs/DiagnosticStatus).
 OK, WARN, ERROR = 0, 1, 2
 
+#: Start-up detection (auto_detect) uses this much sensor time of events.
+DETECT_WINDOW_US = 100_000
 #: Packets with more events than this run their rotors in parallel threads.
 PARALLEL_MIN_EVENTS = 2000
 #: A backward jump of sensor time larger than this is a camera restart.
@@ -274,10 +276,13 @@ class TrackingPipeline:
             'packets': 0, 'packets_refused': 0, 'seq_gaps': 0, 'packets_dropped': 0,
             'events_in': 0, 'events_routed': 0, 'time_backwards': 0, 'time_gaps': 0,
             'camera_restarts': 0, 'decode_errors': 0, 'packets_corrupt': 0,
-            'recoveries': 0, 'recovery_attempts': 0,
+            'recoveries': 0, 'recovery_attempts': 0, 'detections': 0,
         }
         self._last_stamp_ns: int | None = None
         self._suspect_run = 0
+        self._detect_buffer: list[EventArrays] = []
+        #: rotors found by the start-up detection (auto_detect), for inspection
+        self.detected: list[DetectedRotor] = []
         self._rate_window: list[tuple[float, int]] = []
         self._wall_s = 0.0
         self._sensor_us = 0
@@ -422,12 +427,50 @@ class TrackingPipeline:
         span_us = t_last - (self._last_t_us if self._last_t_us is not None else t_first)
         self._last_t_us = t_last
 
+        if not self._trackers and self.config.auto_detect:
+            self._auto_detect(ev)
         outputs = self._track(ev, t_last)
         self._last_outputs = outputs
         wall = time.perf_counter() - wall0
         self._account_load(wall, max(span_us, 1))
         return PacketResult(stamp_ns=self._time.to_ros_ns(t_last), t_us=t_last,
                             n_events=n, rotors=outputs)
+
+    def _auto_detect(self, ev: EventArrays) -> None:
+        """Collect the first ``detect_window_us`` of events, then find the rotors.
+
+        Runs once, on start-up, when no rotor is configured and ``auto_detect``
+        is set; the rotors are named ``rotor_0``, ``rotor_1``, ... in image
+        order (top to bottom, left to right). Retried on the next window when
+        nothing is found.
+        """
+        self._detect_buffer.append(ev)
+        t0 = int(self._detect_buffer[0].t_us[0])
+        if int(ev.t_us[-1]) - t0 < DETECT_WINDOW_US:
+            return
+        events = EventArrays.concatenate(self._detect_buffer)
+        self._detect_buffer = []
+        w, h = self._image_size()
+        found = detect_rotors(events, w, h)
+        self.counters['detections'] += 1
+        self.detected = found
+        if not found:
+            return
+        inits = []
+        for i, d in enumerate(found):
+            r = d.to_params_dict(f'rotor_{i}')
+            inits.append(RotorInit(
+                name=r['name'], center_px=(float(r['center_px'][0]), float(r['center_px'][1])),
+                radius_px=float(r['radius_px']), rpm_shaft=float(r['rpm']),
+                blades=int(r['blades']), direction=int(r['direction']),
+                psi_rad=float(r['psi_rad']),
+                perspective=(float(r['perspective'][0]), float(r['perspective'][1]))))
+        self.config = replace(self.config, rotors=inits)
+        self._inits = list(inits)
+        self._trackers = [HelixTracker(r, self.config.tracker) for r in inits]
+        self._rec = [_Recovery() for _ in self._trackers]
+        if self._pool is None and self.config.threads > 1 and len(self._trackers) > 1:
+            self._pool = ThreadPoolExecutor(max_workers=self.config.threads)
 
     def process_events(self, events: EventArrays) -> list[RotorOutput]:
         """Track already decoded, time-sorted sensor events (simulation, evaluation).
@@ -708,7 +751,8 @@ class TrackingPipeline:
         if self.stride > 1:
             pipe_level, msg = WARN, f'behind real time: every {self.stride}-th event'
         if not self._inits:
-            pipe_level, msg = WARN, 'no rotors configured'
+            pipe_level, msg = WARN, ('detecting rotors' if self.config.auto_detect
+                                     else 'no rotors configured')
         values = {k: str(v) for k, v in c.items()}
         values.update({
             'events_per_s_in': f'{c["events_in"] / sensor_s:.0f}',

@@ -87,3 +87,27 @@ def test_camera_restart_is_survived(packets):
     res = _feed(pipe, enc_pkts[:5], seq0=0, stamp0_ns=2 * 10**18)
     assert all(r.error is None for r in res[5:])
     assert pipe.counters['camera_restarts'] + pipe.counters['packets_corrupt'] >= 1
+
+
+def test_auto_detect_finds_and_tracks_every_rotor():
+    scene = make_scenario('quadcopter_4m', duration_s=0.4, ego_level=2, seed=21)
+    ev = Simulator(scene, seed=21).all_events()
+    enc = Evt3Encoder()
+    pipe = TrackingPipeline(PipelineConfig(rotors=[], auto_detect=True, threads=1))
+    assert pipe.rotor_names == []
+    res = None
+    for i, (start, stop) in enumerate(packetize(ev.t_us, 1000)):
+        part = ev.slice(start, stop)
+        res = pipe.process_packet(enc.encode(part), 'evt3', 1280, 720, False,
+                                  10**18 + int(part.t_us[0]) * 1000, i)
+        if int(part.t_us[-1]) < 90_000:
+            assert res.rotors == []
+    assert len(pipe.rotor_names) == 4 and pipe.counters['detections'] >= 1
+    for out in res.rotors:
+        # match each detected rotor to the true one under it
+        H = np.array(out.homography)
+        c = H[:2, 2] / H[2, 2]
+        k = int(np.argmin([np.hypot(*(c - r.homography(np.array([res.t_us]))[0][:2, 2]))
+                           for r in scene.rotors]))
+        truth = float(scene.rotors[k].rpm_shaft(np.array([res.t_us]))[0])
+        assert abs(out.rpm_shaft - truth) / truth < 0.02, (out.name, out.rpm_shaft, truth)
