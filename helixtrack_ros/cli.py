@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+from dataclasses import replace
 from pathlib import Path
 import sys
 import time
@@ -246,7 +247,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- track
-def track_bag(bag: str, params_path: str, out: Path, topic: str = DEFAULT_TOPIC,
+def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT_TOPIC,
               ground_truth: str | None = None, skip_s: float = 0.2,
               quiet: bool = False) -> dict[str, Any]:
     """Track every rotor of a bag; write rpm.csv, results.mcap and rpm.png.
@@ -258,20 +259,25 @@ def track_bag(bag: str, params_path: str, out: Path, topic: str = DEFAULT_TOPIC,
     """
     from helixtrack_ros.io.bags import ResultBagWriter, iter_event_packets
     from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
-    try:
-        config = PipelineConfig.from_yaml(params_path)
-    except (FileNotFoundError, ValueError) as exc:
-        raise CliError(str(exc)) from None
-    if not config.rotors:
-        raise CliError(f'{params_path}: rotor_names is empty (list the rotors to track)')
+    if params_path is None:
+        config = PipelineConfig(auto_detect=True)
+    else:
+        try:
+            config = PipelineConfig.from_yaml(params_path)
+        except (FileNotFoundError, ValueError) as exc:
+            raise CliError(str(exc)) from None
+    if not config.rotors and not config.auto_detect:
+        raise CliError(f'{params_path}: rotor_names is empty (list the rotors to track, '
+                       'or set auto_detect: true)')
+    # offline every event counts: no real-time stride
+    config = replace(config, realtime_stride=False)
     truth = _read_ground_truth(Path(ground_truth)) if ground_truth else None
     total = _count_or_fail(bag, topic)
     out.mkdir(parents=True, exist_ok=True)
     _remove_output(out / 'results.mcap')
     TrackingPipeline.warmup()
     pipe = TrackingPipeline(config)
-    names = pipe.rotor_names
-    rows: dict[str, dict[str, list]] = {n: {'t_us': [], 'rpm': []} for n in names}
+    rows: dict[str, dict[str, list]] = {n: {'t_us': [], 'rpm': []} for n in pipe.rotor_names}
     wall0 = time.perf_counter()
     interrupted = False
     progress = Progress(total, 'tracking', None if not quiet else False)
@@ -308,8 +314,9 @@ def track_bag(bag: str, params_path: str, out: Path, topic: str = DEFAULT_TOPIC,
                                      f'{r.omega_rad_s:.4f}',
                                      *(f'{v:.8g}' for v in r.homography.ravel()),
                                      r.events, r.level, r.health])
-                    rows[r.name]['t_us'].append(r.t_us)
-                    rows[r.name]['rpm'].append(r.rpm_shaft)
+                    track = rows.setdefault(r.name, {'t_us': [], 'rpm': []})
+                    track['t_us'].append(r.t_us)
+                    track['rpm'].append(r.rpm_shaft)
                 results.write_packet_outputs(res.stamp_ns, [
                     {'name': r.name, 'phase_rad': r.phase_rad, 'omega_rad_s': r.omega_rad_s,
                      'rpm_shaft': r.rpm_shaft, 'homography': r.homography}
@@ -491,7 +498,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('track', help='track the rotors of a bag')
     p.add_argument('bag', help='rosbag2 directory or file (sqlite3 or mcap)')
-    p.add_argument('--params', required=True, help='ROS 2 parameter file with the rotors')
+    p.add_argument('--params', default=None,
+                   help='ROS 2 parameter file with the rotors (default: detect them in the '
+                        'first 100 ms)')
     p.add_argument('--topic', default=DEFAULT_TOPIC)
     p.add_argument('--out', required=True, help='output directory')
     p.add_argument('--ground-truth', default=None, help='CSV t_us,rotor,rpm (shaft RPM)')
