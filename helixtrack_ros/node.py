@@ -55,7 +55,7 @@ from rcl_interfaces.msg import (
 import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -792,6 +792,31 @@ def _default_pipeline_api() -> tuple[Callable, Callable, dict, dict]:
     return factory, TrackingPipeline.warmup, PipelineConfig.parameter_descriptions(), defaults
 
 
+def _spin(node: HelixtrackNode) -> None:
+    """Spin until shutdown; a message that fails to convert costs only itself.
+
+    rclpy raises RuntimeError from ``take_message`` when a message cannot be
+    turned into Python, and also when Ctrl-C lands while it is converting one
+    (pybind11 wraps the KeyboardInterrupt). Neither may end the node: the
+    first is counted and logged, the second is a shutdown.
+    """
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        while rclpy.ok():
+            try:
+                executor.spin_once(timeout_sec=0.25)
+            except RuntimeError as exc:
+                if not rclpy.ok():
+                    break
+                node.counters['internal_errors'] += 1
+                node.get_logger().error(f'a message could not be taken: {exc}',
+                                        throttle_duration_sec=5.0)
+    finally:
+        executor.remove_node(node)
+        executor.shutdown(timeout_sec=0.5)
+
+
 def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
     """Run the node until Ctrl-C or shutdown; return the exit code.
 
@@ -807,7 +832,7 @@ def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
     code = 0
     try:
         node = HelixtrackNode(**node_kwargs)
-        rclpy.spin(node)
+        _spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except (ValueError, FileNotFoundError, InvalidParameterTypeException,
