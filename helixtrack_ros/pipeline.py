@@ -759,6 +759,12 @@ class TrackingPipeline:
             'load': f'{self.load:.3f}',
             'stride': str(self.stride),
         })
+        for i, d in enumerate(self.detected):
+            # what the start-up detection found (auto_detect), for inspection
+            values[f'detected_rotor_{i}'] = (
+                f'centre ({d.center_px[0]:.1f}, {d.center_px[1]:.1f}) px, radius '
+                f'{d.radius_px:.1f} px, {d.blades} blades, direction {d.direction:+d}, '
+                f'{d.rpm_shaft:.0f} RPM, score {d.score:.2f}')
         out = [{'name': 'helixtrack: pipeline', 'level': pipe_level, 'message': msg,
                 'hardware_id': 'helixtrack', 'values': values}]
         for init, tracker, last, rec in zip(self._inits, self._trackers,

@@ -103,6 +103,9 @@ def test_auto_detect_finds_and_tracks_every_rotor():
         if int(part.t_us[-1]) < 90_000:
             assert res.rotors == []
     assert len(pipe.rotor_names) == 4 and pipe.counters['detections'] >= 1
+    values = pipe.diagnostics()[0]['values']
+    assert all(f'detected_rotor_{i}' in values for i in range(4))
+    assert 'blades' in values['detected_rotor_0']
     for out in res.rotors:
         # match each detected rotor to the true one under it
         H = np.array(out.homography)
