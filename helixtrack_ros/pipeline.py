@@ -210,6 +210,8 @@ class PacketResult:
     n_events: int = 0
     rotors: list[RotorOutput] = field(default_factory=list)
     error: str | None = None
+    #: the packet's decoded events (e.g. for the node's debug image)
+    events: EventArrays | None = None
 
 
 @njit(cache=True, nogil=True)
@@ -434,7 +436,7 @@ class TrackingPipeline:
         wall = time.perf_counter() - wall0
         self._account_load(wall, max(span_us, 1))
         return PacketResult(stamp_ns=self._time.to_ros_ns(t_last), t_us=t_last,
-                            n_events=n, rotors=outputs)
+                            n_events=n, rotors=outputs, events=ev)
 
     def _auto_detect(self, ev: EventArrays) -> None:
         """Collect the first ``detect_window_us`` of events, then find the rotors.
