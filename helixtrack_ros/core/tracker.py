@@ -1234,17 +1234,46 @@ class HelixTracker:
         return time.perf_counter() - t0
 
 
+_BBOX_COS = np.cos(np.linspace(0.0, TWO_PI, 73))
+_BBOX_SIN = np.sin(np.linspace(0.0, TWO_PI, 73))
+
+
+@njit(cache=True, nogil=True)
+def _bbox_kernel(q, r_out, margin_px, cos_a, sin_a, out):
+    """Bounds of the projected r_out circle z = pi(H(q) [r_out cos a, r_out sin a, 1])."""
+    s = math.exp(q[0])
+    c = math.cos(q[1])
+    sn = math.sin(q[1])
+    xmin = 1e300
+    ymin = 1e300
+    xmax = -1e300
+    ymax = -1e300
+    for k in range(cos_a.shape[0]):
+        ux = r_out * cos_a[k]
+        uy = r_out * sin_a[k]
+        # z~ = H(q) [u; 1] (Eq. 1), then the perspective division
+        w = q[4] * ux + q[5] * uy + 1.0
+        if w <= 1e-6:
+            out[0] = 0
+            out[1] = 0
+            out[2] = 65535
+            out[3] = 65535
+            return
+        zx = (s * c * ux - s * sn * uy + q[2]) / w
+        zy = (s * sn * ux + s * c * uy + q[3]) / w
+        xmin = min(xmin, zx)
+        xmax = max(xmax, zx)
+        ymin = min(ymin, zy)
+        ymax = max(ymax, zy)
+    out[0] = max(0, int(math.floor(xmin - margin_px)))
+    out[1] = max(0, int(math.floor(ymin - margin_px)))
+    out[2] = max(out[0], min(65535, int(math.ceil(xmax + margin_px))))
+    out[3] = max(out[1], min(65535, int(math.ceil(ymax + margin_px))))
+
+
 def _bbox(q: np.ndarray, r_out: float, margin_px: float) -> tuple[int, int, int, int]:
-    ang = np.linspace(0.0, TWO_PI, 73)
-    H = homography(q)
-    u = np.stack([r_out * np.cos(ang), r_out * np.sin(ang), np.ones_like(ang)])
-    zt = H @ u
-    if np.any(zt[2] <= 1e-6):
-        return (0, 0, 65535, 65535)
-    zx = zt[0] / zt[2]
-    zy = zt[1] / zt[2]
-    x0 = int(max(0, math.floor(zx.min() - margin_px)))
-    y0 = int(max(0, math.floor(zy.min() - margin_px)))
-    x1 = int(min(65535, math.ceil(zx.max() + margin_px)))
-    y1 = int(min(65535, math.ceil(zy.max() + margin_px)))
-    return (x0, y0, max(x0, x1), max(y0, y1))
+    """Image region (x0, y0, x1, y1, inclusive) of the projected r_out circle plus a margin."""
+    out = np.empty(4, np.int64)
+    _bbox_kernel(np.ascontiguousarray(q, dtype=np.float64), float(r_out), float(margin_px),
+                 _BBOX_COS, _BBOX_SIN, out)
+    return (int(out[0]), int(out[1]), int(out[2]), int(out[3]))
