@@ -215,9 +215,10 @@ class PacketResult:
 
 
 @njit(cache=True, nogil=True)
-def _route(x: np.ndarray, y: np.ndarray, boxes: np.ndarray, stride: int,
-           index: np.ndarray, counts: np.ndarray) -> None:  # pragma: no cover - jitted
-    """Write, per rotor, the indices of events inside its box (every stride-th)."""
+def _route(t_us: np.ndarray, x: np.ndarray, y: np.ndarray, p: np.ndarray, boxes: np.ndarray,
+           stride: int, out_t: np.ndarray, out_x: np.ndarray, out_y: np.ndarray,
+           out_p: np.ndarray, counts: np.ndarray) -> None:  # pragma: no cover - jitted
+    """Copy, per rotor, the events inside its box (every stride-th) into its rows."""
     n_rotors = boxes.shape[0]
     for r in range(n_rotors):
         counts[r] = 0
@@ -228,8 +229,12 @@ def _route(x: np.ndarray, y: np.ndarray, boxes: np.ndarray, stride: int,
         for r in range(n_rotors):
             if boxes[r, 0] <= xi <= boxes[r, 2] and boxes[r, 1] <= yi <= boxes[r, 3]:
                 if seen[r] % stride == 0:
-                    index[r, counts[r]] = i
-                    counts[r] += 1
+                    k = counts[r]
+                    out_t[r, k] = t_us[i]
+                    out_x[r, k] = xi
+                    out_y[r, k] = yi
+                    out_p[r, k] = p[i]
+                    counts[r] = k + 1
                 seen[r] += 1
 
 
@@ -283,6 +288,7 @@ class TrackingPipeline:
         self._last_stamp_ns: int | None = None
         self._suspect_run = 0
         self._detect_buffer: list[EventArrays] = []
+        self._route_buf: tuple[np.ndarray, ...] | None = None
         #: rotors found by the start-up detection (auto_detect), for inspection
         self.detected: list[DetectedRotor] = []
         self._rate_window: list[tuple[float, int]] = []
@@ -302,9 +308,10 @@ class TrackingPipeline:
         HelixTracker.warmup()
         dec = make_decoder('evt3', 1280, 720)
         dec.decode(np.zeros(2, np.uint8))
-        index = np.zeros((1, 1), np.int64)
-        _route(np.zeros(1, np.uint16), np.zeros(1, np.uint16),
-               np.zeros((1, 4), np.int64), 1, index, np.zeros(1, np.int64))
+        _route(np.zeros(1, np.int64), np.zeros(1, np.uint16), np.zeros(1, np.uint16),
+               np.zeros(1, np.uint8), np.zeros((1, 4), np.int64), 1, np.zeros((1, 1), np.int64),
+               np.zeros((1, 1), np.uint16), np.zeros((1, 1), np.uint16),
+               np.zeros((1, 1), np.uint8), np.zeros(1, np.int64))
         return time.perf_counter() - t0
 
     def close(self) -> None:
@@ -519,21 +526,32 @@ class TrackingPipeline:
                         f'moved {host_us / 1e6:.3f} s')
         return None
 
+    def _route_buffers(self, n_rot: int, n: int) -> tuple[np.ndarray, ...]:
+        """Per-rotor event rows, reused across packets (grown when needed)."""
+        buf = self._route_buf
+        if buf is None or buf[0].shape[0] < n_rot or buf[0].shape[1] < n:
+            cap = max(n, 2 * (buf[0].shape[1] if buf is not None else 0), 4096)
+            buf = (np.empty((n_rot, cap), np.int64), np.empty((n_rot, cap), np.uint16),
+                   np.empty((n_rot, cap), np.uint16), np.empty((n_rot, cap), np.uint8))
+            self._route_buf = buf
+        return buf
+
     def _track(self, ev: EventArrays, t_last: int) -> list[RotorOutput]:
         n_rot = len(self._trackers)
         if n_rot == 0:
             return []
         boxes = np.array([t.bbox_px() for t in self._trackers], dtype=np.int64)
         self._boxes = boxes
-        index = np.empty((n_rot, len(ev)), dtype=np.int64)
+        out_t, out_x, out_y, out_p = self._route_buffers(n_rot, len(ev))
         counts = np.zeros(n_rot, dtype=np.int64)
-        _route(ev.x, ev.y, boxes, int(self.stride), index, counts)
+        _route(ev.t_us, ev.x, ev.y, ev.p, boxes, int(self.stride), out_t, out_x, out_y, out_p,
+               counts)
         self.counters['events_routed'] += int(counts.sum())
         sample_t = np.array([t_last], dtype=np.int64)
 
         def run(r: int):
-            idx = index[r, :counts[r]]
-            sub = EventArrays(ev.t_us[idx], ev.x[idx], ev.y[idx], ev.p[idx])
+            k = int(counts[r])
+            sub = EventArrays(out_t[r, :k], out_x[r, :k], out_y[r, :k], out_p[r, :k])
             return self._trackers[r].process(sub, sample_t_us=sample_t)
 
         if self._pool is not None and len(ev) > PARALLEL_MIN_EVENTS:
