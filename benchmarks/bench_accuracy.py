@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from helixtrack_ros.evaluation import scale_drift_pct, track_scene
+from helixtrack_ros.evaluation import scale_drift_pct, track_scene, track_scene_pipeline
 from helixtrack_ros.sim import Simulator, make_scenario
 
 
@@ -31,12 +31,13 @@ def parse_levels(text: str) -> list[int]:
     return [int(v) for v in text.split(',')]
 
 
-def run(name: str, duration: float, level: int | None, seed: int) -> list[dict]:
+def run(name: str, duration: float, level: int | None, seed: int,
+        pipeline: bool = False) -> list[dict]:
     """Track one scene; one row per rotor."""
     scene = make_scenario(name, duration_s=duration, ego_level=level, seed=seed)
     sim = Simulator(scene, seed=seed)
     t0 = time.perf_counter()
-    results, info = track_scene(scene, sim)
+    results, info = (track_scene_pipeline if pipeline else track_scene)(scene, sim)
     wall = time.perf_counter() - t0
     rows = []
     for k, r in enumerate(results):
@@ -56,14 +57,18 @@ def main() -> int:
     ap.add_argument('--levels', default='1-7')
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--out', default=None, help='write the markdown table here too')
+    ap.add_argument('--pipeline', action='store_true',
+                    help='track through the full pipeline (health, loss recovery), states '
+                         'per 1 ms batch, instead of bare trackers')
+    ap.add_argument('--no-lone', action='store_true', help='skip the lone-rotor scenes')
     args = ap.parse_args()
     rows = []
-    for name in ('lone_constant', 'lone_ramp', 'lone_sweep', 'low_rpm'):
-        rows += run(name, args.duration, None, args.seed)
+    for name in () if args.no_lone else ('lone_constant', 'lone_ramp', 'lone_sweep', 'low_rpm'):
+        rows += run(name, args.duration, None, args.seed, args.pipeline)
         print(rows[-1], file=sys.stderr)
     for name in ('quadcopter_2m', 'quadcopter_4m'):
         for level in parse_levels(args.levels):
-            rows += run(name, args.duration, level, args.seed)
+            rows += run(name, args.duration, level, args.seed, args.pipeline)
             for r in rows[-4:]:
                 print(r, file=sys.stderr)
     lines = [

@@ -114,3 +114,13 @@ def test_auto_detect_finds_and_tracks_every_rotor():
                            for r in scene.rotors]))
         truth = float(scene.rotors[k].rpm_shaft(np.array([res.t_us]))[0])
         assert abs(out.rpm_shaft - truth) / truth < 0.02, (out.name, out.rpm_shaft, truth)
+
+
+def test_scene_through_the_pipeline_is_scored_like_bare_trackers():
+    from helixtrack_ros.evaluation import track_scene_pipeline
+    scene = make_scenario('lone_constant', duration_s=0.4, seed=2)
+    results, info = track_scene_pipeline(scene, Simulator(scene, seed=2))
+    (r,) = results
+    assert r.errors.n > 150 and r.errors.mare_pct < 0.5
+    assert abs(r.scale_error_pct) < 5 and r.center_error_px < 5
+    assert info['events'] > 100_000
