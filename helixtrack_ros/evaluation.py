@@ -109,21 +109,25 @@ def track_scene(scene, sim, inits: list[RotorInit] | None = None,
         t = np.concatenate([s.t_us for s in samples[k]]) if samples[k] else np.empty(0, np.int64)
         rpm = np.concatenate([s.rpm_shaft for s in samples[k]]) if samples[k] else np.empty(0)
         q = np.concatenate([s.q for s in samples[k]]) if samples[k] else np.empty((0, 6))
-        gt_t = np.arange(0, scene.duration_us + 1, 100, dtype=np.int64)
-        errors = rpm_errors(t, rpm, gt_t, rotor.rpm_shaft(gt_t), t_from_us=int(skip_s * 1e6))
-        scale_err = float('nan')
-        center_err = float('nan')
-        if len(t):
-            H = rotor.homography(t[-1:])[0]
-            H = H / H[2, 2]
-            # true scale and centre at the end, against the estimate
-            true_center = H[:2, 2] / H[2, 2]
-            true_scale = float(np.hypot(H[0, 0], H[1, 0]))
-            scale_err = 100.0 * (q[-1, 0] - true_scale) / true_scale
-            center_err = float(np.hypot(q[-1, 2] - true_center[0], q[-1, 3] - true_center[1]))
-        results.append(RotorResult(init.name, t, rpm, q, errors, scale_err, center_err,
-                                   int(tracker.state.events_in)))
+        results.append(_score(scene, rotor, init.name, t, rpm, q, skip_s,
+                              int(tracker.state.events_in)))
     return results, {'events': n_events, 'track_wall_s': track_wall, 'sim_wall_s': sim_wall}
+
+
+def _score(scene, rotor, name: str, t: np.ndarray, rpm: np.ndarray, q: np.ndarray,
+           skip_s: float, events: int) -> RotorResult:
+    """Errors of one rotor's track against the scene's ground truth."""
+    gt_t = np.arange(0, scene.duration_us + 1, 100, dtype=np.int64)
+    errors = rpm_errors(t, rpm, gt_t, rotor.rpm_shaft(gt_t), t_from_us=int(skip_s * 1e6))
+    scale_err = center_err = float('nan')
+    if len(t):
+        # true scale and centre at the end, against the estimate
+        H = rotor.homography(t[-1:])[0]
+        H = H / H[2, 2]
+        true_scale = float(np.hypot(H[0, 0], H[1, 0]))
+        scale_err = 100.0 * (q[-1, 0] - true_scale) / true_scale
+        center_err = float(np.hypot(q[-1, 2] - H[0, 2], q[-1, 3] - H[1, 2]))
+    return RotorResult(name, t, rpm, q, errors, scale_err, center_err, events)
 
 
 def scale_drift_pct(result: RotorResult, scene, rotor_index: int) -> float:
@@ -164,21 +168,11 @@ def track_scene_pipeline(scene, sim, inits: list[RotorInit] | None = None,
                                      H[2, 0], H[2, 1]])
     wall = time.perf_counter() - t0
     results = []
-    gt_t = np.arange(0, scene.duration_us + 1, 100, dtype=np.int64)
     for k, init in enumerate(inits):
         rotor = scene.rotors[k]
         t = np.asarray(t_rows[init.name], np.int64)
         rpm = np.asarray(rpm_rows[init.name], np.float64)
         q = np.asarray(q_rows[init.name], np.float64).reshape(-1, 6)
-        errors = rpm_errors(t, rpm, gt_t, rotor.rpm_shaft(gt_t), t_from_us=int(skip_s * 1e6))
-        scale_err = center_err = float('nan')
-        if len(t):
-            H = rotor.homography(t[-1:])[0]
-            H = H / H[2, 2]
-            true_scale = float(np.hypot(H[0, 0], H[1, 0]))
-            scale_err = 100.0 * (q[-1, 0] - true_scale) / true_scale
-            center_err = float(np.hypot(q[-1, 2] - H[0, 2], q[-1, 3] - H[1, 2]))
-        results.append(RotorResult(init.name, t, rpm, q, errors, scale_err, center_err,
-                                   n_events))
+        results.append(_score(scene, rotor, init.name, t, rpm, q, skip_s, n_events))
     return results, {'events': n_events, 'wall_s': wall,
                      'recoveries': pipe.counters['recoveries']}
