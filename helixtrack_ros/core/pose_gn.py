@@ -692,10 +692,8 @@ def event_terms(q_core: np.ndarray, x: np.ndarray, y: np.ndarray, p: np.ndarray,
     return res, jac
 
 
-def normal_equations(q_core: np.ndarray, x: np.ndarray, y: np.ndarray, p: np.ndarray,
-                     phi_eff_rad: np.ndarray,
-                     gn_params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """GN system of a batch at q: returns (A, g, acc) with A, g as in S1 (no damping)."""
+def _batch_accumulators(q_core, x, y, p, phi_eff_rad, gn_params):
+    """Validate a batch and accumulate its normal-equation terms at q (S1)."""
     q = _check_q(q_core)
     x, y, p, phi_eff = _check_batch(x, y, p, phi_eff_rad)
     prm = np.array(gn_params, dtype=np.float64)
@@ -704,6 +702,14 @@ def normal_equations(q_core: np.ndarray, x: np.ndarray, y: np.ndarray, p: np.nda
     _set_bands(prm, math.exp(q[0]))
     acc = np.zeros(ACC_LEN)
     _accumulate_batch(acc, prm, pose, x, y, p, phi_eff)
+    return q, prm, acc
+
+
+def normal_equations(q_core: np.ndarray, x: np.ndarray, y: np.ndarray, p: np.ndarray,
+                     phi_eff_rad: np.ndarray,
+                     gn_params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GN system of a batch at q: returns (A, g, acc) with A, g as in S1 (no damping)."""
+    q, prm, acc = _batch_accumulators(q_core, x, y, p, phi_eff_rad, gn_params)
     A = np.empty((6, 6))
     g = np.empty(6)
     _system(acc, prm, q, A, g)
@@ -716,14 +722,7 @@ def objective(q_core: np.ndarray, x: np.ndarray, y: np.ndarray, p: np.ndarray,
 
     phi_eff_rad is the effective phase for the psi of ``q_core``.
     """
-    q = _check_q(q_core)
-    x, y, p, phi_eff = _check_batch(x, y, p, phi_eff_rad)
-    prm = np.array(gn_params, dtype=np.float64)
-    pose = np.empty(_POSE_LEN)
-    _pack_pose(q, pose)
-    _set_bands(prm, math.exp(q[0]))
-    acc = np.zeros(ACC_LEN)
-    _accumulate_batch(acc, prm, pose, x, y, p, phi_eff)
+    q, prm, acc = _batch_accumulators(q_core, x, y, p, phi_eff_rad, gn_params)
     A = np.zeros((6, 6))
     g = np.zeros(6)
     n = acc[ACC_N]
