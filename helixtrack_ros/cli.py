@@ -20,6 +20,10 @@ from typing import Any
 import numpy as np
 
 DEFAULT_TOPIC = '/event_camera/events'
+#: ``track`` hands the pipeline this many packets at a time (about 10 ms of a driver stream)
+BATCH_PACKETS = 10
+#: ... or fewer, once their payloads hold this many 16-bit EVT3 words
+BATCH_WORDS = 600_000
 
 
 class CliError(Exception):
@@ -258,7 +262,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
         Summary: counters, wall time, real-time factor, per-rotor errors.
     """
     from helixtrack_ros.io.bags import ResultBagWriter, iter_event_packets
-    from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
+    from helixtrack_ros.pipeline import PipelineConfig, RawPacket, TrackingPipeline
     if params_path is None:
         config = PipelineConfig(auto_detect=True)
     else:
@@ -287,16 +291,17 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
     errors: dict[str, int] = {}
     hom_cols = [f'h{i}{j}' for i in range(3) for j in range(3)]
     with (out / 'rpm.csv').open('w', newline='') as fh, \
-            ResultBagWriter(out / 'results.mcap') as results:
-        writer = csv.writer(fh)
-        writer.writerow(['t_us', 'stamp_ns', 'rotor', 'rpm', 'rpm_std', 'phase_rad',
-                         'omega_rad_s', *hom_cols, 'events', 'level', 'health'])
+            ResultBagWriter(out / 'results.mcap') as results_bag:
+        fh.write(','.join(['t_us', 'stamp_ns', 'rotor', 'rpm', 'rpm_std', 'phase_rad',
+                           'omega_rad_s', *hom_cols, 'events', 'level', 'health']) + '\n')
         last_diag_us = None
-        try:
-            for pkt in iter_event_packets(bag, topic):
-                res = pipe.process_packet(pkt.events, pkt.encoding, pkt.width, pkt.height,
-                                          pkt.is_bigendian, pkt.stamp_ns, pkt.seq,
-                                          pkt.time_base)
+        batch: list[RawPacket] = []
+
+        def flush() -> None:
+            nonlocal n_packets, t_first_us, t_last_us, last_diag_us
+            results = pipe.process_packets(batch)
+            lines = []
+            for pkt, res in zip(batch, results):
                 n_packets += 1
                 if res.error:
                     errors[res.error] = errors.get(res.error, 0) + 1
@@ -309,22 +314,39 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
                     t_first_us = res.t_us
                 t_last_us = res.t_us
                 for r in res.rotors:
-                    writer.writerow([r.t_us, res.stamp_ns, r.name, f'{r.rpm_shaft:.3f}',
-                                     f'{r.rpm_shaft_std:.3f}', f'{r.phase_rad:.6f}',
-                                     f'{r.omega_rad_s:.4f}',
-                                     *(f'{v:.8g}' for v in r.homography.ravel()),
-                                     r.events, r.level, r.health])
+                    h = r.homography.ravel()
+                    lines.append(
+                        f'{r.t_us},{res.stamp_ns},{r.name},{r.rpm_shaft:.3f},'
+                        f'{r.rpm_shaft_std:.3f},{r.phase_rad:.6f},{r.omega_rad_s:.4f},'
+                        f'{h[0]:.8g},{h[1]:.8g},{h[2]:.8g},{h[3]:.8g},{h[4]:.8g},{h[5]:.8g},'
+                        f'{h[6]:.8g},{h[7]:.8g},{h[8]:.8g},{r.events},{r.level},{r.health}\n')
                     track = rows.setdefault(r.name, {'t_us': [], 'rpm': []})
                     track['t_us'].append(r.t_us)
                     track['rpm'].append(r.rpm_shaft)
-                results.write_packet_outputs(res.stamp_ns, [
+                results_bag.write_packet_outputs(res.stamp_ns, [
                     {'name': r.name, 'phase_rad': r.phase_rad, 'omega_rad_s': r.omega_rad_s,
                      'rpm_shaft': r.rpm_shaft, 'homography': r.homography}
                     for r in res.rotors])
                 if last_diag_us is None or res.t_us - last_diag_us >= 1_000_000:
-                    results.write_diagnostics(res.stamp_ns, pipe.diagnostics())
+                    results_bag.write_diagnostics(res.stamp_ns, pipe.diagnostics())
                     last_diag_us = res.t_us
-                progress.update(n_packets, f'{pipe.counters["events_in"] / 1e6:.1f} M events')
+            fh.writelines(lines)
+            batch.clear()
+            progress.update(n_packets, f'{pipe.counters["events_in"] / 1e6:.1f} M events')
+
+        try:
+            n_batch_words = 0
+            for pkt in iter_event_packets(bag, topic):
+                batch.append(RawPacket(pkt.events, pkt.encoding, pkt.width, pkt.height,
+                                       pkt.is_bigendian, pkt.stamp_ns, pkt.seq, pkt.time_base))
+                # about 10 ms of events per batch: one kernel call per rotor, no per-packet
+                # synchronisation (pipeline.process_packets)
+                n_batch_words += len(pkt.events) // 2
+                if len(batch) >= BATCH_PACKETS or n_batch_words >= BATCH_WORDS:
+                    flush()
+                    n_batch_words = 0
+            if batch:
+                flush()
         except KeyboardInterrupt:
             interrupted = True
         progress.close()

@@ -26,22 +26,35 @@ finds its rotor again by itself (health TRACKING) ends the search.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 import math
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
-from numba import njit
 import numpy as np
 
 from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
 from helixtrack_ros.codecs.time_sync import TimeMapper
 from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
 from helixtrack_ros.core.events import EventArrays
-from helixtrack_ros.core.health import LOST, TRACKING
+from helixtrack_ros.core.health import HI_LEVEL, LOST, TRACKING, reason_text
 from helixtrack_ros.core.params import RotorInit, TrackerParams
-from helixtrack_ros.core.tracker import HelixTracker, TrackerState
+from helixtrack_ros.core.tracker import (
+    OUT_OMEGA,
+    OUT_PHASE,
+    OUT_Q,
+    OUT_RPM,
+    OUT_STD,
+    PK_BOX,
+    PK_N,
+    PK_QCORE,
+    PK_RPM_EKF,
+    PK_ZETA,
+    HelixTracker,
+    PacketRun,
+)
 from helixtrack_ros.io.params_file import load_ros_params
 
 #: Diagnostic levels (diagnostic_msgs/DiagnosticStatus).
@@ -214,28 +227,27 @@ class PacketResult:
     events: EventArrays | None = None
 
 
-@njit(cache=True, nogil=True)
-def _route(t_us: np.ndarray, x: np.ndarray, y: np.ndarray, p: np.ndarray, boxes: np.ndarray,
-           stride: int, out_t: np.ndarray, out_x: np.ndarray, out_y: np.ndarray,
-           out_p: np.ndarray, counts: np.ndarray) -> None:  # pragma: no cover - jitted
-    """Copy, per rotor, the events inside its box (every stride-th) into its rows."""
-    n_rotors = boxes.shape[0]
-    for r in range(n_rotors):
-        counts[r] = 0
-    seen = np.zeros(n_rotors, np.int64)
-    for i in range(x.shape[0]):
-        xi = x[i]
-        yi = y[i]
-        for r in range(n_rotors):
-            if boxes[r, 0] <= xi <= boxes[r, 2] and boxes[r, 1] <= yi <= boxes[r, 3]:
-                if seen[r] % stride == 0:
-                    k = counts[r]
-                    out_t[r, k] = t_us[i]
-                    out_x[r, k] = xi
-                    out_y[r, k] = yi
-                    out_p[r, k] = p[i]
-                    counts[r] = k + 1
-                seen[r] += 1
+class RawPacket(NamedTuple):
+    """One ``event_camera_msgs/EventPacket`` as the pipeline needs it."""
+
+    payload: bytes | np.ndarray
+    encoding: str
+    width: int
+    height: int
+    is_bigendian: bool
+    stamp_ns: int
+    seq: int
+    time_base: int = 0
+
+
+@dataclass
+class _Pending:
+    """A decoded packet waiting to be tracked with the rest of its batch."""
+
+    index: int
+    ev: EventArrays
+    t_last: int
+    stamp_ns: int
 
 
 @dataclass
@@ -288,7 +300,10 @@ class TrackingPipeline:
         self._last_stamp_ns: int | None = None
         self._suspect_run = 0
         self._detect_buffer: list[EventArrays] = []
-        self._route_buf: tuple[np.ndarray, ...] | None = None
+        self._pending: list[_Pending] = []
+        self._results: list[PacketResult | None] = []
+        self._first_t_us: int | None = None
+        self._last_out_t_us = 0
         #: rotors found by the start-up detection (auto_detect), for inspection
         self.detected: list[DetectedRotor] = []
         self._rate_window: list[tuple[float, int]] = []
@@ -308,10 +323,6 @@ class TrackingPipeline:
         HelixTracker.warmup()
         dec = make_decoder('evt3', 1280, 720)
         dec.decode(np.zeros(2, np.uint8))
-        _route(np.zeros(1, np.int64), np.zeros(1, np.uint16), np.zeros(1, np.uint16),
-               np.zeros(1, np.uint8), np.zeros((1, 4), np.int64), 1, np.zeros((1, 1), np.int64),
-               np.zeros((1, 1), np.uint16), np.zeros((1, 1), np.uint16),
-               np.zeros((1, 1), np.uint8), np.zeros(1, np.int64))
         return time.perf_counter() - t0
 
     def close(self) -> None:
@@ -371,7 +382,38 @@ class TrackingPipeline:
             or ``error`` set when the packet was refused (the pipeline state
             is unchanged then).
         """
+        return self.process_packets([RawPacket(payload, encoding, width, height, is_bigendian,
+                                               stamp_ns, seq, time_base)])[0]
+
+    def process_packets(self, packets: Sequence[RawPacket]) -> list[PacketResult]:
+        """Process consecutive ``EventPacket`` s; one result per packet, in order.
+
+        The same results as :meth:`process_packet` on each packet in turn,
+        except that a rotor's recovery (when one is LOST) sees the other
+        rotors as they are at the end of the batch. Each packet is decoded
+        and checked on its own; each rotor then runs through all of them in
+        one numba call (:meth:`HelixTracker.process_packets`), the rotors in
+        parallel threads, with no per-packet synchronisation.
+        """
         wall0 = time.perf_counter()
+        t_before = self._last_t_us
+        self._results = [None] * len(packets)
+        for i, pkt in enumerate(packets):
+            res = self._admit(i, *pkt)
+            if res is not None:
+                self._results[i] = res
+        self._flush()
+        results, self._results = self._results, []
+        if self._last_t_us is not None:
+            span_us = self._last_t_us - (t_before if t_before is not None
+                                         else self._first_t_us)
+            self._account_load(time.perf_counter() - wall0, max(span_us, 1))
+        return results
+
+    def _admit(self, index: int, payload: bytes | np.ndarray, encoding: str, width: int,
+               height: int, is_bigendian: bool, stamp_ns: int, seq: int,
+               time_base: int = 0) -> PacketResult | None:
+        """Decode and check one packet; queue it for tracking (None) or refuse it."""
         self.counters['packets'] += 1
         if self._last_seq is not None and seq != self._last_seq + 1:
             self.counters['seq_gaps'] += 1
@@ -409,6 +451,7 @@ class TrackingPipeline:
         if reason is not None:
             # the leap persists over several packets: it is real (camera restart or a
             # clock jump), so start over from here
+            self._flush()
             self.counters['camera_restarts'] += 1
             self._time.reset()
             self._last_t_us = None
@@ -417,33 +460,33 @@ class TrackingPipeline:
         self._last_stamp_ns = int(stamp_ns)
         self.counters['events_in'] += n
         if n == 0:
-            return PacketResult(stamp_ns=int(stamp_ns), t_us=self._last_t_us or 0,
-                                n_events=0, rotors=self._last_outputs)
+            # the rotors' states of the packet before (filled in when the batch is tracked)
+            self._pending.append(_Pending(index, ev, -1, int(stamp_ns)))
+            return None
         t_first = int(ev.t_us[0])
         t_last = int(ev.t_us[-1])
         if self._last_t_us is not None:
             if t_first < self._last_t_us - RESTART_JUMP_US:
                 # camera restart: sensor time starts again; keep the rotor estimates
+                self._flush()
                 self.counters['camera_restarts'] += 1
                 self._time.reset()
                 self._restart_trackers()
             elif t_first < self._last_t_us:
                 self.counters['time_backwards'] += 1
             elif t_first > self._last_t_us + GAP_US:
+                self._flush()
                 self.counters['time_gaps'] += 1
                 self._restart_trackers()
         self._time.update(int(stamp_ns), t_first)
-        span_us = t_last - (self._last_t_us if self._last_t_us is not None else t_first)
         self._last_t_us = t_last
-
+        if self._first_t_us is None:
+            self._first_t_us = t_first
         if not self._trackers and self.config.auto_detect:
+            self._flush()
             self._auto_detect(ev)
-        outputs = self._track(ev, t_last)
-        self._last_outputs = outputs
-        wall = time.perf_counter() - wall0
-        self._account_load(wall, max(span_us, 1))
-        return PacketResult(stamp_ns=self._time.to_ros_ns(t_last), t_us=t_last,
-                            n_events=n, rotors=outputs, events=ev)
+        self._pending.append(_Pending(index, ev, t_last, self._time.to_ros_ns(t_last)))
+        return None
 
     def _auto_detect(self, ev: EventArrays) -> None:
         """Collect the first ``detect_window_us`` of events, then find the rotors.
@@ -497,7 +540,10 @@ class TrackingPipeline:
         span_us = t_last - (self._last_t_us if self._last_t_us is not None
                             else int(events.t_us[0]))
         self._last_t_us = t_last
-        self._last_outputs = self._track(events, t_last)
+        self._results = [None]
+        self._pending.append(_Pending(0, events, t_last, 0))
+        self._flush()
+        self._results = []
         self._account_load(time.perf_counter() - wall0, max(span_us, 1))
         return self._last_outputs
 
@@ -526,156 +572,229 @@ class TrackingPipeline:
                         f'moved {host_us / 1e6:.3f} s')
         return None
 
-    def _route_buffers(self, n_rot: int, n: int) -> tuple[np.ndarray, ...]:
-        """Per-rotor event rows, reused across packets (grown when needed)."""
-        buf = self._route_buf
-        if buf is None or buf[0].shape[0] < n_rot or buf[0].shape[1] < n:
-            cap = max(n, 2 * (buf[0].shape[1] if buf is not None else 0), 4096)
-            buf = (np.empty((n_rot, cap), np.int64), np.empty((n_rot, cap), np.uint16),
-                   np.empty((n_rot, cap), np.uint16), np.empty((n_rot, cap), np.uint8))
-            self._route_buf = buf
-        return buf
+    def _flush(self) -> None:
+        """Track the queued packets and store their results (see process_packets)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        full = [pk for pk in pending if pk.t_last >= 0]
+        rows: list[list[RotorOutput]] = []
+        if full and self._trackers:
+            rows = self._track_batch(full)
+        k = 0
+        for pk in pending:
+            if pk.t_last < 0:
+                # an empty packet: the rotors' states of the packet before
+                self._results[pk.index] = PacketResult(
+                    stamp_ns=pk.stamp_ns, t_us=self._last_out_t_us, n_events=0,
+                    rotors=self._last_outputs)
+                continue
+            outputs = rows[k] if rows else []
+            k += 1
+            self._last_outputs = outputs
+            self._last_out_t_us = pk.t_last
+            self._results[pk.index] = PacketResult(
+                stamp_ns=pk.stamp_ns, t_us=pk.t_last, n_events=len(pk.ev), rotors=outputs,
+                events=pk.ev)
 
-    def _track(self, ev: EventArrays, t_last: int) -> list[RotorOutput]:
+    def _track_batch(self, batch: list[_Pending]) -> list[list[RotorOutput]]:
+        """Route and track a batch of decoded packets; per packet, per rotor outputs.
+
+        Phase 1 runs every rotor that is not searching through the whole batch
+        in one kernel call (in parallel); phase 2 takes the rotors that became
+        LOST on the way packet by packet from there, with recovery.
+        """
+        if len(batch) == 1:
+            ev = batch[0].ev
+        else:
+            ev = EventArrays.concatenate([pk.ev for pk in batch])
+        ends = np.cumsum([len(pk.ev) for pk in batch], dtype=np.int64)
+        t_last = np.array([pk.t_last for pk in batch], dtype=np.int64)
+        n_pk = len(batch)
         n_rot = len(self._trackers)
-        if n_rot == 0:
-            return []
-        boxes = np.array([t.bbox_px() for t in self._trackers], dtype=np.int64)
-        self._boxes = boxes
-        out_t, out_x, out_y, out_p = self._route_buffers(n_rot, len(ev))
-        counts = np.zeros(n_rot, dtype=np.int64)
-        _route(ev.t_us, ev.x, ev.y, ev.p, boxes, int(self.stride), out_t, out_x, out_y, out_p,
-               counts)
-        self.counters['events_routed'] += int(counts.sum())
-        sample_t = np.array([t_last], dtype=np.int64)
+        stride = int(self.stride)
+        cfg = self.config
 
-        def run(r: int):
-            k = int(counts[r])
-            sub = EventArrays(out_t[r, :k], out_x[r, :k], out_y[r, :k], out_p[r, :k])
-            return self._trackers[r].process(sub, sample_t_us=sample_t)
+        def deadline(r: int) -> int:
+            rec = self._rec[r]
+            if cfg.recovery and rec.reset:
+                return rec.reset_us + cfg.recovery_window_us + 100_000
+            return -1
+
+        def run(r: int) -> PacketRun | None:
+            if cfg.recovery and self._rec[r].searching:
+                return None
+            return self._trackers[r].process_packets(ev, ends, t_last, stride, deadline(r))
 
         if self._pool is not None and len(ev) > PARALLEL_MIN_EVENTS:
-            samples = list(self._pool.map(run, range(n_rot)))
+            runs = list(self._pool.map(run, range(n_rot)))
         else:
-            samples = [run(r) for r in range(n_rot)]
-        for tracker in self._trackers:
-            # health windows close even for a rotor that received no event
-            tracker.advance(t_last)
-        if self.config.recovery:
-            self._recover(ev, t_last)
-        outputs = []
-        for r, (tracker, s) in enumerate(zip(self._trackers, samples)):
-            st = tracker.state
-            level, message = self._rotor_status(st, boxes[r], self._rec[r])
-            outputs.append(RotorOutput(
-                name=self._inits[r].name, t_us=t_last,
-                phase_rad=float(s.phase_rad[-1]) if len(s.t_us) else float(st.phase_rad),
-                omega_rad_s=float(s.omega_rad_s[-1]) if len(s.t_us) else float(st.omega_rad_s),
-                rpm_shaft=float(s.rpm_shaft[-1]) if len(s.t_us) else float(st.rpm_shaft),
-                rpm_shaft_std=(float(s.rpm_shaft_std[-1]) if len(s.t_us)
-                               else float(st.rpm_shaft_std)),
-                homography=np.array(st.homography, dtype=np.float64),
-                events=int(counts[r]), level=level, message=message, health=st.health))
-        return outputs
+            runs = [run(r) for r in range(n_rot)]
+        def packet(k: int) -> EventArrays:
+            return ev.slice(int(ends[k - 1]) if k else 0, int(ends[k]))
+
+        per_rotor: list[list[RotorOutput]] = []
+        for r in range(n_rot):
+            outs: list[RotorOutput] = []
+            if runs[r] is not None:
+                last = runs[r].done - 1
+                outs = self._outputs_of(r, runs[r], t_last, (packet(last), int(t_last[last])))
+            for k in range(len(outs), n_pk):
+                # phase 2: packet by packet, with recovery
+                e0 = int(ends[k - 1]) if k else 0
+                one = self._trackers[r].process_packets(
+                    packet(k), ends[k:k + 1] - e0, t_last[k:k + 1], stride, deadline(r))
+                outs.extend(self._outputs_of(r, one, t_last[k:k + 1],
+                                             (packet(k), int(t_last[k]))))
+            per_rotor.append(outs)
+        self.counters['events_routed'] += int(sum(o.events for outs in per_rotor for o in outs))
+        return [[per_rotor[r][k] for r in range(n_rot)] for k in range(n_pk)]
+
+    def _outputs_of(self, r: int, run: PacketRun, t_last: np.ndarray,
+                    last_packet: tuple[EventArrays, int]) -> list[RotorOutput]:
+        """RotorOutputs of a kernel run, with the recovery step of each packet.
+
+        A TRACKING row records the last good pose (for a later search); the
+        last row, when not TRACKING, runs :meth:`_recover_one` on
+        ``last_packet`` (its events and sample time; earlier rows
+        cannot need it: the kernel stops at a LOST rotor) before its status
+        is read, as the packet-by-packet order has it.
+        """
+        rec = self._rec[r]
+        name = self._inits[r].name
+        recovery = self.config.recovery
+        v = run.values
+        outs = []
+        for k in range(run.done):
+            row = v[k]
+            health = int(run.health_int[k, HI_LEVEL])
+            if recovery and health == TRACKING:
+                # the last good pose, for a later search
+                if rec.good_q is None:
+                    rec.good_q = np.empty(6)
+                rec.good_q[:] = row[PK_QCORE:PK_QCORE + 6]
+                rec.good_rpm = float(row[PK_RPM_EKF])
+                rec.good_dir = int(row[PK_ZETA])
+                rec.searching = False
+                rec.reset = False
+                rec.buf = []
+            elif recovery and k == run.done - 1:
+                self._recover_one(r, *last_packet)
+            s, c, sn = row[OUT_Q], math.cos(row[OUT_Q + 1]), math.sin(row[OUT_Q + 1])
+            hom = np.array([[s * c, -s * sn, row[OUT_Q + 2]], [s * sn, s * c, row[OUT_Q + 3]],
+                            [row[OUT_Q + 4], row[OUT_Q + 5], 1.0]])
+            level, message = self._rotor_status(
+                float(row[OUT_Q + 2]), float(row[OUT_Q + 3]), float(row[OUT_RPM]), health,
+                reason_text(run.health_int[k], run.health_float[k]), row[PK_BOX:PK_BOX + 4],
+                rec)
+            outs.append(RotorOutput(
+                name=name, t_us=int(t_last[k]), phase_rad=float(row[OUT_PHASE]),
+                omega_rad_s=float(row[OUT_OMEGA]), rpm_shaft=float(row[OUT_RPM]),
+                rpm_shaft_std=float(row[OUT_STD]), homography=hom, events=int(row[PK_N]),
+                level=level, message=message, health=health))
+        return outs
 
     def _image_size(self) -> tuple[int, int]:
         return (self._decoder_key[1], self._decoder_key[2]) if self._decoder_key else (1280, 720)
 
-    def _rotor_status(self, st: TrackerState, box: np.ndarray,
-                      rec: _Recovery | None = None) -> tuple[int, str]:
+    def _rotor_status(self, cx: float, cy: float, rpm: float, health: int, reason: str,
+                      box: np.ndarray, rec: _Recovery | None = None) -> tuple[int, str]:
         """Diagnostic level and message: geometry checks, then the tracker's health."""
         x0, y0, x1, y1 = (int(v) for v in box)
         w, h = self._image_size()
-        cx, cy = float(st.q[2]), float(st.q[3])
         if not (0 <= cx < w and 0 <= cy < h):
             return ERROR, 'rotor centre left the image'
-        if not math.isfinite(st.rpm_shaft):
+        if not math.isfinite(rpm):
             return ERROR, 'state is not finite'
         if x1 < 0 or y1 < 0 or x0 >= w or y0 >= h:
             return ERROR, 'rotor region outside the image'
-        if st.health == LOST:
+        if health == LOST:
             extra = '; re-detecting' if rec is not None and rec.searching else ''
-            return ERROR, st.health_reason + extra
-        if st.health != TRACKING:
+            return ERROR, reason + extra
+        if health != TRACKING:
             if rec is not None and rec.reset:
-                return WARN, f'recovering (re-detected): {st.health_reason}'
-            return WARN, st.health_reason
+                return WARN, f'recovering (re-detected): {reason}'
+            return WARN, reason
         if self.stride > 1:
             return WARN, f'degraded: every {self.stride}-th event (real-time policy)'
         return OK, 'tracking'
 
     # ------------------------------------------------------------------ recovery
-    def _recover(self, ev: EventArrays, t_last: int) -> None:
-        """Buffer, re-detect and re-initialise LOST rotors (module docstring)."""
+    def _recover_one(self, r: int, ev: EventArrays, t_last: int) -> None:
+        """Recovery step of rotor r after a packet (module docstring).
+
+        Records the last good pose while TRACKING; on LOST buffers the
+        events of the search region, re-detects and re-initialises.
+        """
         cfg = self.config
-        for r, tracker in enumerate(self._trackers):
-            rec = self._rec[r]
-            health = tracker.health
-            if health == TRACKING:
-                if rec.good_q is None:
-                    rec.good_q = np.empty(6)
-                rec.good_q[:] = tracker.q
-                rec.good_rpm = tracker.rpm_shaft
-                rec.good_dir = tracker.direction
-                rec.searching = False
-                rec.reset = False
-                rec.buf = []
-                continue
-            if rec.reset and t_last - rec.reset_us > cfg.recovery_window_us + 100_000:
-                # re-initialised but never TRACKING (e.g. no phase lock): search again
-                health = LOST
-            if health != LOST:
-                continue
-            if not rec.searching:
-                # search around the last good pose, with events from now on
-                rec.searching = True
-                rec.reset = False
-                rec.buf = []
-                last = self._last_good(r)
-                rec.region = self._search_region(last)
-                rec.next_try_us = t_last + self._min_span_us(last)
-                continue
-            x0, y0, x1, y1 = rec.region
-            m = (ev.x >= x0) & (ev.x <= x1) & (ev.y >= y0) & (ev.y <= y1)
-            # activity of the region without the discs of the rotors still tracked
-            own = m.copy()
-            for o, other in enumerate(self._trackers):
-                if o != r and other.health != LOST:
-                    q = other.q
-                    rad = 1.1 * math.exp(q[0])
-                    own &= (ev.x - q[2]) ** 2 + (ev.y - q[3]) ** 2 > rad * rad
-            n_region = int(np.count_nonzero(own))
-            span_ms = max((t_last - int(ev.t_us[0])) * 1e-3, 1.0)
-            if n_region < 0.25 * tracker.rate_ref * span_ms:
-                # too few events for a rotor (it is hidden): nothing to detect yet; a
-                # detection uses only events since the rotor can be there again
-                rec.buf = []
-                rec.next_try_us = max(rec.next_try_us,
-                                      t_last + self._min_span_us(self._last_good(r)))
-                continue
-            rec.buf.append(EventArrays(ev.t_us[m], ev.x[m], ev.y[m], ev.p[m]))
-            while rec.buf and int(rec.buf[0].t_us[-1]) < t_last - cfg.recovery_window_us:
-                rec.buf.pop(0)
-            if t_last < rec.next_try_us or not rec.buf:
-                continue
-            rec.next_try_us = t_last + cfg.recovery_retry_us
-            events = EventArrays.concatenate(rec.buf)
-            k = int(np.searchsorted(events.t_us, t_last - cfg.recovery_window_us))
-            events = events.slice(k, len(events))
-            rec.attempts += 1
-            self.counters['recovery_attempts'] += 1
-            w, h = self._image_size()
-            found = detect_rotors(events, w, h, region=rec.region)
-            init = self._pick(r, found, self._last_good(r))
-            if init is None:
-                continue
-            tracker.reset(init)
+        tracker = self._trackers[r]
+        rec = self._rec[r]
+        health = tracker.health
+        if health == TRACKING:
+            if rec.good_q is None:
+                rec.good_q = np.empty(6)
+            rec.good_q[:] = tracker.q
+            rec.good_rpm = tracker.rpm_shaft
+            rec.good_dir = tracker.direction
             rec.searching = False
-            rec.reset = True
-            rec.reset_us = t_last
+            rec.reset = False
             rec.buf = []
-            rec.recoveries += 1
-            self.counters['recoveries'] += 1
+            return
+        if rec.reset and t_last - rec.reset_us > cfg.recovery_window_us + 100_000:
+            # re-initialised but never TRACKING (e.g. no phase lock): search again
+            health = LOST
+        if health != LOST:
+            return
+        if not rec.searching:
+            # search around the last good pose, with events from now on
+            rec.searching = True
+            rec.reset = False
+            rec.buf = []
+            last = self._last_good(r)
+            rec.region = self._search_region(last)
+            rec.next_try_us = t_last + self._min_span_us(last)
+            return
+        x0, y0, x1, y1 = rec.region
+        m = (ev.x >= x0) & (ev.x <= x1) & (ev.y >= y0) & (ev.y <= y1)
+        # activity of the region without the discs of the rotors still tracked
+        own = m.copy()
+        for o, other in enumerate(self._trackers):
+            if o != r and other.health != LOST:
+                q = other.q
+                rad = 1.1 * math.exp(q[0])
+                own &= (ev.x - q[2]) ** 2 + (ev.y - q[3]) ** 2 > rad * rad
+        n_region = int(np.count_nonzero(own))
+        span_ms = max((t_last - int(ev.t_us[0])) * 1e-3, 1.0)
+        if n_region < 0.25 * tracker.rate_ref * span_ms:
+            # too few events for a rotor (it is hidden): nothing to detect yet; a
+            # detection uses only events since the rotor can be there again
+            rec.buf = []
+            rec.next_try_us = max(rec.next_try_us,
+                                  t_last + self._min_span_us(self._last_good(r)))
+            return
+        rec.buf.append(EventArrays(ev.t_us[m], ev.x[m], ev.y[m], ev.p[m]))
+        while rec.buf and int(rec.buf[0].t_us[-1]) < t_last - cfg.recovery_window_us:
+            rec.buf.pop(0)
+        if t_last < rec.next_try_us or not rec.buf:
+            return
+        rec.next_try_us = t_last + cfg.recovery_retry_us
+        events = EventArrays.concatenate(rec.buf)
+        k = int(np.searchsorted(events.t_us, t_last - cfg.recovery_window_us))
+        events = events.slice(k, len(events))
+        rec.attempts += 1
+        self.counters['recovery_attempts'] += 1
+        w, h = self._image_size()
+        found = detect_rotors(events, w, h, region=rec.region)
+        init = self._pick(r, found, self._last_good(r))
+        if init is None:
+            return
+        tracker.reset(init)
+        rec.searching = False
+        rec.reset = True
+        rec.reset_us = t_last
+        rec.buf = []
+        rec.recoveries += 1
+        self.counters['recoveries'] += 1
 
     def _last_good(self, r: int) -> RotorInit:
         """Rotor r as it was when last TRACKING (its initialisation if never)."""

@@ -7,7 +7,7 @@ import pytest
 
 from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
 from helixtrack_ros.evaluation import rotor_inits_from_scene
-from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
+from helixtrack_ros.pipeline import PipelineConfig, RawPacket, TrackingPipeline
 from helixtrack_ros.sim import Simulator, make_scenario
 
 
@@ -124,3 +124,62 @@ def test_scene_through_the_pipeline_is_scored_like_bare_trackers():
     assert r.errors.n > 150 and r.errors.mare_pct < 0.5
     assert abs(r.scale_error_pct) < 5 and r.center_error_px < 5
     assert info['events'] > 100_000
+
+
+def _raw_packets(scene, seed):
+    ev = Simulator(scene, seed=seed).all_events()
+    enc = Evt3Encoder()
+    out = []
+    for i, (start, stop) in enumerate(packetize(ev.t_us, 1000)):
+        part = ev.slice(start, stop)
+        out.append(RawPacket(enc.encode(part), 'evt3', 1280, 720, False,
+                             10**18 + int(part.t_us[-1]) * 1000 + 300_000, i))
+    return out
+
+
+def _summary(results):
+    return [[(o.t_us, o.rpm_shaft, o.phase_rad, o.events, o.level, o.message, o.health)
+             for o in r.rotors] for r in results]
+
+
+@pytest.mark.parametrize('threads', [1, 2])
+def test_batches_of_packets_give_the_packet_by_packet_results(threads):
+    scene = make_scenario('quadcopter_4m', 0.3, 2, seed=6)
+    raw = _raw_packets(scene, 6)
+    # a garbage packet and an empty one inside a batch
+    raw.insert(40, raw[40]._replace(payload=np.random.default_rng(1).integers(
+        0, 256, 4000).astype(np.uint8)))
+    raw.insert(80, raw[80]._replace(payload=np.zeros(0, np.uint8)))
+    raw = [p._replace(seq=i) for i, p in enumerate(raw)]
+    config = PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=threads)
+    one = TrackingPipeline(config)
+    ref = [one.process_packet(*p) for p in raw]
+    many = TrackingPipeline(config)
+    got = []
+    for k in range(0, len(raw), 13):
+        got += many.process_packets(raw[k:k + 13])
+    assert [r.error for r in got] == [r.error for r in ref]
+    assert _summary(got) == _summary(ref)
+    assert many.counters == one.counters
+    assert ref[80].n_events == 0 and ref[80].rotors == ref[79].rotors
+
+
+def test_batches_recover_a_jumped_rotor_like_single_packets():
+    scene = make_scenario('quadcopter_4m', 0.45, 1, seed=2, jump=('rear_right', 0.15, 0.0, 0.9))
+    raw = _raw_packets(scene, 2)
+    config = PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=2)
+    one = TrackingPipeline(config)
+    ref = [one.process_packet(*p) for p in raw]
+    many = TrackingPipeline(config)
+    got = []
+    for k in range(0, len(raw), 10):
+        got += many.process_packets(raw[k:k + 10])
+    assert many.counters['recoveries'] == one.counters['recoveries'] == 1
+    k = [r.name for r in scene.rotors].index('rear_right')
+    health = [r.rotors[k].health for r in got]
+    # LOST, re-detected, TRACKING again at the same packets
+    assert health == [r.rotors[k].health for r in ref]
+    assert 2 in health and health[-1] == 0
+    end_ref = np.array([o.rpm_shaft for o in ref[-1].rotors])
+    end_got = np.array([o.rpm_shaft for o in got[-1].rotors])
+    assert np.allclose(end_got, end_ref, rtol=1e-3)

@@ -83,13 +83,16 @@ _C7 = -9.62980296776416e-12
 
 @njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
 def _atan2_poly(y: float, x: float) -> float:
-    """atan2(y, x) in [-pi, pi] by octant reduction and a degree-15 polynomial."""
+    """atan2(y, x) in [-pi, pi] by octant reduction and a degree-15 polynomial.
+
+    The octant corrections are written as selects, not branches: the
+    signs of event coordinates are random, and mispredicted branches cost
+    more than the polynomial.
+    """
     ax = abs(x)
     ay = abs(y)
     mx = max(ax, ay)
-    if mx == 0.0:
-        return 0.0
-    t = min(ax, ay) / mx
+    t = min(ax, ay) / mx if mx > 0.0 else 0.0
     t2 = t * t
     # Horner in t^2
     a = _A7
@@ -101,13 +104,9 @@ def _atan2_poly(y: float, x: float) -> float:
     a = a * t2 + _A1
     a = a * t2 + _A0
     a *= t
-    if ay > ax:
-        a = HALF_PI - a
-    if x < 0.0:
-        a = PI - a
-    if y < 0.0:
-        a = -a
-    return a
+    a = HALF_PI - a if ay > ax else a
+    a = PI - a if x < 0.0 else a
+    return -a if y < 0.0 else a
 
 
 @njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')

@@ -948,6 +948,27 @@ def _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe):
     ist[IS_T] = t_x
 
 
+class PacketRun(NamedTuple):
+    """Per-packet rows of :meth:`HelixTracker.process_packets`.
+
+    Attributes
+    ----------
+    done : int
+        Packets processed (rows).
+    values : numpy.ndarray
+        (done, PK_LEN): the sample at the packet's last event (OUT_* columns),
+        then q_core, the EKF shaft RPM, the rotation sign, the routed event
+        count and the routing box (PK_* columns).
+    health_int, health_float : numpy.ndarray
+        The health state after each packet (for :func:`reason_text`).
+    """
+
+    done: int
+    values: np.ndarray
+    health_int: np.ndarray
+    health_float: np.ndarray
+
+
 class HelixTracker:
     """Track one rotor's shaft RPM, blade phase and homography from events.
 
@@ -1005,6 +1026,7 @@ class HelixTracker:
         self.acq_t = np.zeros(p.sign_events, dtype=np.int64)
         self.acq_a = np.zeros(p.sign_events)
         self.hs, self.hi = new_health_state()
+        self._scratch: tuple[np.ndarray, ...] | None = None
         self._pack_params()
 
     def _pack_params(self) -> None:
@@ -1205,6 +1227,69 @@ class HelixTracker:
                         float(self.fs[FS_OM]), float(self.fs[FS_P11]), int(self.ist[IS_ACCEPT]),
                         t)
 
+    def process_packets(self, events: EventArrays, pkt_end: np.ndarray, pkt_t_last: np.ndarray,
+                        stride: int = 1, reset_deadline_us: int = -1) -> PacketRun:
+        """Route and track consecutive packets of decoded events in one call.
+
+        Equivalent, packet by packet, to: take the events inside
+        :meth:`bbox_px` (every ``stride``-th), :meth:`process` them with one
+        sample at the packet's last event time, then :meth:`advance` to it.
+
+        Parameters
+        ----------
+        events : EventArrays
+            All decoded events of the packets (every event of the camera,
+            not only this rotor's), in time order.
+        pkt_end : numpy.ndarray
+            int64 end offset of each packet in ``events`` (non-decreasing).
+        pkt_t_last : numpy.ndarray
+            int64 sample time of each packet (its last event) [us].
+        stride : int
+            Keep every stride-th event inside the box (real-time policy).
+        reset_deadline_us : int
+            >= 0: stop after a packet past this time while not TRACKING
+            (a re-initialised rotor that never locked); -1: off.
+
+        Returns
+        -------
+        PacketRun
+            Rows of the packets done; fewer than given when the rotor
+            became LOST (or missed the reset deadline) at the last row.
+        """
+        t_us = np.ascontiguousarray(events.t_us, dtype=np.int64)
+        n = t_us.shape[0]
+        xs = np.ascontiguousarray(events.x, dtype=np.uint16)
+        ys = np.ascontiguousarray(events.y, dtype=np.uint16)
+        ps = np.ascontiguousarray(events.p, dtype=np.uint8)
+        ends = np.ascontiguousarray(pkt_end, dtype=np.int64)
+        t_last = np.ascontiguousarray(pkt_t_last, dtype=np.int64)
+        n_pk = ends.shape[0]
+        if xs.shape != (n,) or ys.shape != (n,) or ps.shape != (n,):
+            raise ValueError('events: t_us, x, y, p must be 1-D arrays of equal length')
+        if t_last.shape != (n_pk,):
+            raise ValueError('pkt_end and pkt_t_last must be 1-D arrays of equal length')
+        if n_pk and (ends[0] < 0 or ends[-1] > n or np.any(np.diff(ends) < 0)):
+            raise ValueError('pkt_end must be non-decreasing offsets into the events')
+        if stride < 1:
+            raise ValueError('stride must be >= 1')
+        longest = int(np.max(np.diff(ends, prepend=0))) if n_pk else 0
+        buf = self._scratch
+        if buf is None or buf[0].shape[0] < longest:
+            cap = max(longest, 4096)
+            buf = (np.empty(cap, np.int64), np.empty(cap, np.uint16),
+                   np.empty(cap, np.uint16), np.empty(cap, np.uint8))
+            self._scratch = buf
+        out_v = np.empty((n_pk, PK_LEN))
+        out_hi = np.empty((n_pk, self.hi.shape[0]), np.int64)
+        out_hs = np.empty((n_pk, self.hs.shape[0]))
+        done = _process_packets(t_us, xs, ys, ps, ends, t_last, int(stride),
+                                int(reset_deadline_us), self.tp, self.gp, self.fs, self.ist,
+                                self.q, self.pose, self.acc, self.acq_t, self.acq_a, self.hp,
+                                self.hs, self.hi, float(self._params.r_out),
+                                float(self._params.bbox_margin_px), _BBOX_COS, _BBOX_SIN,
+                                buf[0], buf[1], buf[2], buf[3], out_v, out_hi, out_hs)
+        return PacketRun(int(done), out_v[:done], out_hi[:done], out_hs[:done])
+
     def bbox_px(self) -> tuple[int, int, int, int]:
         """Image region (x0, y0, x1, y1, inclusive) of the r_out annulus plus a margin."""
         return _bbox(self.q, self._params.r_out, self._params.bbox_margin_px)
@@ -1231,7 +1316,103 @@ class HelixTracker:
         tr.advance(int(t_us[-1]) + 50_000)
         _ = tr.state
         tr.bbox_px()
+        tr.process_packets(ev, np.array([n // 2, n], np.int64),
+                           np.array([t_us[n // 2 - 1], t_us[-1]], np.int64))
         return time.perf_counter() - t0
+
+
+# per-packet output columns of :func:`_process_packets` (after the OUT_LEN sample columns)
+PK_QCORE = OUT_LEN          # 6: q_core after the packet
+PK_RPM_EKF = OUT_LEN + 6    # shaft RPM of the EKF state (no propagation)
+PK_ZETA = OUT_LEN + 7       # rotation sign
+PK_N = OUT_LEN + 8          # events routed to the rotor
+PK_BOX = OUT_LEN + 9        # 4: routing box (x0, y0, x1, y1)
+PK_LEN = OUT_LEN + 13
+
+
+@njit(cache=True, nogil=True)
+def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadline_us,
+                     tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi,
+                     r_out, margin_px, cos_a, sin_a, bt, bx, by, bp, out_v, out_hi, out_hs):
+    """Track one rotor through consecutive packets; returns the packets done.
+
+    Per packet k (events pkt_end[k-1]:pkt_end[k] of the shared decoded
+    arrays): route the events inside the rotor's box (every stride-th),
+    run :func:`_process` with one sample at the packet's last event time,
+    close the health windows up to it (:meth:`HelixTracker.advance`), and
+    write the sample, q_core, box and health into row k. Stops after a
+    packet that leaves the rotor LOST, or not TRACKING past
+    ``reset_deadline_us`` (>= 0: a re-initialised rotor; cleared once
+    TRACKING), so that the caller can run recovery there.
+    """
+    n_pk = pkt_end.shape[0]
+    box = np.empty(4, np.int64)
+    samp = np.empty(1, np.int64)
+    out_t1 = np.empty(1, np.int64)
+    out_v1 = np.empty((1, OUT_LEN))
+    e0 = 0
+    deadline = reset_deadline_us
+    for k in range(n_pk):
+        e1 = pkt_end[k]
+        _bbox_kernel(q, r_out, margin_px, cos_a, sin_a, box)
+        x0 = box[0]
+        y0 = box[1]
+        x1 = box[2]
+        y1 = box[3]
+        m = 0
+        if stride == 1:
+            for i in range(e0, e1):
+                xi = xs[i]
+                yi = ys[i]
+                if x0 <= xi <= x1 and y0 <= yi <= y1:
+                    bt[m] = t_us[i]
+                    bx[m] = xi
+                    by[m] = yi
+                    bp[m] = ps[i]
+                    m += 1
+        else:
+            # every stride-th event inside the box (real-time policy), from the first
+            skip = 0
+            for i in range(e0, e1):
+                xi = xs[i]
+                yi = ys[i]
+                if x0 <= xi <= x1 and y0 <= yi <= y1:
+                    if skip == 0:
+                        bt[m] = t_us[i]
+                        bx[m] = xi
+                        by[m] = yi
+                        bp[m] = ps[i]
+                        m += 1
+                        skip = stride
+                    skip -= 1
+        t_last = pkt_t_last[k]
+        samp[0] = t_last
+        _process(bt[:m], bx[:m], by[:m], bp[:m], tp, gp, fs, ist, q, pose, acc, acq_t, acq_a,
+                 hp, hs, hi, MODE_TIMES, samp, out_t1, out_v1)
+        # health windows close even for a rotor that received no event
+        if hi[HI_T0] >= 0 and t_last > ist[IS_TMAX]:
+            _health_advance(hp, hs, hi, q, ist[IS_ACQ] == 0, fs[FS_OM], fs[FS_P11],
+                            ist[IS_ACCEPT], t_last)
+        for j in range(OUT_LEN):
+            out_v[k, j] = out_v1[0, j]
+        for j in range(6):
+            out_v[k, PK_QCORE + j] = q[j]
+        out_v[k, PK_RPM_EKF] = 60.0 * abs(fs[FS_OM]) / (TWO_PI * tp[TP_B])
+        out_v[k, PK_ZETA] = ist[IS_ZETA]
+        out_v[k, PK_N] = m
+        for j in range(4):
+            out_v[k, PK_BOX + j] = box[j]
+        for j in range(hi.shape[0]):
+            out_hi[k, j] = hi[j]
+        for j in range(hs.shape[0]):
+            out_hs[k, j] = hs[j]
+        e0 = e1
+        level = hi[HI_LEVEL]
+        if level == 0:
+            deadline = -1
+        if level == 2 or (deadline >= 0 and t_last > deadline):
+            return k + 1
+    return n_pk
 
 
 _BBOX_COS = np.cos(np.linspace(0.0, TWO_PI, 73))

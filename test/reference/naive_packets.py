@@ -1,0 +1,32 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Naive twin of HelixTracker.process_packets: numpy routing, one process() per packet."""
+
+import numpy as np
+
+from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.health import LOST
+
+
+def process_packets_naive(tracker, events, pkt_end, pkt_t_last, stride=1):
+    """Per packet: boolean-mask routing in the box, every stride-th, process, advance.
+
+    Returns a list of (rpm_shaft, phase_rad, omega_rad_s, routed, box, health)
+    rows, stopping after a packet that leaves the rotor LOST (like the kernel).
+    """
+    rows = []
+    e0 = 0
+    for e1, t_last in zip(pkt_end, pkt_t_last):
+        ev = events.slice(e0, int(e1))
+        x0, y0, x1, y1 = tracker.bbox_px()
+        inside = np.nonzero((ev.x >= x0) & (ev.x <= x1) & (ev.y >= y0) & (ev.y <= y1))[0]
+        keep = inside[::stride]
+        sub = EventArrays(ev.t_us[keep], ev.x[keep], ev.y[keep], ev.p[keep])
+        s = tracker.process(sub, sample_t_us=np.array([t_last], np.int64))
+        tracker.advance(int(t_last))
+        rows.append((float(s.rpm_shaft[0]), float(s.phase_rad[0]), float(s.omega_rad_s[0]),
+                     len(keep), (x0, y0, x1, y1), tracker.health))
+        e0 = int(e1)
+        if tracker.health == LOST:
+            break
+    return rows
