@@ -19,7 +19,8 @@ Topics
 ``/diagnostics`` (``diagnostic_msgs/DiagnosticArray``)
     Once a second: the pipeline's statuses plus one for the node.
 ``~/debug_image`` (``sensor_msgs/Image``, off by default)
-    Event frame with each rotor's tracked ellipse and RPM.
+    Event frame with each rotor's tracked ellipse and RPM, and the
+    detections of the last second (start-up and re-detection) dashed.
 
 Parameters
 ----------
@@ -75,6 +76,8 @@ EVENTS_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
                         history=HistoryPolicy.KEEP_LAST, depth=1000,
                         durability=DurabilityPolicy.VOLATILE)
 #: QoS of the per-packet outputs.
+#: The debug image shows detections of this much recent sensor time [us].
+DETECTION_SHOW_US = 1_000_000
 OUTPUT_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
                         history=HistoryPolicy.KEEP_LAST, depth=10,
                         durability=DurabilityPolicy.VOLATILE)
@@ -124,12 +127,21 @@ _GLYPHS = {
     '6': '111100111101111', '7': '111001001001001', '8': '111101111101111',
     '9': '111101111001111', '-': '000000111000000', '.': '000000000000010',
     ' ': '000000000000000', 'R': '110101110101101', 'P': '110101110100100',
-    'M': '101111111101101', '?': '111001011000010',
+    'M': '101111111101101', '?': '111001011000010', '+': '000010111010000',
+    '_': '000000000000111', 'A': '010101111101101', 'B': '110101110101110',
+    'C': '011100100100011', 'D': '110101101101110', 'E': '111100110100111',
+    'F': '111100110100100', 'G': '011100101101011', 'H': '101101111101101',
+    'I': '111010010010111', 'J': '001001001101010', 'K': '101101110101101',
+    'L': '100100100100111', 'N': '110101101101101', 'O': '010101101101010',
+    'Q': '010101101110011', 'S': '011100010001110', 'T': '111010010010010',
+    'U': '101101101101111', 'V': '101101101101010', 'W': '101101111111101',
+    'X': '101101010101101', 'Y': '101101010010010', 'Z': '111001010100111',
 }
 _GLYPH_MASKS = {c: np.array([int(b) for b in bits], bool).reshape(5, 3)
                 for c, bits in _GLYPHS.items()}
 
 _LEVEL_RGB = [(0, 200, 0), (230, 180, 0), (230, 0, 0)]
+_DETECTION_RGB = (0, 200, 230)
 
 
 def draw_text(img: np.ndarray, text: str, x: int, y: int, color: Any, scale: int = 2) -> None:
@@ -140,7 +152,8 @@ def draw_text(img: np.ndarray, text: str, x: int, y: int, color: Any, scale: int
     img : numpy.ndarray
         (H, W) or (H, W, 3) uint8 image, changed in place.
     text : str
-        Digits, ``-``, ``.``, space and the letters R, P, M; others show as ``?``.
+        Digits, letters (drawn upper case), ``-``, ``+``, ``_``, ``.`` and space;
+        others show as ``?``.
     x, y : int
         Top-left corner [px].
     color : int or tuple of int
@@ -207,8 +220,9 @@ def draw_polyline(img: np.ndarray, pts: np.ndarray, color: Any, closed: bool = T
 
 
 def render_debug_image(width: int, height: int, events: Any, rotors: list[Any],
-                       encoding: str = 'mono8') -> np.ndarray:
-    """Render an event frame with each rotor's ellipse and RPM.
+                       encoding: str = 'mono8',
+                       detections: list[tuple[str, Any]] | None = None) -> np.ndarray:
+    """Render an event frame with each rotor's ellipse and RPM, and recent detections.
 
     Parameters
     ----------
@@ -220,6 +234,10 @@ def render_debug_image(width: int, height: int, events: Any, rotors: list[Any],
         Rotor states (``homography``, ``rpm_shaft``, ``level``).
     encoding : str
         ``mono8`` or ``rgb8``.
+    detections : list of (label, DetectedRotor), optional
+        Rotors found by detection (start-up or re-detection), drawn as a
+        dashed ellipse (cyan in rgb8) labelled with the name, blade count,
+        direction and RPM the detector measured.
 
     Returns
     -------
@@ -259,7 +277,30 @@ def render_debug_image(width: int, height: int, events: Any, rotors: list[Any],
         if top < 0:
             top = int(pts[:, 1].max()) + 4
         draw_text(img, text, int(cx) - len(text) * 4, top, color, scale=2)
+    for label, det in detections or []:
+        H = detection_homography(det)
+        if not np.all(np.isfinite(H)):
+            continue
+        color = _DETECTION_RGB if rgb else 200
+        pts = ellipse_points(H, n=72)
+        for k in range(0, len(pts) - 1, 4):
+            # dashed: every other pair of segments
+            draw_polyline(img, pts[k:k + 3], color, closed=False)
+        if len(pts) == 0:
+            continue
+        text = (f'{label} {det.blades}B {"+" if det.direction >= 0 else "-"} '
+                f'{det.rpm_shaft:.0f}')
+        draw_text(img, text, int(det.center_px[0]) - len(text) * 4,
+                  int(pts[:, 1].max()) + 6, color, scale=2)
     return img
+
+
+def detection_homography(det: Any) -> np.ndarray:
+    """H of a detection (Eq. 1 with s = tip radius, psi, centre and perspective)."""
+    s = float(det.radius_px)
+    c, sn = math.cos(det.psi_rad), math.sin(det.psi_rad)
+    return np.array([[s * c, -s * sn, det.center_px[0]], [s * sn, s * c, det.center_px[1]],
+                     [det.perspective[0], det.perspective[1], 1.0]])
 
 
 # ---------------------------------------------------------------------- the node
@@ -599,7 +640,9 @@ class HelixtrackNode(Node):
         w, h = self._size
         enc = str(self.get_parameter('debug_image_encoding').value)
         events = [(x, y, p) for _, x, y, p in self._debug_events]
-        img = render_debug_image(w, h, events, self._last_rotors, enc)
+        recent = getattr(self._pipe, 'recent_detections', None)
+        dets = recent(DETECTION_SHOW_US) if recent is not None else []
+        img = render_debug_image(w, h, events, self._last_rotors, enc, dets)
         msg = Image()
         msg.header.stamp = _stamp(self._last_stamp_ns) if self._last_rotors else \
             self.get_clock().now().to_msg()

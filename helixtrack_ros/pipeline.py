@@ -62,6 +62,8 @@ OK, WARN, ERROR = 0, 1, 2
 
 #: Start-up detection (auto_detect) uses this much sensor time of events.
 DETECT_WINDOW_US = 100_000
+#: The pipeline remembers this many detections (for the debug image).
+MAX_DETECTIONS_KEPT = 64
 #: Packets with more events than this run their rotors in parallel threads.
 PARALLEL_MIN_EVENTS = 2000
 #: A backward jump of sensor time larger than this is a camera restart.
@@ -306,6 +308,8 @@ class TrackingPipeline:
         self._last_out_t_us = 0
         #: rotors found by the start-up detection (auto_detect), for inspection
         self.detected: list[DetectedRotor] = []
+        #: every detection used (start-up and re-detection): (sensor time, rotor name, it)
+        self.detections: list[tuple[int, str, DetectedRotor]] = []
         self._rate_window: list[tuple[float, int]] = []
         self._wall_s = 0.0
         self._sensor_us = 0
@@ -517,6 +521,8 @@ class TrackingPipeline:
                 blades=int(r['blades']), direction=int(r['direction']),
                 psi_rad=float(r['psi_rad']),
                 perspective=(float(r['perspective'][0]), float(r['perspective'][1]))))
+        t_found = int(ev.t_us[-1])
+        self._note_detections([(t_found, init.name, d) for init, d in zip(inits, found)])
         self.config = replace(self.config, rotors=inits)
         self._inits = list(inits)
         self._trackers = [HelixTracker(r, self.config.tracker) for r in inits]
@@ -785,9 +791,11 @@ class TrackingPipeline:
         self.counters['recovery_attempts'] += 1
         w, h = self._image_size()
         found = detect_rotors(events, w, h, region=rec.region)
-        init = self._pick(r, found, self._last_good(r))
-        if init is None:
+        picked = self._pick(r, found, self._last_good(r))
+        if picked is None:
             return
+        init, det = picked
+        self._note_detections([(t_last, init.name, det)])
         tracker.reset(init)
         rec.searching = False
         rec.reset = True
@@ -821,8 +829,9 @@ class TrackingPipeline:
         return int(min(self.config.recovery_window_us,
                        max(self.config.recovery_min_us, 1.5 * turn_us)))
 
-    def _pick(self, r: int, found: list[DetectedRotor], last: RotorInit) -> RotorInit | None:
-        """The detection that is rotor r again, as a RotorInit (None if none fits)."""
+    def _pick(self, r: int, found: list[DetectedRotor],
+              last: RotorInit) -> tuple[RotorInit, DetectedRotor] | None:
+        """The detection that is rotor r again and its RotorInit (None if none fits)."""
         best = None
         best_d = math.inf
         reach = self.config.tracker.r_out + self.config.recovery_margin
@@ -852,11 +861,23 @@ class TrackingPipeline:
         rpm = (best.blade_pass_hz * 60.0 / blades if best.blade_pass_hz > 0
                else best.rpm_shaft * best.blades / blades)
         direction = last.direction if last.direction != 0 else int(best.direction)
-        return replace(self._inits[r],
+        init = replace(self._inits[r],
                        center_px=(float(best.center_px[0]), float(best.center_px[1])),
                        radius_px=float(best.radius_px), rpm_shaft=float(max(rpm, 1.0)),
                        direction=direction, psi_rad=float(best.psi_rad),
                        perspective=(float(best.perspective[0]), float(best.perspective[1])))
+        return init, best
+
+    def _note_detections(self, items: list[tuple[int, str, DetectedRotor]]) -> None:
+        self.detections.extend(items)
+        del self.detections[:-MAX_DETECTIONS_KEPT]
+
+    def recent_detections(self, span_us: int) -> list[tuple[str, DetectedRotor]]:
+        """(rotor name, detection) of the detections of the last ``span_us`` of sensor time."""
+        now = self._last_t_us
+        if now is None:
+            return []
+        return [(name, d) for t, name, d in self.detections if 0 <= now - t <= span_us]
 
     def _account_load(self, wall_s: float, span_us: int) -> None:
         self._wall_s += wall_s

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import node_fixtures as F  # noqa: N812
 import numpy as np
@@ -172,3 +173,25 @@ def test_debug_parameter_changes_take_effect(context):
         assert not res[0].successful and 'q_jerk must be > 0' in res[0].reason
     finally:
         node.destroy_node()
+
+
+@pytest.mark.parametrize('encoding', ['mono8', 'rgb8'])
+def test_render_debug_image_draws_detections_dashed_with_a_label(encoding):
+    det = SimpleNamespace(center_px=(100.0, 70.0), radius_px=40.0, psi_rad=0.3,
+                          perspective=(0.0, 0.0), blades=3, direction=-1, rpm_shaft=4200.0)
+    img = hn.render_debug_image(200, 160, [], [], encoding, [('rotor_0', det)])
+    grey = (np.all(img == 128, axis=-1) if encoding == 'rgb8' else img == 128)
+    ring = ~grey[70 - 45:70 + 45, 100 - 45:100 + 45]
+    assert ring.any()
+    # dashed: along the circle, drawn and empty stretches alternate
+    ang = np.linspace(0, 2 * np.pi, 360, endpoint=False)
+    rows = np.rint(70 + 40 * np.sin(ang)).astype(int)
+    cols = np.rint(100 + 40 * np.cos(ang)).astype(int)
+    on = ~grey[rows, cols]
+    assert 0.3 < on.mean() < 0.9
+    # the label sits below the ellipse
+    assert (~grey[112:124, :]).any()
+    if encoding == 'rgb8':
+        assert (img == np.array(hn._DETECTION_RGB, np.uint8)).all(axis=-1).any()
+    H = hn.detection_homography(det)
+    assert np.allclose(H @ [0, 0, 1], [100, 70, 1])

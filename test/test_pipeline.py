@@ -106,6 +106,8 @@ def test_auto_detect_finds_and_tracks_every_rotor():
     values = pipe.diagnostics()[0]['values']
     assert all(f'detected_rotor_{i}' in values for i in range(4))
     assert 'blades' in values['detected_rotor_0']
+    # the start-up detections are kept for the debug image, named like the rotors
+    assert [n for n, _ in pipe.recent_detections(10**6)] == pipe.rotor_names
     for out in res.rotors:
         # match each detected rotor to the true one under it
         H = np.array(out.homography)

@@ -54,6 +54,11 @@ def test_big_jump_is_re_detected_within_150_ms(big_jump):
     assert rotor['values']['recoveries'] == '1' and rotor['values']['health'] == 'TRACKING'
     assert rotor['level'] == OK and rotor['message'] == 'tracking'
     assert diag['helixtrack: pipeline']['values']['recoveries'] == '1'
+    # the re-detection is kept for the debug image
+    (t_det, name, det), = pipe.detections
+    assert name == 'rotor' and 150_000 < t_det < 300_000 and det.blades == 2
+    assert pipe.recent_detections(10**9) == [('rotor', det)]
+    assert pipe.recent_detections(0) == []
 
 
 def test_hidden_quadcopter_rotor_comes_back_and_the_others_stay_ok():
