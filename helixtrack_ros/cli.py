@@ -10,6 +10,7 @@ around :mod:`helixtrack_ros.pipeline` (the same processing as the node),
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 import csv
 from dataclasses import replace
 from pathlib import Path
@@ -287,6 +288,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
     progress = Progress(total, 'tracking', None if not quiet else False)
     t_first_us = None
     t_last_us = None
+    last_stamp_ns = None
     n_packets = 0
     errors: dict[str, int] = {}
     hom_cols = [f'h{i}{j}' for i in range(3) for j in range(3)]
@@ -294,59 +296,56 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
             ResultBagWriter(out / 'results.mcap') as results_bag:
         fh.write(','.join(['t_us', 'stamp_ns', 'rotor', 'rpm', 'rpm_std', 'phase_rad',
                            'omega_rad_s', *hom_cols, 'events', 'level', 'health']) + '\n')
-        last_diag_us = None
-        batch: list[RawPacket] = []
-
-        def flush() -> None:
-            nonlocal n_packets, t_first_us, t_last_us, last_diag_us
-            results = pipe.process_packets(batch)
-            lines = []
-            for pkt, res in zip(batch, results):
-                n_packets += 1
-                if res.error:
-                    errors[res.error] = errors.get(res.error, 0) + 1
-                    if errors[res.error] == 1:
-                        print(f'warning: packet {pkt.seq}: {res.error}', file=sys.stderr)
-                    continue
-                if res.n_events == 0:
-                    continue
-                if t_first_us is None:
-                    t_first_us = res.t_us
-                t_last_us = res.t_us
-                for r in res.rotors:
-                    h = r.homography.ravel()
-                    lines.append(
-                        f'{r.t_us},{res.stamp_ns},{r.name},{r.rpm_shaft:.3f},'
-                        f'{r.rpm_shaft_std:.3f},{r.phase_rad:.6f},{r.omega_rad_s:.4f},'
-                        f'{h[0]:.8g},{h[1]:.8g},{h[2]:.8g},{h[3]:.8g},{h[4]:.8g},{h[5]:.8g},'
-                        f'{h[6]:.8g},{h[7]:.8g},{h[8]:.8g},{r.events},{r.level},{r.health}\n')
-                    track = rows.setdefault(r.name, {'t_us': [], 'rpm': []})
-                    track['t_us'].append(r.t_us)
-                    track['rpm'].append(r.rpm_shaft)
-                results_bag.write_packet_outputs(res.stamp_ns, [
-                    {'name': r.name, 'phase_rad': r.phase_rad, 'omega_rad_s': r.omega_rad_s,
-                     'rpm_shaft': r.rpm_shaft, 'homography': r.homography}
-                    for r in res.rotors])
-                if last_diag_us is None or res.t_us - last_diag_us >= 1_000_000:
-                    results_bag.write_diagnostics(res.stamp_ns, pipe.diagnostics())
-                    last_diag_us = res.t_us
-            fh.writelines(lines)
-            batch.clear()
-            progress.update(n_packets, f'{pipe.counters["events_in"] / 1e6:.1f} M events')
-
-        try:
-            n_batch_words = 0
+        def batches() -> Iterator[list[RawPacket]]:
+            # about 10 ms of a driver stream per batch (pipeline.process_stream)
+            batch: list[RawPacket] = []
+            words = 0
             for pkt in iter_event_packets(bag, topic):
                 batch.append(RawPacket(pkt.events, pkt.encoding, pkt.width, pkt.height,
                                        pkt.is_bigendian, pkt.stamp_ns, pkt.seq, pkt.time_base))
-                # about 10 ms of events per batch: one kernel call per rotor, no per-packet
-                # synchronisation (pipeline.process_packets)
-                n_batch_words += len(pkt.events) // 2
-                if len(batch) >= BATCH_PACKETS or n_batch_words >= BATCH_WORDS:
-                    flush()
-                    n_batch_words = 0
+                words += len(pkt.events) // 2
+                if len(batch) >= BATCH_PACKETS or words >= BATCH_WORDS:
+                    yield batch
+                    batch = []
+                    words = 0
             if batch:
-                flush()
+                yield batch
+
+        try:
+            for done in pipe.process_stream(batches(), diagnostics_period_us=1_000_000):
+                lines = []
+                for pkt, res in zip(done.packets, done.results):
+                    n_packets += 1
+                    if res.error:
+                        errors[res.error] = errors.get(res.error, 0) + 1
+                        if errors[res.error] == 1:
+                            print(f'warning: packet {pkt.seq}: {res.error}', file=sys.stderr)
+                        continue
+                    if res.n_events == 0:
+                        continue
+                    if t_first_us is None:
+                        t_first_us = res.t_us
+                    t_last_us = res.t_us
+                    last_stamp_ns = res.stamp_ns
+                    for r in res.rotors:
+                        h = r.homography.ravel()
+                        lines.append(
+                            f'{r.t_us},{res.stamp_ns},{r.name},{r.rpm_shaft:.3f},'
+                            f'{r.rpm_shaft_std:.3f},{r.phase_rad:.6f},{r.omega_rad_s:.4f},'
+                            f'{h[0]:.8g},{h[1]:.8g},{h[2]:.8g},{h[3]:.8g},{h[4]:.8g},'
+                            f'{h[5]:.8g},{h[6]:.8g},{h[7]:.8g},{h[8]:.8g},{r.events},{r.level},'
+                            f'{r.health}\n')
+                        track = rows.setdefault(r.name, {'t_us': [], 'rpm': []})
+                        track['t_us'].append(r.t_us)
+                        track['rpm'].append(r.rpm_shaft)
+                    results_bag.write_packet_outputs(res.stamp_ns, [
+                        {'name': r.name, 'phase_rad': r.phase_rad, 'omega_rad_s': r.omega_rad_s,
+                         'rpm_shaft': r.rpm_shaft, 'homography': r.homography}
+                        for r in res.rotors])
+                if done.diagnostics is not None and last_stamp_ns is not None:
+                    results_bag.write_diagnostics(last_stamp_ns, done.diagnostics)
+                fh.writelines(lines)
+                progress.update(n_packets, f'{pipe.counters["events_in"] / 1e6:.1f} M events')
         except KeyboardInterrupt:
             interrupted = True
         progress.close()

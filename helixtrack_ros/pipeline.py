@@ -26,8 +26,8 @@ finds its rotor again by itself (health TRACKING) ends the search.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 import math
 import time
@@ -246,10 +246,32 @@ class RawPacket(NamedTuple):
 class _Pending:
     """A decoded packet waiting to be tracked with the rest of its batch."""
 
-    index: int
+    results: list[PacketResult | None]   # the result list of its batch ...
+    index: int                           # ... and its place there
     ev: EventArrays
-    t_last: int
+    t_last: int                          # -1: an empty packet
     stamp_ns: int
+
+
+@dataclass
+class _Inflight:
+    """A batch whose rotors are being tracked in the worker threads."""
+
+    pending: list[_Pending]
+    ev: EventArrays | None = None
+    ends: np.ndarray | None = None
+    t_last: np.ndarray | None = None
+    stride: int = 1
+    runs: list[Any] = field(default_factory=list)   # Future, PacketRun or None per rotor
+
+
+class StreamBatch(NamedTuple):
+    """One batch of :meth:`TrackingPipeline.process_stream`."""
+
+    packets: Sequence[RawPacket]
+    results: list[PacketResult]
+    #: statuses (as :meth:`TrackingPipeline.diagnostics`) right after the batch, when due
+    diagnostics: list[dict[str, Any]] | None
 
 
 @dataclass
@@ -303,7 +325,7 @@ class TrackingPipeline:
         self._suspect_run = 0
         self._detect_buffer: list[EventArrays] = []
         self._pending: list[_Pending] = []
-        self._results: list[PacketResult | None] = []
+        self._inflight: _Inflight | None = None
         self._first_t_us: int | None = None
         self._last_out_t_us = 0
         #: rotors found by the start-up detection (auto_detect), for inspection
@@ -401,21 +423,72 @@ class TrackingPipeline:
         """
         wall0 = time.perf_counter()
         t_before = self._last_t_us
-        self._results = [None] * len(packets)
-        for i, pkt in enumerate(packets):
-            res = self._admit(i, *pkt)
-            if res is not None:
-                self._results[i] = res
+        results = self._admit_all(packets)
         self._flush()
-        results, self._results = self._results, []
-        if self._last_t_us is not None:
-            span_us = self._last_t_us - (t_before if t_before is not None
-                                         else self._first_t_us)
-            self._account_load(time.perf_counter() - wall0, max(span_us, 1))
+        self._account_batch(time.perf_counter() - wall0, t_before)
         return results
 
-    def _admit(self, index: int, payload: bytes | np.ndarray, encoding: str, width: int,
-               height: int, is_bigendian: bool, stamp_ns: int, seq: int,
+    def process_stream(self, batches: Iterable[Sequence[RawPacket]],
+                       diagnostics_period_us: int = 0) -> Iterator[StreamBatch]:
+        """Process a stream of packet batches, decoding one while the last is tracked.
+
+        Gives for each batch the same results as :meth:`process_packets`
+        (offline use: while the rotors of batch k run in the worker threads,
+        the caller's iterator reads batch k + 1 and it is decoded, and the
+        caller handles the results of batch k - 1).
+
+        Parameters
+        ----------
+        batches : iterable of sequences of RawPacket
+            Consecutive batches of one stream.
+        diagnostics_period_us : int
+            > 0: attach a diagnostics snapshot to the first batch and then
+            to a batch whenever this much sensor time has passed.
+        """
+        prev: tuple[Sequence[RawPacket], list[PacketResult | None]] | None = None
+        last_diag_us: int | None = None
+        wall0 = time.perf_counter()
+        for packets in batches:
+            t_before = self._last_t_us
+            results = self._admit_all(packets)
+            self._finish_inflight()
+            diag = None
+            if prev is not None and diagnostics_period_us > 0 and self._last_out_t_us and (
+                    last_diag_us is None
+                    or self._last_out_t_us - last_diag_us >= diagnostics_period_us):
+                diag = self.diagnostics()
+                last_diag_us = self._last_out_t_us
+            pending, self._pending = self._pending, []
+            if pending:
+                self._inflight = self._start(pending)
+            now = time.perf_counter()
+            self._account_batch(now - wall0, t_before)
+            wall0 = now
+            if prev is not None:
+                yield StreamBatch(prev[0], prev[1], diag)
+            prev = (packets, results)
+        self._flush()
+        if prev is not None:
+            diag = self.diagnostics() if diagnostics_period_us > 0 else None
+            yield StreamBatch(prev[0], prev[1], diag)
+
+    def _admit_all(self, packets: Sequence[RawPacket]) -> list[PacketResult | None]:
+        results: list[PacketResult | None] = [None] * len(packets)
+        for i, pkt in enumerate(packets):
+            res = self._admit(results, i, *pkt)
+            if res is not None:
+                results[i] = res
+        return results
+
+    def _account_batch(self, wall_s: float, t_before: int | None) -> None:
+        if self._last_t_us is None:
+            return
+        span_us = self._last_t_us - (t_before if t_before is not None else self._first_t_us)
+        self._account_load(wall_s, max(span_us, 1))
+
+    def _admit(self, results: list[PacketResult | None], index: int,
+               payload: bytes | np.ndarray, encoding: str, width: int, height: int,
+               is_bigendian: bool, stamp_ns: int, seq: int,
                time_base: int = 0) -> PacketResult | None:
         """Decode and check one packet; queue it for tracking (None) or refuse it."""
         self.counters['packets'] += 1
@@ -465,7 +538,7 @@ class TrackingPipeline:
         self.counters['events_in'] += n
         if n == 0:
             # the rotors' states of the packet before (filled in when the batch is tracked)
-            self._pending.append(_Pending(index, ev, -1, int(stamp_ns)))
+            self._pending.append(_Pending(results, index, ev, -1, int(stamp_ns)))
             return None
         t_first = int(ev.t_us[0])
         t_last = int(ev.t_us[-1])
@@ -489,7 +562,8 @@ class TrackingPipeline:
         if not self._trackers and self.config.auto_detect:
             self._flush()
             self._auto_detect(ev)
-        self._pending.append(_Pending(index, ev, t_last, self._time.to_ros_ns(t_last)))
+        self._pending.append(_Pending(results, index, ev, t_last,
+                                      self._time.to_ros_ns(t_last)))
         return None
 
     def _auto_detect(self, ev: EventArrays) -> None:
@@ -546,10 +620,8 @@ class TrackingPipeline:
         span_us = t_last - (self._last_t_us if self._last_t_us is not None
                             else int(events.t_us[0]))
         self._last_t_us = t_last
-        self._results = [None]
-        self._pending.append(_Pending(0, events, t_last, 0))
+        self._pending.append(_Pending([None], 0, events, t_last, 0))
         self._flush()
-        self._results = []
         self._account_load(time.perf_counter() - wall0, max(span_us, 1))
         return self._last_outputs
 
@@ -579,19 +651,64 @@ class TrackingPipeline:
         return None
 
     def _flush(self) -> None:
-        """Track the queued packets and store their results (see process_packets)."""
+        """Finish the batch in flight, then track the queued packets."""
+        self._finish_inflight()
         pending, self._pending = self._pending, []
-        if not pending:
-            return
+        if pending:
+            self._finish(self._start(pending))
+
+    def _finish_inflight(self) -> None:
+        if self._inflight is not None:
+            inflight, self._inflight = self._inflight, None
+            self._finish(inflight)
+
+    def _start(self, pending: list[_Pending]) -> _Inflight:
+        """Phase 1 of a batch: every rotor that is not searching runs through it.
+
+        Each rotor is one job (one kernel call) in the worker threads; the
+        returned record holds the jobs (see :meth:`_finish`).
+        """
+        inf = _Inflight(pending, stride=int(self.stride))
         full = [pk for pk in pending if pk.t_last >= 0]
+        if not full or not self._trackers:
+            return inf
+        inf.ev = full[0].ev if len(full) == 1 else EventArrays.concatenate(
+            [pk.ev for pk in full])
+        inf.ends = np.cumsum([len(pk.ev) for pk in full], dtype=np.int64)
+        inf.t_last = np.array([pk.t_last for pk in full], dtype=np.int64)
+        parallel = self._pool is not None and len(inf.ev) > PARALLEL_MIN_EVENTS
+        for r, tracker in enumerate(self._trackers):
+            if self.config.recovery and self._rec[r].searching:
+                inf.runs.append(None)
+                continue
+            args = (inf.ev, inf.ends, inf.t_last, inf.stride, self._deadline(r))
+            inf.runs.append(self._pool.submit(tracker.process_packets, *args) if parallel
+                            else tracker.process_packets(*args))
+        return inf
+
+    def _deadline(self, r: int) -> int:
+        """Reset deadline of rotor r for the kernel (-1: none; see _recover_one)."""
+        rec = self._rec[r]
+        if self.config.recovery and rec.reset:
+            return rec.reset_us + self.config.recovery_window_us + 100_000
+        return -1
+
+    def _finish(self, inf: _Inflight) -> None:
+        """Phase 2 of a batch, then its results.
+
+        The rotors that stopped early (LOST, or a missed reset deadline) and
+        the searching ones run packet by packet from there, with the
+        recovery step after each packet.
+        """
         rows: list[list[RotorOutput]] = []
-        if full and self._trackers:
-            rows = self._track_batch(full)
+        if inf.ev is not None:
+            runs = [r.result() if isinstance(r, Future) else r for r in inf.runs]
+            rows = self._phase2(inf, runs)
         k = 0
-        for pk in pending:
+        for pk in inf.pending:
             if pk.t_last < 0:
                 # an empty packet: the rotors' states of the packet before
-                self._results[pk.index] = PacketResult(
+                pk.results[pk.index] = PacketResult(
                     stamp_ns=pk.stamp_ns, t_us=self._last_out_t_us, n_events=0,
                     rotors=self._last_outputs)
                 continue
@@ -599,43 +716,16 @@ class TrackingPipeline:
             k += 1
             self._last_outputs = outputs
             self._last_out_t_us = pk.t_last
-            self._results[pk.index] = PacketResult(
+            pk.results[pk.index] = PacketResult(
                 stamp_ns=pk.stamp_ns, t_us=pk.t_last, n_events=len(pk.ev), rotors=outputs,
                 events=pk.ev)
 
-    def _track_batch(self, batch: list[_Pending]) -> list[list[RotorOutput]]:
-        """Route and track a batch of decoded packets; per packet, per rotor outputs.
-
-        Phase 1 runs every rotor that is not searching through the whole batch
-        in one kernel call (in parallel); phase 2 takes the rotors that became
-        LOST on the way packet by packet from there, with recovery.
-        """
-        if len(batch) == 1:
-            ev = batch[0].ev
-        else:
-            ev = EventArrays.concatenate([pk.ev for pk in batch])
-        ends = np.cumsum([len(pk.ev) for pk in batch], dtype=np.int64)
-        t_last = np.array([pk.t_last for pk in batch], dtype=np.int64)
-        n_pk = len(batch)
+    def _phase2(self, inf: _Inflight, runs: list[PacketRun | None]) -> list[list[RotorOutput]]:
+        """Per packet, per rotor outputs of a batch whose phase-1 runs are done."""
+        ev, ends, t_last = inf.ev, inf.ends, inf.t_last
+        n_pk = len(t_last)
         n_rot = len(self._trackers)
-        stride = int(self.stride)
-        cfg = self.config
 
-        def deadline(r: int) -> int:
-            rec = self._rec[r]
-            if cfg.recovery and rec.reset:
-                return rec.reset_us + cfg.recovery_window_us + 100_000
-            return -1
-
-        def run(r: int) -> PacketRun | None:
-            if cfg.recovery and self._rec[r].searching:
-                return None
-            return self._trackers[r].process_packets(ev, ends, t_last, stride, deadline(r))
-
-        if self._pool is not None and len(ev) > PARALLEL_MIN_EVENTS:
-            runs = list(self._pool.map(run, range(n_rot)))
-        else:
-            runs = [run(r) for r in range(n_rot)]
         def packet(k: int) -> EventArrays:
             return ev.slice(int(ends[k - 1]) if k else 0, int(ends[k]))
 
@@ -649,7 +739,8 @@ class TrackingPipeline:
                 # phase 2: packet by packet, with recovery
                 e0 = int(ends[k - 1]) if k else 0
                 one = self._trackers[r].process_packets(
-                    packet(k), ends[k:k + 1] - e0, t_last[k:k + 1], stride, deadline(r))
+                    packet(k), ends[k:k + 1] - e0, t_last[k:k + 1], inf.stride,
+                    self._deadline(r))
                 outs.extend(self._outputs_of(r, one, t_last[k:k + 1],
                                              (packet(k), int(t_last[k]))))
             per_rotor.append(outs)

@@ -144,8 +144,8 @@ def _summary(results):
              for o in r.rotors] for r in results]
 
 
-@pytest.mark.parametrize('threads', [1, 2])
-def test_batches_of_packets_give_the_packet_by_packet_results(threads):
+@pytest.mark.parametrize('threads,stream', [(1, False), (2, False), (2, True)])
+def test_batches_of_packets_give_the_packet_by_packet_results(threads, stream):
     scene = make_scenario('quadcopter_4m', 0.3, 2, seed=6)
     raw = _raw_packets(scene, 6)
     # a garbage packet and an empty one inside a batch
@@ -158,8 +158,18 @@ def test_batches_of_packets_give_the_packet_by_packet_results(threads):
     ref = [one.process_packet(*p) for p in raw]
     many = TrackingPipeline(config)
     got = []
-    for k in range(0, len(raw), 13):
-        got += many.process_packets(raw[k:k + 13])
+    batches = [raw[k:k + 13] for k in range(0, len(raw), 13)]
+    if stream:
+        # decoding overlaps tracking; each batch comes back with its own packets
+        done = list(many.process_stream(iter(batches), diagnostics_period_us=100_000))
+        assert [d.packets for d in done] == batches
+        diag = [d.diagnostics for d in done]
+        assert diag[0] is not None and diag[-1] is not None
+        assert 2 <= sum(d is not None for d in diag) <= 5
+        got = [r for d in done for r in d.results]
+    else:
+        for b in batches:
+            got += many.process_packets(b)
     assert [r.error for r in got] == [r.error for r in ref]
     assert _summary(got) == _summary(ref)
     assert many.counters == one.counters

@@ -1272,11 +1272,12 @@ class HelixTracker:
             raise ValueError('pkt_end must be non-decreasing offsets into the events')
         if stride < 1:
             raise ValueError('stride must be >= 1')
-        longest = int(np.max(np.diff(ends, prepend=0))) if n_pk else 0
+        # + 1: the routing loop writes one index past the kept events
+        longest = (int(np.max(np.diff(ends, prepend=0))) if n_pk else 0) + 1
         buf = self._scratch
         if buf is None or buf[0].shape[0] < longest:
             cap = max(longest, 4096)
-            buf = (np.empty(cap, np.int64), np.empty(cap, np.uint16),
+            buf = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.uint16),
                    np.empty(cap, np.uint16), np.empty(cap, np.uint8))
             self._scratch = buf
         out_v = np.empty((n_pk, PK_LEN))
@@ -1287,7 +1288,7 @@ class HelixTracker:
                                 self.q, self.pose, self.acc, self.acq_t, self.acq_a, self.hp,
                                 self.hs, self.hi, float(self._params.r_out),
                                 float(self._params.bbox_margin_px), _BBOX_COS, _BBOX_SIN,
-                                buf[0], buf[1], buf[2], buf[3], out_v, out_hi, out_hs)
+                                buf[0], buf[1], buf[2], buf[3], buf[4], out_v, out_hi, out_hs)
         return PacketRun(int(done), out_v[:done], out_hi[:done], out_hs[:done])
 
     def bbox_px(self) -> tuple[int, int, int, int]:
@@ -1333,7 +1334,7 @@ PK_LEN = OUT_LEN + 13
 @njit(cache=True, nogil=True)
 def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadline_us,
                      tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi,
-                     r_out, margin_px, cos_a, sin_a, bt, bx, by, bp, out_v, out_hi, out_hs):
+                     r_out, margin_px, cos_a, sin_a, bi, bt, bx, by, bp, out_v, out_hi, out_hs):
     """Track one rotor through consecutive packets; returns the packets done.
 
     Per packet k (events pkt_end[k-1]:pkt_end[k] of the shared decoded
@@ -1359,32 +1360,24 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
         y0 = box[1]
         x1 = box[2]
         y1 = box[3]
+        # the events inside the box, by branch-free index compaction (u - x0 <= w as
+        # unsigned is x0 <= u <= x1), then gathered; every stride-th of them
+        w = np.uint32(x1 - x0)
+        h = np.uint32(y1 - y0)
+        n_in = 0
+        for i in range(e0, e1):
+            dx = np.uint32(np.int64(xs[i]) - x0)
+            dy = np.uint32(np.int64(ys[i]) - y0)
+            bi[n_in] = i
+            n_in += np.int64((dx <= w) & (dy <= h))
         m = 0
-        if stride == 1:
-            for i in range(e0, e1):
-                xi = xs[i]
-                yi = ys[i]
-                if x0 <= xi <= x1 and y0 <= yi <= y1:
-                    bt[m] = t_us[i]
-                    bx[m] = xi
-                    by[m] = yi
-                    bp[m] = ps[i]
-                    m += 1
-        else:
-            # every stride-th event inside the box (real-time policy), from the first
-            skip = 0
-            for i in range(e0, e1):
-                xi = xs[i]
-                yi = ys[i]
-                if x0 <= xi <= x1 and y0 <= yi <= y1:
-                    if skip == 0:
-                        bt[m] = t_us[i]
-                        bx[m] = xi
-                        by[m] = yi
-                        bp[m] = ps[i]
-                        m += 1
-                        skip = stride
-                    skip -= 1
+        for j in range(0, n_in, stride):
+            i = bi[j]
+            bt[m] = t_us[i]
+            bx[m] = xs[i]
+            by[m] = ys[i]
+            bp[m] = ps[i]
+            m += 1
         t_last = pkt_t_last[k]
         samp[0] = t_last
         _process(bt[:m], bx[:m], by[:m], bp[:m], tp, gp, fs, ist, q, pose, acc, acq_t, acq_a,
