@@ -65,6 +65,8 @@ from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
 
+from helixtrack_ros.pipeline import RawPacket
+
 if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline import PacketResult, TrackingPipeline
 
@@ -389,6 +391,7 @@ class HelixtrackNode(Node):
         self.counters: dict[str, int] = {
             'packets': 0, 'events': 0, 'seq_gaps': 0, 'packets_dropped': 0,
             'seq_restarts': 0, 'packets_refused': 0, 'internal_errors': 0,
+            'batches': 0, 'batched_packets': 0,
         }
         self._win = _Window()
         self._debug_events: deque = deque()
@@ -497,8 +500,12 @@ class HelixtrackNode(Node):
                       read_only=False, dynamic=True, lo=0.1, hi=1000.0)
         self._declare('diagnostics_period_s', 1.0, 'period of /diagnostics [s]',
                       read_only=True, dynamic=True, lo=0.05, hi=60.0)
+        self._declare('max_batch_packets', 20,
+                      'when packets queue up (processing behind), up to this many are taken '
+                      'and tracked together: one kernel call per rotor (min 1, max 1000)',
+                      read_only=False, dynamic=True, lo=1, hi=1000)
         for key in ('debug_image_hz', 'debug_image_encoding', 'debug_image_window_ms',
-                    'diagnostics_period_s'):
+                    'diagnostics_period_s', 'max_batch_packets'):
             reason = self._check_value(key, self.get_parameter(key).value)
             if reason:
                 raise ValueError(f'parameter {key}: {reason}')
@@ -538,9 +545,13 @@ class HelixtrackNode(Node):
             if value not in ('mono8', 'rgb8'):
                 return f'must be "mono8" or "rgb8", not {value!r}'
             return None
-        if name in ('debug_image_hz', 'debug_image_window_ms', 'diagnostics_period_s'):
+        if name == 'max_batch_packets' and not (isinstance(value, int)
+                                                and not isinstance(value, bool)):
+            return f'must be an integer, not {value!r}'
+        if name in ('debug_image_hz', 'debug_image_window_ms', 'diagnostics_period_s',
+                    'max_batch_packets'):
             lo, hi = {'debug_image_hz': (0.0, 60.0), 'debug_image_window_ms': (0.1, 1000.0),
-                      'diagnostics_period_s': (0.05, 60.0)}[name]
+                      'diagnostics_period_s': (0.05, 60.0), 'max_batch_packets': (1, 1000)}[name]
         elif name in self._descriptions:
             _, _, lo, hi = self._descriptions[name]
             want = self._runtime_types.get(name)
@@ -659,7 +670,65 @@ class HelixtrackNode(Node):
 
     # ------------------------------------------------------------------ packets
     def _on_packet(self, msg: EventPacket) -> None:
+        """Track a packet, with every packet queued behind it (up to max_batch_packets).
+
+        When the node keeps up the queue is empty and each packet is tracked
+        alone; when it falls behind, the queued packets are taken at once and
+        tracked in one call (:meth:`TrackingPipeline.process_packets`), which
+        removes the per-packet costs of threads and Python. Results are
+        published per packet either way.
+        """
         t0 = time.perf_counter()
+        limit = int(self.get_parameter('max_batch_packets').value)
+        msgs = [msg] + self._take_queued(limit - 1)
+        batch = []
+        for m in msgs:
+            self._count_seq(m)
+            stamp_ns = int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec)
+            batch.append(RawPacket(np.frombuffer(m.events, dtype=np.uint8), m.encoding,
+                                   int(m.width), int(m.height), bool(m.is_bigendian),
+                                   stamp_ns, int(m.seq), int(m.time_base)))
+        c = self.counters
+        try:
+            process = getattr(self._pipe, 'process_packets', None)
+            results = (process(batch) if process is not None and len(batch) > 1
+                       else [self._pipe.process_packet(*p) for p in batch])
+        except Exception as exc:  # noqa: BLE001 - one bad packet must not stop the node
+            c['internal_errors'] += 1
+            self._log.error(f'packets {batch[0].seq}..{batch[-1].seq} failed: '
+                            f'{type(exc).__name__}: {exc}', throttle_duration_sec=5.0)
+            return
+        c['batches'] += 1
+        c['batched_packets'] += len(batch) if len(batch) > 1 else 0
+        for m, pkt, res in zip(msgs, batch, results):
+            self._handle_result(m, pkt, res)
+        dt = time.perf_counter() - t0
+        win = self._win
+        win.cb_s += dt
+        win.cb_max_s = max(win.cb_max_s, dt)
+
+    def _take_queued(self, limit: int) -> list[EventPacket]:
+        """Take up to ``limit`` packets already waiting in the subscription's queue."""
+        out: list[EventPacket] = []
+        sub = getattr(self, '_sub', None)
+        if limit <= 0 or sub is None:
+            return out
+        try:
+            with sub.handle:
+                while len(out) < limit:
+                    got = sub.handle.take_message(sub.msg_type, sub.raw)
+                    if got is None:
+                        break
+                    out.append(got[0])
+        except RuntimeError as exc:
+            # a message rclpy cannot convert (it is lost; the others are kept)
+            self.counters['internal_errors'] += 1
+            self._log.error(f'a message could not be taken: {exc}', throttle_duration_sec=5.0)
+        except Exception:  # noqa: BLE001 - e.g. the subscription is being destroyed
+            pass
+        return out
+
+    def _count_seq(self, msg: EventPacket) -> None:
         c = self.counters
         c['packets'] += 1
         seq = int(msg.seq)
@@ -675,17 +744,11 @@ class HelixtrackNode(Node):
                 self._log.warning(f'sequence restarted: {self._last_seq} -> {seq} '
                                   '(camera restart?)', throttle_duration_sec=5.0)
         self._last_seq = seq
-        stamp_ns = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
-        payload = np.frombuffer(msg.events, dtype=np.uint8)
-        try:
-            res = self._pipe.process_packet(payload, msg.encoding, int(msg.width),
-                                            int(msg.height), bool(msg.is_bigendian),
-                                            stamp_ns, seq, int(msg.time_base))
-        except Exception as exc:  # noqa: BLE001 - one bad packet must not stop the node
-            c['internal_errors'] += 1
-            self._log.error(f'packet {seq} failed: {type(exc).__name__}: {exc}',
-                            throttle_duration_sec=5.0)
-            return
+
+    def _handle_result(self, msg: EventPacket, pkt: RawPacket, res: PacketResult) -> None:
+        """Publish one packet's result (or count why it was refused)."""
+        c = self.counters
+        seq = pkt.seq
         if res.error is not None:
             c['packets_refused'] += 1
             self._log.warning(f'packet {seq} refused ({c["packets_refused"]} so far): '
@@ -698,22 +761,18 @@ class HelixtrackNode(Node):
         try:
             self._publish(res)
             if self._debug_timer is not None:
-                self._collect_debug_events(msg, payload, res)
+                self._collect_debug_events(msg, pkt.payload, res)
         except Exception as exc:  # noqa: BLE001 - e.g. a result not shaped as announced
             c['internal_errors'] += 1
             self._log.error(f'packet {seq}: publishing failed: {type(exc).__name__}: {exc}',
                             throttle_duration_sec=5.0)
-
         win = self._win
         if self._last_t_us is not None and 0 < res.t_us - self._last_t_us < 1_000_000:
             win.sensor_us += int(res.t_us - self._last_t_us)
         if res.n_events:
             self._last_t_us = int(res.t_us)
-        dt = time.perf_counter() - t0
         win.packets += 1
         win.events += int(res.n_events)
-        win.cb_s += dt
-        win.cb_max_s = max(win.cb_max_s, dt)
 
     def _add_rotor_outputs(self, names: list[str]) -> None:
         """Create the per-rotor publishers and messages of rotors not seen yet."""

@@ -183,6 +183,7 @@ class FakePipeline:
                          'time_backwards': 0, 'events_in': 0}
         self._last_t: int | None = None
         self.closed = False
+        self.batches: list[int] = []
 
     def process_packet(self, payload: Any, encoding: str, width: int, height: int,
                        is_bigendian: bool, stamp_ns: int, seq: int,
@@ -212,6 +213,10 @@ class FakePipeline:
                 homography=np.array([[r, 0.0, cx], [0.0, r, cy], [0.0, 0.0, 1.0]]),
                 events=n // 2, level=0, message='tracking'))
         return FakeResult(stamp_ns=t_us * 1000, t_us=t_us, n_events=n // 2, rotors=rotors)
+
+    def process_packets(self, packets: list[Any]) -> list[FakeResult]:
+        self.batches.append(len(packets))
+        return [self.process_packet(*p) for p in packets]
 
     def diagnostics(self) -> list[dict[str, Any]]:
         return [{'name': 'helixtrack: pipeline', 'level': 0, 'message': 'stand-in',

@@ -157,6 +157,36 @@ def test_packet_handling_counts_problems(context):
         node.destroy_node()
 
 
+def test_queued_packets_are_tracked_together_and_published_one_by_one(context):
+    node = _make(context, F.TWO_ROTORS)
+    try:
+        pubs = []
+        node._pub_rotors.publish = lambda m: pubs.append(F.stamp_ns(m))
+        msgs = F.fake_packets(8, seq0=0)
+        # a real backlog: the packets wait in the node's own subscription queue
+        other = rclpy.create_node('backlog', context=context)
+        pub = other.create_publisher(hn.EventPacket, node._sub.topic_name, hn.EVENTS_QOS)
+        F.wait_until(lambda: pub.get_subscription_count() > 0, 10.0, 'discovery')
+        for m in msgs[1:]:
+            pub.publish(m)
+        F.wait_until(lambda: node._sub.handle.get_publisher_count() > 0, 10.0, 'matched')
+        import time
+        time.sleep(0.5)
+        node.set_parameters([Parameter('max_batch_packets', value=5)])
+        node._on_packet(msgs[0])          # takes 4 of the 7 queued ones with it
+        node._on_packet(node._take_queued(1)[0])      # and the last 2 with this one
+        assert node._take_queued(1) == []
+        assert node._pipe.batches == [5, 3]
+        assert pubs == [F.stamp_ns(m) for m in msgs]
+        c = node.counters
+        assert c['packets'] == 8 and c['batches'] == 2 and c['batched_packets'] == 8
+        assert c['seq_gaps'] == 0 and c['internal_errors'] == 0
+        assert not node.set_parameters([Parameter('max_batch_packets', value=0)])[0].successful
+        other.destroy_node()
+    finally:
+        node.destroy_node()
+
+
 def test_debug_parameter_changes_take_effect(context):
     node = _make(context, F.TWO_ROTORS)
     try:
