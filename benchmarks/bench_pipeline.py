@@ -9,9 +9,10 @@ Run by hand::
 For each scene (chosen so that the sensor rate is near 30 and 60 M events/s)
 it writes the bag with ``helixtrack simulate`` and times ``helixtrack track``
 (bag reading, EVT3 decoding, routing, tracking, CSV / mcap writing) in the
-same process after warm-up. Real-time factor = sensor seconds / wall seconds
-(>= 1 means faster than real time); plus the decode-only rate of the same
-packets.
+same process after warm-up, best of ``--repeat`` runs. Real-time factor =
+sensor seconds / wall seconds (>= 1 means faster than real time); CPU =
+process CPU seconds per sensor second (2 cores: at most 2x the wall time);
+plus the decode-only rate of the same packets.
 """
 
 import argparse
@@ -25,8 +26,8 @@ from helixtrack_ros.cli import simulate_to_dir, track_bag
 from helixtrack_ros.codecs import make_decoder
 from helixtrack_ros.io.bags import iter_event_packets
 
-SCENES = [('quadcopter_4m', 5), ('quadcopter_2m', 1), ('quadcopter_2m', 5),
-          ('quadcopter_4m', 7)]
+SCENES = [('quadcopter_3m', 1), ('quadcopter_4m', 5), ('quadcopter_2m', 1),
+          ('quadcopter_2m', 5), ('quadcopter_4m', 7)]
 
 
 def decode_rate(bag: Path) -> float:
@@ -47,6 +48,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--duration', type=float, default=1.0)
     ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--repeat', type=int, default=2)
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -55,21 +57,29 @@ def main() -> int:
             info = simulate_to_dir(name, args.duration, args.seed, scene_dir, ego_level=level,
                                    quiet=True)
             rate = info['events'] / info['duration_s']
-            res = track_bag(str(info['bag']), str(info['params']), scene_dir / 'track',
-                            ground_truth=str(info['ground_truth']), quiet=True)
+            best = None
+            for _ in range(args.repeat):
+                cpu0 = time.process_time()
+                res = track_bag(str(info['bag']), str(info['params']), scene_dir / 'track',
+                                ground_truth=str(info['ground_truth']), quiet=True)
+                # CPU of the tracking loop (the plot after it is not timed)
+                cpu = time.process_time() - cpu0
+                if best is None or res['wall_s'] < best[0]['wall_s']:
+                    best = (res, cpu)
+            res, cpu = best
             worst = max((e.mare_pct for _, e in res['table']), default=float('nan'))
             rows.append((name, level, rate / 1e6, res['wall_s'], res['sensor_s'], res['rtf'],
-                         decode_rate(info['bag']), worst))
+                         decode_rate(info['bag']), worst, cpu / res['sensor_s']))
             print(rows[-1], file=sys.stderr)
     print(f'Machine: {platform.machine()}, {platform.python_version()}, 2 cores; '
           f'command: `{" ".join(sys.argv)}`')
     print()
     print('| scene | ego | sensor rate [M ev/s] | wall [s] | sensor [s] | real-time factor '
-          '| decode only [M ev/s] | worst MArE [%] |')
-    print('|---|---|---|---|---|---|---|---|')
+          '| CPU [s per sensor s] | decode only [M ev/s] | worst MArE [%] |')
+    print('|---|---|---|---|---|---|---|---|---|')
     for r in rows:
         print(f'| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.2f} | {r[4]:.2f} | {r[5]:.2f} | '
-              f'{r[6]:.0f} | {r[7]:.3f} |')
+              f'{r[8]:.2f} | {r[6]:.0f} | {r[7]:.3f} |')
     return 0
 
 

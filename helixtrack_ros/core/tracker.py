@@ -26,7 +26,8 @@ arrays, so any batch split gives the same result):
    later timestamp arrives, so batch boundaries do not matter;
 6. Gauss-Newton accumulation (Sec. 3.5, S1) on every k-th accepted event,
    k = max(1, events of the previous pose batch // gn_target_events)
-   (k = 1 when gn_target_events = 0, the paper). A solve needs only a few
+   (k = 1 when gn_target_events = 0, the paper, and while the low-RPM fast
+   step runs: its 1 ms steps need every event). A solve needs only a few
    thousand events; the EKF still sees every event;
 7. pose trigger, checked at each commit: |(phi - phi_base - zeta B (psi -
    psi_base)) / B| >= pi (paper), or pose_timer_us of stream time (release:
@@ -692,6 +693,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                     vy = 0.0
                 elif not fast_on and abs(om) < om_fast:
                     fast_on = True
+                    gn_stride = 1
+                    gn_cnt = 0
                     gp[G_FIXT] = 1.0
                     vx = 0.0
                     vy = 0.0
@@ -752,9 +755,10 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                     phi += zb * (q[1] - psi)
                     psi = q[1]
                     hpol = gp[G_POLH]
-                    if gn_target > 0:
+                    if gn_target > 0 and not fast_on:
                         gn_stride = max(1, batch_n // gn_target)
                     else:
+                        # the paper; and at low RPM the 1 ms fast steps need every event
                         gn_stride = 1
                     gn_cnt = 0
                     batch_n = 0

@@ -30,6 +30,8 @@ SCENARIOS: dict[str, str] = {
                      '(level 6)',
     'quadcopter_2m': 'four rotors in an X at 2 m (tip radius ~90-110 px), own 30-80 % sweeps, '
                      'level 1',
+    'quadcopter_3m': 'four rotors in an X at 3 m (tip radius ~60-72 px), own 30-80 % sweeps, '
+                     'level 1',
     'quadcopter_4m': 'four rotors in an X at 4 m (tip radius ~45-55 px), own 30-80 % sweeps, '
                      'level 1',
     'background_only': 'textured background and drone-free clutter under egomotion (level 4), '
@@ -38,7 +40,8 @@ SCENARIOS: dict[str, str] = {
 }
 
 DEFAULT_EGO = {'lone_constant': 0, 'lone_ramp': 0, 'lone_sweep': 1, 'lone_3blade': 2,
-               'low_rpm': 1, 'low_rpm_shake': 6, 'quadcopter_2m': 1, 'quadcopter_4m': 1,
+               'low_rpm': 1, 'low_rpm_shake': 6, 'quadcopter_2m': 1, 'quadcopter_3m': 1,
+               'quadcopter_4m': 1,
                'background_only': 4, 'quadcopter': 2}
 
 
@@ -203,7 +206,7 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
     camera = CameraMotion.generate(level, duration_us, cam_rng, (WIDTH / 2, HEIGHT / 2),
                                    jolt_scale=jolt)
     if base_name.startswith('quadcopter'):
-        rotors = _quad(rng, 100.0 if base_name == 'quadcopter_2m' else 50.0)
+        rotors = _quad(rng, {'quadcopter_2m': 100.0, 'quadcopter_3m': 66.0}.get(base_name, 50.0))
         edge_len = 30_000.0
     elif base_name == 'background_only':
         rotors = []
