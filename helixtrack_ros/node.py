@@ -28,7 +28,8 @@ Parameters
 direction, psi_rad, perspective}`` (read only), ``tracker.<field>``
 (reconfigurable, validated), ``realtime_stride``, ``max_stride``,
 ``threads``, ``auto_detect`` (read only), ``debug_image_hz``,
-``debug_image_encoding``, ``debug_image_window_ms`` (reconfigurable),
+``debug_image_encoding``, ``debug_image_window_ms``, ``max_batch_packets``
+(reconfigurable),
 ``diagnostics_period_s`` (read only).
 """
 
@@ -880,10 +881,14 @@ class HelixtrackNode(Node):
 
 def _default_pipeline_api() -> tuple[Callable, Callable, dict, dict]:
     """Return (factory, warmup, descriptions, defaults) of the real pipeline."""
+    from dataclasses import replace
+
     from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
 
     def factory(params: dict[str, Any]) -> TrackingPipeline:
-        return TrackingPipeline(PipelineConfig.from_ros_params(params))
+        # live: no packet waits for a rotor detection (tens of milliseconds)
+        config = PipelineConfig.from_ros_params(params)
+        return TrackingPipeline(replace(config, detect_in_background=True))
 
     base = PipelineConfig(realtime_stride=True)
     defaults: dict[str, Any] = {f'tracker.{k}': v for k, v in base.tracker.to_dict().items()}

@@ -108,6 +108,11 @@ class PipelineConfig:
     recovery_margin : float
         The search region is the r_out circle of the last good pose grown by
         this many tip radii.
+    detect_in_background : bool
+        Live mode: run rotor detection (start-up and re-detection, tens of
+        milliseconds) in a background thread and apply its result at the
+        first packet after it is done, so that no packet waits for it. The
+        results then depend on timing; off (detect in line) offline.
     """
 
     rotors: list[RotorInit] = field(default_factory=list)
@@ -121,6 +126,7 @@ class PipelineConfig:
     recovery_window_us: int = 100_000
     recovery_retry_us: int = 25_000
     recovery_margin: float = 1.0
+    detect_in_background: bool = False
 
     @staticmethod
     def from_ros_params(params: dict[str, Any]) -> PipelineConfig:
@@ -289,6 +295,7 @@ class _Recovery:
     reset_us: int = 0
     recoveries: int = 0
     attempts: int = 0
+    detecting: Future | None = None    # a re-detection running in the background
 
 
 class TrackingPipeline:
@@ -310,6 +317,8 @@ class TrackingPipeline:
         self._time = TimeMapper()
         self._pool = (ThreadPoolExecutor(max_workers=config.threads)
                       if config.threads > 1 and len(self._trackers) > 1 else None)
+        self._detect_pool: ThreadPoolExecutor | None = None
+        self._startup_detecting: Future | None = None
         self.stride = 1
         self._load_ema = 0.0
         self._last_seq: int | None = None
@@ -356,6 +365,9 @@ class TrackingPipeline:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        if self._detect_pool is not None:
+            self._detect_pool.shutdown(wait=True)
+            self._detect_pool = None
 
     # ------------------------------------------------------------------ params
     def update_tracker_params(self, changes: dict[str, Any]) -> None:
@@ -386,6 +398,7 @@ class TrackingPipeline:
         for rec in self._rec:
             rec.searching = False
             rec.buf = []
+            rec.detecting = None
         for i, tracker in enumerate(self._trackers):
             st = tracker.state
             q = st.q
@@ -574,15 +587,26 @@ class TrackingPipeline:
         order (top to bottom, left to right). Retried on the next window when
         nothing is found.
         """
-        self._detect_buffer.append(ev)
-        t0 = int(self._detect_buffer[0].t_us[0])
-        if int(ev.t_us[-1]) - t0 < DETECT_WINDOW_US:
-            return
-        events = EventArrays.concatenate(self._detect_buffer)
-        self._detect_buffer = []
-        w, h = self._image_size()
-        found = detect_rotors(events, w, h)
-        self.counters['detections'] += 1
+        if self._startup_detecting is not None:
+            # a background detection: apply it once done (the events meanwhile are not kept)
+            if not self._startup_detecting.done():
+                return
+            found, t_found = self._startup_detecting.result()
+            self._startup_detecting = None
+        else:
+            self._detect_buffer.append(ev)
+            t0 = int(self._detect_buffer[0].t_us[0])
+            if int(ev.t_us[-1]) - t0 < DETECT_WINDOW_US:
+                return
+            events = EventArrays.concatenate(self._detect_buffer)
+            self._detect_buffer = []
+            w, h = self._image_size()
+            self.counters['detections'] += 1
+            if self.config.detect_in_background:
+                self._startup_detecting = self._detector().submit(
+                    lambda: (detect_rotors(events, w, h), int(events.t_us[-1])))
+                return
+            found, t_found = detect_rotors(events, w, h), int(ev.t_us[-1])
         self.detected = found
         if not found:
             return
@@ -595,7 +619,6 @@ class TrackingPipeline:
                 blades=int(r['blades']), direction=int(r['direction']),
                 psi_rad=float(r['psi_rad']),
                 perspective=(float(r['perspective'][0]), float(r['perspective'][1]))))
-        t_found = int(ev.t_us[-1])
         self._note_detections([(t_found, init.name, d) for init, d in zip(inits, found)])
         self.config = replace(self.config, rotors=inits)
         self._inits = list(inits)
@@ -775,6 +798,7 @@ class TrackingPipeline:
                 rec.searching = False
                 rec.reset = False
                 rec.buf = []
+                rec.detecting = None
             elif recovery and k == run.done - 1:
                 self._recover_one(r, *last_packet)
             s, c, sn = row[OUT_Q], math.cos(row[OUT_Q + 1]), math.sin(row[OUT_Q + 1])
@@ -836,6 +860,7 @@ class TrackingPipeline:
             rec.searching = False
             rec.reset = False
             rec.buf = []
+            rec.detecting = None
             return
         if rec.reset and t_last - rec.reset_us > cfg.recovery_window_us + 100_000:
             # re-initialised but never TRACKING (e.g. no phase lock): search again
@@ -850,6 +875,14 @@ class TrackingPipeline:
             last = self._last_good(r)
             rec.region = self._search_region(last)
             rec.next_try_us = t_last + self._min_span_us(last)
+            return
+        if rec.detecting is not None:
+            # a re-detection running in the background: apply it once done
+            if not rec.detecting.done():
+                return
+            found = rec.detecting.result()
+            rec.detecting = None
+            self._apply_redetection(r, found, t_last)
             return
         x0, y0, x1, y1 = rec.region
         m = (ev.x >= x0) & (ev.x <= x1) & (ev.y >= y0) & (ev.y <= y1)
@@ -881,7 +914,16 @@ class TrackingPipeline:
         rec.attempts += 1
         self.counters['recovery_attempts'] += 1
         w, h = self._image_size()
-        found = detect_rotors(events, w, h, region=rec.region)
+        if cfg.detect_in_background:
+            rec.detecting = self._detector().submit(detect_rotors, events, w, h,
+                                                    region=rec.region)
+            return
+        self._apply_redetection(r, detect_rotors(events, w, h, region=rec.region), t_last)
+
+    def _apply_redetection(self, r: int, found: list[DetectedRotor], t_last: int) -> None:
+        """Re-initialise rotor r from the detection that is it again (if any)."""
+        rec = self._rec[r]
+        tracker = self._trackers[r]
         picked = self._pick(r, found, self._last_good(r))
         if picked is None:
             return
@@ -958,6 +1000,12 @@ class TrackingPipeline:
                        direction=direction, psi_rad=float(best.psi_rad),
                        perspective=(float(best.perspective[0]), float(best.perspective[1])))
         return init, best
+
+    def _detector(self) -> ThreadPoolExecutor:
+        if self._detect_pool is None:
+            self._detect_pool = ThreadPoolExecutor(max_workers=1,
+                                                   thread_name_prefix='helixtrack-detect')
+        return self._detect_pool
 
     def _note_detections(self, items: list[tuple[int, str, DetectedRotor]]) -> None:
         self.detections.extend(items)

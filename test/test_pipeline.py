@@ -195,3 +195,32 @@ def test_batches_recover_a_jumped_rotor_like_single_packets():
     end_ref = np.array([o.rpm_shaft for o in ref[-1].rotors])
     end_got = np.array([o.rpm_shaft for o in got[-1].rotors])
     assert np.allclose(end_got, end_ref, rtol=1e-3)
+
+
+def test_auto_detect_in_the_background_starts_tracking_once_found():
+    scene = make_scenario('quadcopter_4m', duration_s=0.4, ego_level=2, seed=21)
+    ev = Simulator(scene, seed=21).all_events()
+    enc = Evt3Encoder()
+    pipe = TrackingPipeline(PipelineConfig(rotors=[], auto_detect=True, threads=1,
+                                           detect_in_background=True))
+    first = None
+    import time
+    for i, (start, stop) in enumerate(packetize(ev.t_us, 1000)):
+        part = ev.slice(start, stop)
+        res = pipe.process_packet(enc.encode(part), 'evt3', 1280, 720, False,
+                                  10**18 + int(part.t_us[0]) * 1000, i)
+        if res.rotors and first is None:
+            first = int(part.t_us[-1])
+        time.sleep(0.001)     # a live stream: packets keep coming while detection runs
+    pipe.close()
+    assert len(pipe.rotor_names) == 4 and pipe.counters['detections'] == 1
+    # detection starts after 100 ms of events and takes tens of milliseconds (more on a
+    # loaded machine); tracking starts at the first packet after it is done
+    assert first is not None and 100_000 < first < 400_000
+    for out in res.rotors:
+        H = np.array(out.homography)
+        c = H[:2, 2] / H[2, 2]
+        k = int(np.argmin([np.hypot(*(c - r.homography(np.array([res.t_us]))[0][:2, 2]))
+                           for r in scene.rotors]))
+        truth = float(scene.rotors[k].rpm_shaft(np.array([res.t_us]))[0])
+        assert abs(out.rpm_shaft - truth) / truth < 0.02, (out.name, out.rpm_shaft, truth)

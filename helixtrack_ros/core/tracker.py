@@ -26,9 +26,9 @@ arrays, so any batch split gives the same result):
    later timestamp arrives, so batch boundaries do not matter;
 6. Gauss-Newton accumulation (Sec. 3.5, S1) on every k-th accepted event,
    k = max(1, events of the previous pose batch // gn_target_events)
-   (k = 1 when gn_target_events = 0, the paper, and while the low-RPM fast
-   step runs: its 1 ms steps need every event). A solve needs only a few
-   thousand events; the EKF still sees every event;
+   (k = 1 when gn_target_events = 0, the paper; twice the events while the
+   low-RPM fast step runs, whose 1 ms steps use the same sums). A solve
+   needs only a few thousand events; the EKF still sees every event;
 7. pose trigger, checked at each commit: |(phi - phi_base - zeta B (psi -
    psi_base)) / B| >= pi (paper), or pose_timer_us of stream time (release:
    100 ms), or pose_max_events accepted events; a batch with fewer than
@@ -755,10 +755,11 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                     phi += zb * (q[1] - psi)
                     psi = q[1]
                     hpol = gp[G_POLH]
-                    if gn_target > 0 and not fast_on:
-                        gn_stride = max(1, batch_n // gn_target)
+                    if gn_target > 0:
+                        # at low RPM the 1 ms fast steps feed on the same sums: twice the
+                        # events there
+                        gn_stride = max(1, batch_n // (2 * gn_target if fast_on else gn_target))
                     else:
-                        # the paper; and at low RPM the 1 ms fast steps need every event
                         gn_stride = 1
                     gn_cnt = 0
                     batch_n = 0
