@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> list[dict]:
                                      base_ns=BASE_NS)
     n_events = sum(len(m.events) for m in packets) // 2      # EVT3 words, upper bound
     sensor_s = (F.stamp_ns(packets[-1]) - F.stamp_ns(packets[0])) * 1e-9 + 1e-3
+    print(f'command: bench_node.py {" ".join(sys.argv[1:])}')
     print(f'{args.scenario}: {len(scene.rotors)} rotor(s), {len(packets)} packets, '
           f'{sum(len(m.events) for m in packets) / 1e6:.1f} MB over {sensor_s:.2f} s '
           f'(sim + encode {time.perf_counter() - t0:.1f} s)', flush=True)
@@ -77,6 +78,7 @@ def run(args: argparse.Namespace) -> list[dict]:
     tree = rotor_params_tree(scene.initial_rotor_params())
     tree['diagnostics_period_s'] = 0.1
     tree['realtime_stride'] = bool(args.allow_stride)
+    tree['max_batch_packets'] = int(args.max_batch)
     params = F.write_params_file(tmp / 'params.yaml', tree)
     results = []
     for pace in args.paces:          # a fresh node per pace: same stream, same start
@@ -174,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--lag-ms', type=float, default=50.0,
                     help='the node keeps up when its last output follows the last packet '
                          'within this time')
+    ap.add_argument('--max-batch', type=int, default=20,
+                    help="the node's max_batch_packets (1: every packet alone)")
     ap.add_argument('--allow-stride', action='store_true',
                     help='let the pipeline subsample events when behind (live default)')
     args = ap.parse_args(argv)
