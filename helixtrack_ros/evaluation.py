@@ -176,3 +176,53 @@ def track_scene_pipeline(scene, sim, inits: list[RotorInit] | None = None,
         results.append(_score(scene, rotor, init.name, t, rpm, q, skip_s, n_events))
     return results, {'events': n_events, 'wall_s': wall,
                      'recoveries': pipe.counters['recoveries']}
+
+
+def track_scene_autodetect(scene, sim, params: TrackerParams | None = None,
+                           skip_s: float = 0.2,
+                           chunk_us: int = 1000) -> tuple[list[RotorResult], dict]:
+    """Like :func:`track_scene_pipeline`, with the rotors found by start-up detection.
+
+    The pipeline starts with no rotor and ``auto_detect`` (as the node's
+    installed default); each detected rotor is scored against the true rotor
+    nearest to it in the image (one result per true rotor, in scene order; an
+    undetected rotor gets an empty track).
+    """
+    from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
+    pipe = TrackingPipeline(PipelineConfig(rotors=[], auto_detect=True,
+                                           tracker=params or TrackerParams(), threads=1))
+    rows: dict[str, tuple[list, list, list]] = {}
+    n_events = 0
+    t0 = time.perf_counter()
+    for chunk in sim.chunks(chunk_us=chunk_us):
+        n_events += len(chunk)
+        if not len(chunk):
+            continue
+        for out in pipe.process_events(chunk):
+            H = np.asarray(out.homography) / out.homography[2][2]
+            t, rpm, q = rows.setdefault(out.name, ([], [], []))
+            t.append(out.t_us)
+            rpm.append(out.rpm_shaft)
+            q.append([float(np.hypot(H[0, 0], H[1, 0])), 0.0, H[0, 2], H[1, 2], H[2, 0],
+                      H[2, 1]])
+    wall = time.perf_counter() - t0
+    # match each true rotor to the detected track whose first centre is nearest
+    match: dict[int, str] = {}
+    for name, (t, _, q) in rows.items():
+        c = np.array(q[0][2:4])
+        d = [float(np.hypot(*(c - r.homography(np.array([t[0]]))[0][:2, 2]
+                              / r.homography(np.array([t[0]]))[0][2, 2])))
+             for r in scene.rotors]
+        k = int(np.argmin(d))
+        if d[k] < 0.5 * scene.rotors[k].radius_px and k not in match:
+            match[k] = name
+    results = []
+    for k, rotor in enumerate(scene.rotors):
+        name = match.get(k)
+        t, rpm, q = rows[name] if name else ([], [], [])
+        results.append(_score(scene, rotor, name or rotor.name, np.asarray(t, np.int64),
+                              np.asarray(rpm, np.float64),
+                              np.asarray(q, np.float64).reshape(-1, 6), skip_s, n_events))
+    return results, {'events': n_events, 'wall_s': wall, 'detected': len(rows),
+                     'matched': len(match), 'first_output_us': min(
+                         (v[0][0] for v in rows.values()), default=None)}

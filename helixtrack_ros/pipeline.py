@@ -630,9 +630,10 @@ class TrackingPipeline:
     def process_events(self, events: EventArrays) -> list[RotorOutput]:
         """Track already decoded, time-sorted sensor events (simulation, evaluation).
 
-        The same per-rotor path as :meth:`process_packet` (routing, tracking,
-        health, recovery) without decoding and time mapping; returns the rotor
-        states at the last event (the previous ones for an empty batch).
+        The same per-rotor path as :meth:`process_packet` (auto-detection,
+        routing, tracking, health, recovery) without decoding and time
+        mapping; returns the rotor states at the last event (the previous
+        ones for an empty batch).
         """
         n = len(events)
         self.counters['events_in'] += n
@@ -643,6 +644,8 @@ class TrackingPipeline:
         span_us = t_last - (self._last_t_us if self._last_t_us is not None
                             else int(events.t_us[0]))
         self._last_t_us = t_last
+        if not self._trackers and self.config.auto_detect:
+            self._auto_detect(events)
         self._pending.append(_Pending([None], 0, events, t_last, 0))
         self._flush()
         self._account_load(time.perf_counter() - wall0, max(span_us, 1))

@@ -224,3 +224,13 @@ def test_auto_detect_in_the_background_starts_tracking_once_found():
                            for r in scene.rotors]))
         truth = float(scene.rotors[k].rpm_shaft(np.array([res.t_us]))[0])
         assert abs(out.rpm_shaft - truth) / truth < 0.02, (out.name, out.rpm_shaft, truth)
+
+
+def test_scene_with_automatic_initialisation_is_scored_per_true_rotor():
+    from helixtrack_ros.evaluation import track_scene_autodetect
+    scene = make_scenario('quadcopter_4m', duration_s=0.4, ego_level=1, seed=3)
+    results, info = track_scene_autodetect(scene, Simulator(scene, seed=3))
+    assert info['detected'] == info['matched'] == 4
+    assert 100_000 <= info['first_output_us'] <= 102_000
+    assert [r.name for r in results] != [r.name for r in scene.rotors]   # rotor_i names
+    assert all(r.errors.mare_pct < 2.0 for r in results)
