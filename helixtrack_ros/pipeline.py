@@ -260,6 +260,14 @@ class _Pending:
 
 
 @dataclass
+class _Job:
+    """One rotor's kernel call submitted to the worker threads."""
+
+    future: Future
+    args: tuple
+
+
+@dataclass
 class _Inflight:
     """A batch whose rotors are being tracked in the worker threads."""
 
@@ -268,7 +276,7 @@ class _Inflight:
     ends: np.ndarray | None = None
     t_last: np.ndarray | None = None
     stride: int = 1
-    runs: list[Any] = field(default_factory=list)   # Future, PacketRun or None per rotor
+    runs: list[Any] = field(default_factory=list)   # _Job, PacketRun or None per rotor
 
 
 class StreamBatch(NamedTuple):
@@ -708,8 +716,8 @@ class TrackingPipeline:
                 inf.runs.append(None)
                 continue
             args = (inf.ev, inf.ends, inf.t_last, inf.stride, self._deadline(r))
-            inf.runs.append(self._pool.submit(tracker.process_packets, *args) if parallel
-                            else tracker.process_packets(*args))
+            inf.runs.append(_Job(self._pool.submit(tracker.process_packets, *args), args)
+                            if parallel else tracker.process_packets(*args))
         return inf
 
     def _deadline(self, r: int) -> int:
@@ -728,7 +736,14 @@ class TrackingPipeline:
         """
         rows: list[list[RotorOutput]] = []
         if inf.ev is not None:
-            runs = [r.result() if isinstance(r, Future) else r for r in inf.runs]
+            runs = []
+            for r, job in enumerate(inf.runs):
+                if isinstance(job, _Job):
+                    # the waiting thread works too: a job no worker has started yet is
+                    # taken back and run here
+                    job = (self._trackers[r].process_packets(*job.args) if job.future.cancel()
+                           else job.future.result())
+                runs.append(job)
             rows = self._phase2(inf, runs)
         k = 0
         for pk in inf.pending:
