@@ -18,6 +18,7 @@ import sys
 import time
 
 import numpy as np
+from report import emit  # benchmarks/report.py
 
 from helixtrack_ros.evaluation import scale_drift_pct, track_scene, track_scene_pipeline
 from helixtrack_ros.sim import Simulator, make_scenario
@@ -89,11 +90,7 @@ def main() -> int:
         worst = max(quad, key=lambda r: r['mare'] if np.isfinite(r['mare']) else 1e9)
         lines += ['', f'Worst MArE at ego levels 1-3: {worst["mare"]:.3f} % '
                       f'({worst["scene"]}, level {worst["level"]}, {worst["rotor"]}).']
-    text = '\n'.join(lines)
-    print(text)
-    if args.out:
-        with open(args.out, 'w') as fh:
-            fh.write(text + '\n')
+    emit(lines, args.out)
     return 0
 
 

@@ -16,6 +16,8 @@ import argparse
 import platform
 import sys
 
+from report import emit  # benchmarks/report.py
+
 from helixtrack_ros.evaluation import (
     scale_drift_pct,
     track_scene_autodetect,
@@ -64,11 +66,7 @@ def main() -> int:
                   f'{worst["auto"]:.3f} %; worst max scale error: manual '
                   f'{worst["manual_scale"]:.1f} %, automatic {worst["auto_scale"]:.1f} %; '
                   f'rotors not detected: {missed}.']
-    text = '\n'.join(lines)
-    print(text)
-    if args.out:
-        with open(args.out, 'w') as fh:
-            fh.write(text + '\n')
+    emit(lines, args.out)
     return 0
 
 

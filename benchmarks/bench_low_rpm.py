@@ -29,6 +29,7 @@ import sys
 import time
 
 import numpy as np
+from report import emit  # benchmarks/report.py
 
 from helixtrack_ros.core.params import TrackerParams
 from helixtrack_ros.evaluation import track_scene
@@ -128,11 +129,7 @@ def main() -> int:
                                  f'{res["paper"][k]:.3f} | {res["default"][k]:.3f} |')
         lines += ['', f'Worst default MArE on the quadcopter scenes: {worst:.3f} %.']
     lines += ['', f'Total wall time {time.perf_counter() - t0:.0f} s.']
-    text = '\n'.join(lines)
-    print(text)
-    if args.out:
-        with open(args.out, 'w') as fh:
-            fh.write(text + '\n')
+    emit(lines, args.out)
     return 0
 
 

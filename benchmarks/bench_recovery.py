@@ -28,6 +28,7 @@ import sys
 import time
 
 import numpy as np
+from report import emit  # benchmarks/report.py
 
 from helixtrack_ros.core.health import LOST, TRACKING
 from helixtrack_ros.evaluation import rotor_inits_from_scene
@@ -147,11 +148,7 @@ def main() -> int:
     lines += ['', f'All runs: {len(arr)}; recovered {fin.size}; within 150 ms '
                   f'{int(np.sum(fin <= 150))}; median {np.median(fin):.0f} ms, p90 '
                   f'{np.percentile(fin, 90):.0f} ms, max {fin.max():.0f} ms.']
-    text = '\n'.join(lines)
-    print(text)
-    if args.out:
-        with open(args.out, 'w') as fh:
-            fh.write(text + '\n')
+    emit(lines, args.out)
     return 0
 
 

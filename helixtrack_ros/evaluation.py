@@ -139,6 +139,36 @@ def scale_drift_pct(result: RotorResult, scene, rotor_index: int) -> float:
     return float(np.max(np.abs(result.q[:, 0] - true_scale) / true_scale) * 100.0)
 
 
+def _pipeline_tracks(pipe, sim, chunk_us: int) -> tuple[dict[str, tuple], int, float]:
+    """Feed a simulated scene through a pipeline in chunks.
+
+    Returns per rotor name the (t_us, shaft RPM, q) arrays of its states, the
+    event count and the wall time.
+    """
+    rows: dict[str, tuple[list, list, list]] = {}
+    n_events = 0
+    t0 = time.perf_counter()
+    for chunk in sim.chunks(chunk_us=chunk_us):
+        n_events += len(chunk)
+        if not len(chunk):
+            continue
+        for out in pipe.process_events(chunk):
+            H = np.asarray(out.homography) / out.homography[2][2]
+            t, rpm, q = rows.setdefault(out.name, ([], [], []))
+            t.append(out.t_us)
+            rpm.append(out.rpm_shaft)
+            q.append([float(np.hypot(H[0, 0], H[1, 0])), 0.0, H[0, 2], H[1, 2], H[2, 0],
+                      H[2, 1]])
+    wall = time.perf_counter() - t0
+    tracks = {name: (np.asarray(t, np.int64), np.asarray(rpm, np.float64),
+                     np.asarray(q, np.float64).reshape(-1, 6))
+              for name, (t, rpm, q) in rows.items()}
+    return tracks, n_events, wall
+
+
+_NO_TRACK = (np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 6)))
+
+
 def track_scene_pipeline(scene, sim, inits: list[RotorInit] | None = None,
                          params: TrackerParams | None = None, skip_s: float = 0.2,
                          chunk_us: int = 1000) -> tuple[list[RotorResult], dict]:
@@ -151,29 +181,9 @@ def track_scene_pipeline(scene, sim, inits: list[RotorInit] | None = None,
     inits = inits if inits is not None else rotor_inits_from_scene(scene)
     pipe = TrackingPipeline(PipelineConfig(rotors=inits, tracker=params or TrackerParams(),
                                            threads=1))
-    t_rows: dict[str, list] = {r.name: [] for r in inits}
-    rpm_rows: dict[str, list] = {r.name: [] for r in inits}
-    q_rows: dict[str, list] = {r.name: [] for r in inits}
-    n_events = 0
-    t0 = time.perf_counter()
-    for chunk in sim.chunks(chunk_us=chunk_us):
-        n_events += len(chunk)
-        if not len(chunk):
-            continue
-        for out in pipe.process_events(chunk):
-            H = np.asarray(out.homography) / out.homography[2][2]
-            t_rows[out.name].append(out.t_us)
-            rpm_rows[out.name].append(out.rpm_shaft)
-            q_rows[out.name].append([float(np.hypot(H[0, 0], H[1, 0])), 0.0, H[0, 2], H[1, 2],
-                                     H[2, 0], H[2, 1]])
-    wall = time.perf_counter() - t0
-    results = []
-    for k, init in enumerate(inits):
-        rotor = scene.rotors[k]
-        t = np.asarray(t_rows[init.name], np.int64)
-        rpm = np.asarray(rpm_rows[init.name], np.float64)
-        q = np.asarray(q_rows[init.name], np.float64).reshape(-1, 6)
-        results.append(_score(scene, rotor, init.name, t, rpm, q, skip_s, n_events))
+    tracks, n_events, wall = _pipeline_tracks(pipe, sim, chunk_us)
+    results = [_score(scene, scene.rotors[k], init.name, *tracks.get(init.name, _NO_TRACK),
+                      skip_s, n_events) for k, init in enumerate(inits)]
     return results, {'events': n_events, 'wall_s': wall,
                      'recoveries': pipe.counters['recoveries']}
 
@@ -191,38 +201,18 @@ def track_scene_autodetect(scene, sim, params: TrackerParams | None = None,
     from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
     pipe = TrackingPipeline(PipelineConfig(rotors=[], auto_detect=True,
                                            tracker=params or TrackerParams(), threads=1))
-    rows: dict[str, tuple[list, list, list]] = {}
-    n_events = 0
-    t0 = time.perf_counter()
-    for chunk in sim.chunks(chunk_us=chunk_us):
-        n_events += len(chunk)
-        if not len(chunk):
-            continue
-        for out in pipe.process_events(chunk):
-            H = np.asarray(out.homography) / out.homography[2][2]
-            t, rpm, q = rows.setdefault(out.name, ([], [], []))
-            t.append(out.t_us)
-            rpm.append(out.rpm_shaft)
-            q.append([float(np.hypot(H[0, 0], H[1, 0])), 0.0, H[0, 2], H[1, 2], H[2, 0],
-                      H[2, 1]])
-    wall = time.perf_counter() - t0
+    tracks, n_events, wall = _pipeline_tracks(pipe, sim, chunk_us)
     # match each true rotor to the detected track whose first centre is nearest
     match: dict[int, str] = {}
-    for name, (t, _, q) in rows.items():
-        c = np.array(q[0][2:4])
-        d = [float(np.hypot(*(c - r.homography(np.array([t[0]]))[0][:2, 2]
-                              / r.homography(np.array([t[0]]))[0][2, 2])))
-             for r in scene.rotors]
+    for name, (t, _, q) in tracks.items():
+        H = [r.homography(t[:1])[0] for r in scene.rotors]
+        d = [float(np.hypot(*(q[0, 2:4] - h[:2, 2] / h[2, 2]))) for h in H]
         k = int(np.argmin(d))
         if d[k] < 0.5 * scene.rotors[k].radius_px and k not in match:
             match[k] = name
-    results = []
-    for k, rotor in enumerate(scene.rotors):
-        name = match.get(k)
-        t, rpm, q = rows[name] if name else ([], [], [])
-        results.append(_score(scene, rotor, name or rotor.name, np.asarray(t, np.int64),
-                              np.asarray(rpm, np.float64),
-                              np.asarray(q, np.float64).reshape(-1, 6), skip_s, n_events))
-    return results, {'events': n_events, 'wall_s': wall, 'detected': len(rows),
+    results = [_score(scene, rotor, match.get(k, rotor.name),
+                      *tracks.get(match.get(k, ''), _NO_TRACK), skip_s, n_events)
+               for k, rotor in enumerate(scene.rotors)]
+    return results, {'events': n_events, 'wall_s': wall, 'detected': len(tracks),
                      'matched': len(match), 'first_output_us': min(
-                         (v[0][0] for v in rows.values()), default=None)}
+                         (int(v[0][0]) for v in tracks.values()), default=None)}

@@ -89,6 +89,17 @@ def test_camera_restart_is_survived(packets):
     assert pipe.counters['camera_restarts'] + pipe.counters['packets_corrupt'] >= 1
 
 
+def _assert_rpm_of_the_rotors_under_them(scene, res):
+    """Each output rotor's RPM is within 2 % of the true rotor under its centre."""
+    for out in res.rotors:
+        H = np.array(out.homography)
+        c = H[:2, 2] / H[2, 2]
+        k = int(np.argmin([np.hypot(*(c - r.homography(np.array([res.t_us]))[0][:2, 2]))
+                           for r in scene.rotors]))
+        truth = float(scene.rotors[k].rpm_shaft(np.array([res.t_us]))[0])
+        assert abs(out.rpm_shaft - truth) / truth < 0.02, (out.name, out.rpm_shaft, truth)
+
+
 def test_auto_detect_finds_and_tracks_every_rotor():
     scene = make_scenario('quadcopter_4m', duration_s=0.4, ego_level=2, seed=21)
     ev = Simulator(scene, seed=21).all_events()
@@ -108,14 +119,7 @@ def test_auto_detect_finds_and_tracks_every_rotor():
     assert 'blades' in values['detected_rotor_0']
     # the start-up detections are kept for the debug image, named like the rotors
     assert [n for n, _ in pipe.recent_detections(10**6)] == pipe.rotor_names
-    for out in res.rotors:
-        # match each detected rotor to the true one under it
-        H = np.array(out.homography)
-        c = H[:2, 2] / H[2, 2]
-        k = int(np.argmin([np.hypot(*(c - r.homography(np.array([res.t_us]))[0][:2, 2]))
-                           for r in scene.rotors]))
-        truth = float(scene.rotors[k].rpm_shaft(np.array([res.t_us]))[0])
-        assert abs(out.rpm_shaft - truth) / truth < 0.02, (out.name, out.rpm_shaft, truth)
+    _assert_rpm_of_the_rotors_under_them(scene, res)
 
 
 def test_scene_through_the_pipeline_is_scored_like_bare_trackers():
@@ -217,13 +221,7 @@ def test_auto_detect_in_the_background_starts_tracking_once_found():
     # detection starts after 100 ms of events and takes tens of milliseconds (more on a
     # loaded machine); tracking starts at the first packet after it is done
     assert first is not None and 100_000 < first < 400_000
-    for out in res.rotors:
-        H = np.array(out.homography)
-        c = H[:2, 2] / H[2, 2]
-        k = int(np.argmin([np.hypot(*(c - r.homography(np.array([res.t_us]))[0][:2, 2]))
-                           for r in scene.rotors]))
-        truth = float(scene.rotors[k].rpm_shaft(np.array([res.t_us]))[0])
-        assert abs(out.rpm_shaft - truth) / truth < 0.02, (out.name, out.rpm_shaft, truth)
+    _assert_rpm_of_the_rotors_under_them(scene, res)
 
 
 def test_scene_with_automatic_initialisation_is_scored_per_true_rotor():
