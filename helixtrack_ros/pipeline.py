@@ -1,13 +1,20 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""Packet-by-packet processing shared by the ROS node and the offline CLI.
+"""Packet processing shared by the ROS node and the offline CLI.
 
 One :class:`TrackingPipeline` turns raw ``EventPacket`` payloads into
-per-rotor states: decode once, map sensor time to ROS time, route each event
-to the rotor(s) whose image region holds it, run one HelixTrack tracker per
-rotor, and keep the counters that diagnostics report. It imports no ROS
-module, so that ``helixtrack track`` and ``helixtrack_node`` give the same
-numbers for the same packets.
+per-rotor states: decode each packet once, map sensor time to ROS time, route
+each event to the rotor(s) whose image region holds it, run one HelixTrack
+tracker per rotor, and keep the counters that diagnostics report. It imports
+no ROS module, so that ``helixtrack track`` and ``helixtrack_node`` give the
+same numbers for the same packets.
+
+Packets are tracked in batches (:meth:`TrackingPipeline.process_packets`):
+each rotor runs through all packets of a batch in one numba call, the rotors
+in parallel threads, and the results are still one per packet
+(``docs/ARCHITECTURE.md``, "Data flow"). The node batches only packets that
+have queued up; ``helixtrack track`` batches about 10 ms and decodes the next
+batch while the rotors run (:meth:`TrackingPipeline.process_stream`).
 
 Health and recovery (beyond the paper, whose tracker "does not perform
 automatic reinitialization after failure", Limitations): each tracker
