@@ -49,10 +49,13 @@ def main() -> int:
     ap.add_argument('--duration', type=float, default=1.0)
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--repeat', type=int, default=2)
+    ap.add_argument('--scenes', default=','.join(f'{n}:{lv}' for n, lv in SCENES),
+                    help='scenario:egomotion,... (default: %(default)s)')
     args = ap.parse_args()
+    scenes = [(item.split(':')[0], int(item.split(':')[1])) for item in args.scenes.split(',')]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, level in SCENES:
+        for name, level in scenes:
             scene_dir = Path(tmp) / f'{name}_{level}'
             info = simulate_to_dir(name, args.duration, args.seed, scene_dir, ego_level=level,
                                    quiet=True)
