@@ -330,8 +330,8 @@ class TrackingPipeline:
         self._decoder = None
         self._decoder_key: tuple | None = None
         self._time = TimeMapper()
-        self._pool = (ThreadPoolExecutor(max_workers=config.threads)
-                      if config.threads > 1 and len(self._trackers) > 1 else None)
+        self._pool: ThreadPoolExecutor | None = None
+        self._make_pool()
         self._detect_pool: ThreadPoolExecutor | None = None
         self._startup_detecting: Future | None = None
         self.stride = 1
@@ -374,6 +374,17 @@ class TrackingPipeline:
         dec = make_decoder('evt3', 1280, 720)
         dec.decode(np.zeros(2, np.uint8))
         return time.perf_counter() - t0
+
+    def _make_pool(self) -> None:
+        """Worker threads for the rotors.
+
+        ``threads`` workers: offline the calling thread meanwhile reads,
+        decodes and writes (:meth:`process_stream`); when it waits, it runs
+        jobs no worker has started (:meth:`_finish`).
+        """
+        if self._pool is None and self.config.threads > 1 and len(self._trackers) > 1:
+            self._pool = ThreadPoolExecutor(max_workers=self.config.threads,
+                                            thread_name_prefix='helixtrack-rotors')
 
     def close(self) -> None:
         """Stop the worker threads."""
@@ -639,8 +650,7 @@ class TrackingPipeline:
         self._inits = list(inits)
         self._trackers = [HelixTracker(r, self.config.tracker) for r in inits]
         self._rec = [_Recovery() for _ in self._trackers]
-        if self._pool is None and self.config.threads > 1 and len(self._trackers) > 1:
-            self._pool = ThreadPoolExecutor(max_workers=self.config.threads)
+        self._make_pool()
 
     def process_events(self, events: EventArrays) -> list[RotorOutput]:
         """Track already decoded, time-sorted sensor events (simulation, evaluation).
@@ -715,16 +725,23 @@ class TrackingPipeline:
             return inf
         inf.ev = full[0].ev if len(full) == 1 else EventArrays.concatenate(
             [pk.ev for pk in full])
-        inf.ends = np.cumsum([len(pk.ev) for pk in full], dtype=np.int64)
+        sizes = [len(pk.ev) for pk in full]
+        inf.ends = np.cumsum(sizes, dtype=np.int64)
         inf.t_last = np.array([pk.t_last for pk in full], dtype=np.int64)
-        parallel = self._pool is not None and len(inf.ev) > PARALLEL_MIN_EVENTS
+        ev = inf.ev
+        arrays = (np.ascontiguousarray(ev.t_us, dtype=np.int64),
+                  np.ascontiguousarray(ev.x, dtype=np.uint16),
+                  np.ascontiguousarray(ev.y, dtype=np.uint16),
+                  np.ascontiguousarray(ev.p, dtype=np.uint8), inf.ends, inf.t_last, max(sizes),
+                  inf.stride)
+        parallel = self._pool is not None and len(ev) > PARALLEL_MIN_EVENTS
         for r, tracker in enumerate(self._trackers):
             if self.config.recovery and self._rec[r].searching:
                 inf.runs.append(None)
                 continue
-            args = (inf.ev, inf.ends, inf.t_last, inf.stride, self._deadline(r))
-            inf.runs.append(_Job(self._pool.submit(tracker.process_packets, *args), args)
-                            if parallel else tracker.process_packets(*args))
+            args = (*arrays, self._deadline(r))
+            inf.runs.append(_Job(self._pool.submit(tracker._run_packets, *args), args)
+                            if parallel else tracker._run_packets(*args))
         return inf
 
     def _deadline(self, r: int) -> int:
@@ -748,7 +765,7 @@ class TrackingPipeline:
                 if isinstance(job, _Job):
                     # the waiting thread works too: a job no worker has started yet is
                     # taken back and run here
-                    job = (self._trackers[r].process_packets(*job.args) if job.future.cancel()
+                    job = (self._trackers[r]._run_packets(*job.args) if job.future.cancel()
                            else job.future.result())
                 runs.append(job)
             rows = self._phase2(inf, runs)

@@ -1277,8 +1277,21 @@ class HelixTracker:
             raise ValueError('pkt_end must be non-decreasing offsets into the events')
         if stride < 1:
             raise ValueError('stride must be >= 1')
+        longest = int(np.max(np.diff(ends, prepend=0))) if n_pk else 0
+        return self._run_packets(t_us, xs, ys, ps, ends, t_last, longest, int(stride),
+                                 int(reset_deadline_us))
+
+    def _run_packets(self, t_us: np.ndarray, xs: np.ndarray, ys: np.ndarray, ps: np.ndarray,
+                     ends: np.ndarray, t_last: np.ndarray, longest: int, stride: int,
+                     reset_deadline_us: int) -> PacketRun:
+        """Run :meth:`process_packets` on arrays already checked.
+
+        ``longest`` is the most events in one packet. For callers that hold
+        checked arrays already (the pipeline): less time under the GIL per call.
+        """
+        n_pk = ends.shape[0]
         # + 1: the routing loop writes one index past the kept events
-        longest = (int(np.max(np.diff(ends, prepend=0))) if n_pk else 0) + 1
+        longest += 1
         buf = self._scratch
         if buf is None or buf[0].shape[0] < longest:
             cap = max(longest, 4096)
@@ -1288,8 +1301,8 @@ class HelixTracker:
         out_v = np.empty((n_pk, PK_LEN))
         out_hi = np.empty((n_pk, self.hi.shape[0]), np.int64)
         out_hs = np.empty((n_pk, self.hs.shape[0]))
-        done = _process_packets(t_us, xs, ys, ps, ends, t_last, int(stride),
-                                int(reset_deadline_us), self.tp, self.gp, self.fs, self.ist,
+        done = _process_packets(t_us, xs, ys, ps, ends, t_last, stride,
+                                reset_deadline_us, self.tp, self.gp, self.fs, self.ist,
                                 self.q, self.pose, self.acc, self.acq_t, self.acq_a, self.hp,
                                 self.hs, self.hi, float(self._params.r_out),
                                 float(self._params.bbox_margin_px), _BBOX_COS, _BBOX_SIN,
