@@ -42,17 +42,40 @@ def test_fast_step_with_motion_model_tracks_it(shaky_low_rpm):
     assert res[0].center_error_px < 10.0
 
 
-def test_fast_step_stays_off_at_high_rpm():
+def test_fast_step_stays_off_above_pose_fast_rpm():
     # above pose_fast_rpm the tracker is exactly the paper's (bit-identical output)
     ev, _ = make_rotor_events(0.25, 9000.0, radius_px=60, center_px=(300, 200), seed=2)
     rotor = RotorInit('a', (301.0, 199.0), 61.0, 9000.0, 2, 0)
     samp = np.arange(ev.t_us[0], ev.t_us[-1], 1000, dtype=np.int64)
-    default = HelixTracker(rotor)
-    a = default.process(ev, sample_t_us=samp)
+    low_only = HelixTracker(rotor, TrackerParams(pose_fast_rpm=3000.0))
+    a = low_only.process(ev, sample_t_us=samp)
     b = HelixTracker(rotor, TrackerParams(pose_fast_us=0)).process(ev, sample_t_us=samp)
     for f in a._fields:
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
-    assert default.ist[IS_FASTON] == 0
+    assert low_only.ist[IS_FASTON] == 0
+
+
+def test_by_default_the_fast_step_follows_a_fast_moving_rotor_at_high_rpm():
+    # camera motion moves the image of a 9,000 RPM rotor at 3 px / ms: between the paper's
+    # half-turn pose updates (3.3 ms) it moves 10 px, a sixth of its radius; the fast step
+    # and motion model (on at any RPM by default) keep the centre and the RPM
+    ev, _ = make_rotor_events(0.3, 9000.0, radius_px=60, center_px=(300, 200), seed=5,
+                              noise_frac=0.05)
+    t = (ev.t_us - ev.t_us[0]).astype(np.float64)
+    drift = 3e-3 * t * np.minimum(1.0, t / 50_000.0)   # ramps up to 3 px / ms in 50 ms
+    x = np.clip(np.round(ev.x + drift), 0, 65535).astype(np.uint16)
+    moving = EventArrays(ev.t_us, x, ev.y, ev.p)
+    rotor = RotorInit('a', (300.0, 200.0), 60.0, 9000.0, 2, 1)
+    errs = {}
+    for label, prm in (('paper', TrackerParams(pose_fast_us=0)), ('default', TrackerParams())):
+        tr = HelixTracker(rotor, prm)
+        tr.process(moving)
+        errs[label] = (abs(tr.q[2] - (300.0 + drift[-1])), abs(tr.rpm_shaft - 9000.0))
+        if label == 'default':
+            assert tr.ist[IS_FASTON] == 1
+    print(errs)
+    assert errs['default'][0] < 3.0 and errs['default'][1] < 90.0
+    assert errs['paper'][0] > 2 * errs['default'][0]
 
 
 def test_fast_step_runs_at_low_rpm_and_follows_a_moving_rotor():

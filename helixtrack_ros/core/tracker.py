@@ -26,16 +26,17 @@ arrays, so any batch split gives the same result):
    later timestamp arrives, so batch boundaries do not matter;
 6. Gauss-Newton accumulation (Sec. 3.5, S1) on every k-th accepted event,
    k = max(1, events of the previous pose batch // gn_target_events)
-   (k = 1 when gn_target_events = 0, the paper; twice the events while the
-   low-RPM fast step runs, whose 1 ms steps use the same sums). A solve
+   (k = 1 when gn_target_events = 0, the paper; twice the events when the
+   fast step runs and a batch lasts over 10 ms (low RPM): its 1 ms steps use
+   the same sums). A solve
    needs only a few thousand events; the EKF still sees every event;
 7. pose trigger, checked at each commit: |(phi - phi_base - zeta B (psi -
    psi_base)) / B| >= pi (paper), or pose_timer_us of stream time (release:
    100 ms), or pose_max_events accepted events; a batch with fewer than
    gn_min_events accepted events is not solved but keeps accumulating;
-8. low RPM (beyond the paper): while the shaft RPM is below pose_fast_rpm
-   (a half turn then takes > 10 ms for B = 2), a fast translation step runs
-   every pose_fast_us (1 ms) of stream time, see below;
+8. fast translation step (beyond the paper): while the shaft RPM is below
+   pose_fast_rpm (by default always), a translation step runs every
+   pose_fast_us (1 ms) of stream time, see below;
 9. health counters (two compares per in-annulus event) and the health
    window close on the first input event past the window
    (:mod:`helixtrack_ros.core.health`).
@@ -71,7 +72,12 @@ The full GN solve keeps its other parameters but no longer moves tx, ty
 (``pose_gn.G_FIXT``). While the phase is being acquired (no phase yet) the
 centre follows the centroid of the disc events instead (pose_acq_gain).
 Above pose_fast_rpm nothing of this runs: the tracker is bit-identical to
-the paper's (the half-turn trigger is fast enough there).
+the paper's. Made for low RPM, the fast step also keeps the pose on rotors
+of any RPM whose image moves fast (camera motion): with the half-turn
+trigger alone, the quadcopter scenes lose rotors from egomotion level 5
+(4 m) or 6 (2 m); with it they track within 0.3 % at levels 5 and 6 (level
+7 is still lost; RESULTS.md), so it runs at every RPM by default
+(pose_fast_rpm = 1e6).
 
 Outputs (Sec. 3.6): shaft RPM = 60 |omega| / (2 pi B), its standard
 deviation from P[1, 1], shaft phase = wrap(zeta phi_eff / B) (blade angle
@@ -756,9 +762,10 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                     psi = q[1]
                     hpol = gp[G_POLH]
                     if gn_target > 0:
-                        # at low RPM the 1 ms fast steps feed on the same sums: twice the
-                        # events there
-                        gn_stride = max(1, batch_n // (2 * gn_target if fast_on else gn_target))
+                        # in batches longer than 10 ms (low RPM) the 1 ms fast steps feed
+                        # on the same sums: twice the events there
+                        slow = fast_on and t_x - batch_t0 > 10_000
+                        gn_stride = max(1, batch_n // (2 * gn_target if slow else gn_target))
                     else:
                         gn_stride = 1
                     gn_cnt = 0
