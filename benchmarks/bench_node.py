@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> list[dict]:
     tree['diagnostics_period_s'] = 0.1
     tree['realtime_stride'] = bool(args.allow_stride)
     tree['max_batch_packets'] = int(args.max_batch)
+    for item in args.set:
+        key, value = item.split('=', 1)
+        tree.setdefault('tracker', {})[key] = float(value)
     params = F.write_params_file(tmp / 'params.yaml', tree)
     results = []
     for pace in args.paces:          # a fresh node per pace: same stream, same start
@@ -176,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--lag-ms', type=float, default=50.0,
                     help='the node keeps up when its last output follows the last packet '
                          'within this time')
+    ap.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
+                    help='a tracker parameter for the node (repeatable)')
     ap.add_argument('--max-batch', type=int, default=20,
                     help="the node's max_batch_packets (1: every packet alone)")
     ap.add_argument('--allow-stride', action='store_true',
