@@ -55,25 +55,30 @@ def test_fast_step_stays_off_above_pose_fast_rpm():
     assert low_only.ist[IS_FASTON] == 0
 
 
+def _track_drifting(rpm, seed, drift_px_per_us):
+    """A rotor whose image drifts along x (drift(t) in px); for the paper's pose updates
+    and the default: (centre x error at the end [px], |RPM error|, the default tracker)."""
+    ev, _ = make_rotor_events(0.3, rpm, radius_px=60, center_px=(300, 200), seed=seed,
+                              noise_frac=0.05)
+    t = (ev.t_us - ev.t_us[0]).astype(np.float64)
+    drift = drift_px_per_us(t)
+    x = np.clip(np.round(ev.x + drift), 0, 65535).astype(np.uint16)
+    moving = EventArrays(ev.t_us, x, ev.y, ev.p)
+    rotor = RotorInit('a', (300.0, 200.0), 60.0, rpm, 2, 1)
+    out = {}
+    for label, prm in (('paper', TrackerParams(pose_fast_us=0)), ('default', TrackerParams())):
+        tr = HelixTracker(rotor, prm)
+        tr.process(moving)
+        out[label] = (abs(tr.q[2] - (300.0 + drift[-1])), abs(tr.rpm_shaft - rpm), tr)
+    assert out['default'][2].ist[IS_FASTON] == 1
+    return out
+
+
 def test_by_default_the_fast_step_follows_a_fast_moving_rotor_at_high_rpm():
     # camera motion moves the image of a 9,000 RPM rotor at 3 px / ms: between the paper's
     # half-turn pose updates (3.3 ms) it moves 10 px, a sixth of its radius; the fast step
     # and motion model (on at any RPM by default) keep the centre and the RPM
-    ev, _ = make_rotor_events(0.3, 9000.0, radius_px=60, center_px=(300, 200), seed=5,
-                              noise_frac=0.05)
-    t = (ev.t_us - ev.t_us[0]).astype(np.float64)
-    drift = 3e-3 * t * np.minimum(1.0, t / 50_000.0)   # ramps up to 3 px / ms in 50 ms
-    x = np.clip(np.round(ev.x + drift), 0, 65535).astype(np.uint16)
-    moving = EventArrays(ev.t_us, x, ev.y, ev.p)
-    rotor = RotorInit('a', (300.0, 200.0), 60.0, 9000.0, 2, 1)
-    errs = {}
-    for label, prm in (('paper', TrackerParams(pose_fast_us=0)), ('default', TrackerParams())):
-        tr = HelixTracker(rotor, prm)
-        tr.process(moving)
-        errs[label] = (abs(tr.q[2] - (300.0 + drift[-1])), abs(tr.rpm_shaft - 9000.0))
-        if label == 'default':
-            assert tr.ist[IS_FASTON] == 1
-    print(errs)
+    errs = _track_drifting(9000.0, 5, lambda t: 3e-3 * t * np.minimum(1.0, t / 50_000.0))
     assert errs['default'][0] < 3.0 and errs['default'][1] < 90.0
     assert errs['paper'][0] > 2 * errs['default'][0]
 
@@ -81,19 +86,7 @@ def test_by_default_the_fast_step_follows_a_fast_moving_rotor_at_high_rpm():
 def test_fast_step_runs_at_low_rpm_and_follows_a_moving_rotor():
     # a static synthetic low-RPM rotor whose image drifts at 0.3 px / ms: the paper's
     # half-turn trigger lags, the fast step + motion model keep the centre
-    ev, _ = make_rotor_events(0.3, 1300.0, radius_px=60, center_px=(300, 200), seed=3,
-                              noise_frac=0.05)
-    t = (ev.t_us - ev.t_us[0]).astype(np.float64)
-    drift = 0.3e-3 * t
-    x = np.clip(np.round(ev.x + drift), 0, 65535).astype(np.uint16)
-    moving = EventArrays(ev.t_us, x, ev.y, ev.p)
-    rotor = RotorInit('a', (300.0, 200.0), 60.0, 1300.0, 2, 1)
-    errs = {}
-    for label, prm in (('paper', TrackerParams(pose_fast_us=0)), ('default', TrackerParams())):
-        tr = HelixTracker(rotor, prm)
-        tr.process(moving)
-        errs[label] = abs(tr.q[2] - (300.0 + drift[-1]))
-        if label == 'default':
-            assert tr.ist[IS_FASTON] == 1
-            assert 0.15 < tr.fs[FS_VX] * 1e3 < 0.5     # learnt velocity [px/ms], truth 0.3
-    assert errs['default'] < 2.0 < errs['paper']
+    errs = _track_drifting(1300.0, 3, lambda t: 0.3e-3 * t)
+    # learnt velocity [px/ms], truth 0.3
+    assert 0.15 < errs['default'][2].fs[FS_VX] * 1e3 < 0.5
+    assert errs['default'][0] < 2.0 < errs['paper'][0]
