@@ -886,7 +886,7 @@ def _default_pipeline_api() -> tuple[Callable, Callable, dict, dict]:
     from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
 
     def factory(params: dict[str, Any]) -> TrackingPipeline:
-        # live: no packet waits for a rotor detection (tens of milliseconds)
+        # live: the packets of the tracked rotors do not wait for a re-detection
         config = PipelineConfig.from_ros_params(params)
         return TrackingPipeline(replace(config, detect_in_background=True))
 

@@ -116,10 +116,12 @@ class PipelineConfig:
         The search region is the r_out circle of the last good pose grown by
         this many tip radii.
     detect_in_background : bool
-        Live mode: run rotor detection (start-up and re-detection, tens of
-        milliseconds) in a background thread and apply its result at the
-        first packet after it is done, so that no packet waits for it. The
-        results then depend on timing; off (detect in line) offline.
+        Live mode: run re-detections of LOST rotors (~0.1-0.2 s each) in a
+        background thread and apply the result at the first packet after it
+        is done, so that the other rotors' packets do not wait for it. The
+        results then depend on timing; off (detect in line) offline. The
+        start-up detection (auto_detect) always runs in line: nothing is
+        tracked before it, and the packets queue meanwhile.
     """
 
     rotors: list[RotorInit] = field(default_factory=list)
@@ -333,7 +335,6 @@ class TrackingPipeline:
         self._pool: ThreadPoolExecutor | None = None
         self._make_pool()
         self._detect_pool: ThreadPoolExecutor | None = None
-        self._startup_detecting: Future | None = None
         self.stride = 1
         self._load_ema = 0.0
         self._last_seq: int | None = None
@@ -613,26 +614,16 @@ class TrackingPipeline:
         order (top to bottom, left to right). Retried on the next window when
         nothing is found.
         """
-        if self._startup_detecting is not None:
-            # a background detection: apply it once done (the events meanwhile are not kept)
-            if not self._startup_detecting.done():
-                return
-            found, t_found = self._startup_detecting.result()
-            self._startup_detecting = None
-        else:
-            self._detect_buffer.append(ev)
-            t0 = int(self._detect_buffer[0].t_us[0])
-            if int(ev.t_us[-1]) - t0 < DETECT_WINDOW_US:
-                return
-            events = EventArrays.concatenate(self._detect_buffer)
-            self._detect_buffer = []
-            w, h = self._image_size()
-            self.counters['detections'] += 1
-            if self.config.detect_in_background:
-                self._startup_detecting = self._detector().submit(
-                    lambda: (detect_rotors(events, w, h), int(events.t_us[-1])))
-                return
-            found, t_found = detect_rotors(events, w, h), int(ev.t_us[-1])
+        self._detect_buffer.append(ev)
+        t0 = int(self._detect_buffer[0].t_us[0])
+        if int(ev.t_us[-1]) - t0 < DETECT_WINDOW_US:
+            return
+        events = EventArrays.concatenate(self._detect_buffer)
+        self._detect_buffer = []
+        w, h = self._image_size()
+        self.counters['detections'] += 1
+        # in line even live: nothing is tracked before it, and packets queue meanwhile
+        found, t_found = detect_rotors(events, w, h), int(ev.t_us[-1])
         self.detected = found
         if not found:
             return

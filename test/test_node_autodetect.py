@@ -24,7 +24,6 @@ BASE_NS = 1_700_000_000_000_000_000
 
 
 def test_node_detects_and_tracks_four_rotors(tmp_path):
-    # live: detection runs in the background (~0.2 s) while packets keep coming
     scene, packets, _ = F.sim_stream('quadcopter_4m', 0.7, seed=4, ego_level=2, base_ns=BASE_NS)
     params = F.write_params_file(tmp_path / 'params.yaml', {
         'rotor_names': [], 'auto_detect': True, 'diagnostics_period_s': 0.1})
