@@ -264,6 +264,13 @@ class TrackerState(NamedTuple):
     health_reason: str = 'tracking'
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _adjugate(pose):
+    """adj(H) of the packed pose as nine scalars (row-major; the back-warp of Sec. 3.1)."""
+    return (pose[6], pose[7], pose[8], pose[9], pose[10], pose[11], pose[12], pose[13],
+            pose[14])
+
+
 @njit(cache=True, nogil=True, fastmath={'contract'})
 def _emit(k, t, tp, fs, ist, q, out_t, out_v):
     """Write the state at time t into output row k (Sec. 3.6).
@@ -624,15 +631,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     gn_cnt = ist[IS_GN_CNT]
     batch_n = ist[IS_BATCH_N]
     batch_t0 = ist[IS_BATCH_T0]
-    h0 = pose[6]
-    h1 = pose[7]
-    h2 = pose[8]
-    h3 = pose[9]
-    h4 = pose[10]
-    h5 = pose[11]
-    h6 = pose[12]
-    h7 = pose[13]
-    h8 = pose[14]
+    h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
     # motion model (module notes, beyond the paper)
     motion = tp[TP_MOTION] != 0.0
     mstep = int(tp[TP_MSTEP])
@@ -722,15 +721,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                     q[2] += vx * dtm
                     q[3] += vy * dtm
                     _pack_pose(q, pose)
-                    h0 = pose[6]
-                    h1 = pose[7]
-                    h2 = pose[8]
-                    h3 = pose[9]
-                    h4 = pose[10]
-                    h5 = pose[11]
-                    h6 = pose[12]
-                    h7 = pose[13]
-                    h8 = pose[14]
+                    h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
                 t_m = t_x
             if fast_on and t_x - t_f >= fstep:
                 # fast translation step from the phase term (tracker notes)
@@ -740,15 +731,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                     t_sv = t_x
                 vx = fs[FS_VX]
                 vy = fs[FS_VY]
-                h0 = pose[6]
-                h1 = pose[7]
-                h2 = pose[8]
-                h3 = pose[9]
-                h4 = pose[10]
-                h5 = pose[11]
-                h6 = pose[12]
-                h7 = pose[13]
-                h8 = pose[14]
+                h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
                 t_f = t_x
             # pose trigger (Sec. 3.5), the release's timer, an event cap
             if (abs(phi - phib - zb * (psi - psib)) >= trig
@@ -770,15 +753,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                         gn_stride = 1
                     gn_cnt = 0
                     batch_n = 0
-                    h0 = pose[6]
-                    h1 = pose[7]
-                    h2 = pose[8]
-                    h3 = pose[9]
-                    h4 = pose[10]
-                    h5 = pose[11]
-                    h6 = pose[12]
-                    h7 = pose[13]
-                    h8 = pose[14]
+                    h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
                 else:
                     ist[IS_DEFER] += 1
                 phib = phi
@@ -807,15 +782,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                     if t - t_f >= fstep:
                         if fs[FS_AC + 2] >= 50.0 and B >= 2.0:
                             _centroid_step(tp, fs, q, pose)
-                            h0 = pose[6]
-                            h1 = pose[7]
-                            h2 = pose[8]
-                            h3 = pose[9]
-                            h4 = pose[10]
-                            h5 = pose[11]
-                            h6 = pose[12]
-                            h7 = pose[13]
-                            h8 = pose[14]
+                            h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
                         fs[FS_AC] = 0.0
                         fs[FS_AC + 1] = 0.0
                         fs[FS_AC + 2] = 0.0

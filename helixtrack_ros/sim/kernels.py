@@ -124,6 +124,18 @@ def _poisson(st, lam):
     return k
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _put3(out_t, out_x, out_y, out_p, n, t1, t2, t3, x, y, pol):
+    """Write the three event slots n..n+2 of one crossing (times floored to us)."""
+    out_t[n] = int(math.floor(t1))
+    out_t[n + 1] = int(math.floor(t2))
+    out_t[n + 2] = int(math.floor(t3))
+    for k in range(3):
+        out_x[n + k] = x
+        out_y[n + k] = y
+        out_p[n + k] = pol
+
+
 @njit(cache=True, nogil=True, error_model='numpy', inline='always')
 def _emit_counter(key, c, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, n):
     """Append ``n_ev`` (0..3) events of one threshold crossing near time ``tc``.
@@ -137,18 +149,7 @@ def _emit_counter(key, c, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, 
     gap2 = 2.0 * sen[SEN_GAP] / 4294967296.0
     t2 = t1 + sen[SEN_REFR] + gap2 * float(z & _M32)
     t3 = t2 + sen[SEN_REFR] + gap2 * float(z >> _S32)
-    out_t[n] = int(math.floor(t1))
-    out_t[n + 1] = int(math.floor(t2))
-    out_t[n + 2] = int(math.floor(t3))
-    out_x[n] = x
-    out_x[n + 1] = x
-    out_x[n + 2] = x
-    out_y[n] = y
-    out_y[n + 1] = y
-    out_y[n + 2] = y
-    out_p[n] = pol
-    out_p[n + 1] = pol
-    out_p[n + 2] = pol
+    _put3(out_t, out_x, out_y, out_p, n, t1, t2, t3, x, y, pol)
     return n + n_ev
 
 
@@ -487,18 +488,7 @@ def _emit_records(px, py, rec_i, rec_c, nrec, rec_t, rec_n, key, ctr, sen, out_t
         x = px[i]
         y = py[i]
         pol = np.uint8(rec_c[r] & 1)
-        out_t[n] = int(math.floor(t1))
-        out_t[n + 1] = int(math.floor(t2))
-        out_t[n + 2] = int(math.floor(t3))
-        out_x[n] = x
-        out_x[n + 1] = x
-        out_x[n + 2] = x
-        out_y[n] = y
-        out_y[n + 1] = y
-        out_y[n + 2] = y
-        out_p[n] = pol
-        out_p[n + 1] = pol
-        out_p[n + 2] = pol
+        _put3(out_t, out_x, out_y, out_p, n, t1, t2, t3, x, y, pol)
         n += rec_n[r]
     return n
 
