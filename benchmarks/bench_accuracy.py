@@ -18,8 +18,9 @@ import sys
 import time
 
 import numpy as np
-from report import emit  # benchmarks/report.py
+from report import emit, tracker_params  # benchmarks/report.py
 
+from helixtrack_ros.core.params import TrackerParams
 from helixtrack_ros.evaluation import scale_drift_pct, track_scene, track_scene_pipeline
 from helixtrack_ros.sim import Simulator, make_scenario
 
@@ -33,12 +34,12 @@ def parse_levels(text: str) -> list[int]:
 
 
 def run(name: str, duration: float, level: int | None, seed: int,
-        pipeline: bool = False) -> list[dict]:
+        pipeline: bool = False, params: TrackerParams | None = None) -> list[dict]:
     """Track one scene; one row per rotor."""
     scene = make_scenario(name, duration_s=duration, ego_level=level, seed=seed)
     sim = Simulator(scene, seed=seed)
     t0 = time.perf_counter()
-    results, info = (track_scene_pipeline if pipeline else track_scene)(scene, sim)
+    results, info = (track_scene_pipeline if pipeline else track_scene)(scene, sim, params=params)
     wall = time.perf_counter() - t0
     rows = []
     for k, r in enumerate(results):
@@ -62,20 +63,24 @@ def main() -> int:
                     help='track through the full pipeline (health, loss recovery), states '
                          'per 1 ms batch, instead of bare trackers')
     ap.add_argument('--no-lone', action='store_true', help='skip the lone-rotor scenes')
+    ap.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
+                    help='a tracker parameter other than the default (repeatable)')
     args = ap.parse_args()
+    params = tracker_params(args.set)
     rows = []
     for name in () if args.no_lone else ('lone_constant', 'lone_ramp', 'lone_sweep', 'low_rpm'):
-        rows += run(name, args.duration, None, args.seed, args.pipeline)
+        rows += run(name, args.duration, None, args.seed, args.pipeline, params)
         print(rows[-1], file=sys.stderr)
     for name in ('quadcopter_2m', 'quadcopter_4m'):
         for level in parse_levels(args.levels):
-            rows += run(name, args.duration, level, args.seed, args.pipeline)
+            rows += run(name, args.duration, level, args.seed, args.pipeline, params)
             for r in rows[-4:]:
                 print(r, file=sys.stderr)
     lines = [
         f'Machine: {platform.processor() or platform.machine()}, {platform.python_version()}; '
         f'command: `{" ".join(sys.argv)}`; scene duration {args.duration} s, seed {args.seed}, '
-        'correct initialisation, default parameters, errors after 0.2 s.',
+        f'correct initialisation, {", ".join(args.set) or "default parameters"}, '
+        'errors after 0.2 s.',
         '',
         '| scene | ego | rotor | MArE [%] | MAE [RPM] | RMSE [RPM] | max scale err [%] '
         '| centre err end [px] | sensor rate [Mev/s] |',

@@ -1,8 +1,24 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""Output of the benchmark scripts: print the markdown report, and keep it when asked."""
+"""Shared bits of the benchmark scripts: the markdown report, ``--set`` overrides."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+
+from helixtrack_ros.core.params import TrackerParams
+
+
+def tracker_params(items: list[str]) -> TrackerParams:
+    """Default tracker parameters with ``FIELD=VALUE`` overrides (``--set``)."""
+    changes = {}
+    for item in items:
+        key, _, value = item.partition('=')
+        if not hasattr(TrackerParams, key) or not value:
+            raise SystemExit(f'--set {item}: expected FIELD=VALUE with a TrackerParams field')
+        kind = type(getattr(TrackerParams(), key))
+        changes[key] = kind(float(value)) if kind is int else kind(value)
+    return replace(TrackerParams(), **changes)
 
 
 def emit(lines: list[str], out: str | None) -> None:

@@ -45,7 +45,7 @@ import numpy as np
 from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
 from helixtrack_ros.codecs.time_sync import TimeMapper
 from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
-from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.events import EventArrays, EventBuffer
 from helixtrack_ros.core.health import HI_LEVEL, LOST, TRACKING, reason_text
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import (
@@ -350,6 +350,8 @@ class TrackingPipeline:
         self._suspect_run = 0
         self._detect_buffer: list[EventArrays] = []
         self._pending: list[_Pending] = []
+        # the decoded events of the batch being admitted, back to back
+        self._batch_events = EventBuffer(0)
         self._inflight: _Inflight | None = None
         self._first_t_us: int | None = None
         self._last_out_t_us = 0
@@ -491,14 +493,25 @@ class TrackingPipeline:
         for packets in batches:
             t_before = self._last_t_us
             results = self._admit_all(packets)
-            self._finish_inflight()
+            inflight, self._inflight = self._inflight, None
+            if inflight is not None and inflight.ev is not None:
+                self._collect(inflight)
+            due = prev is not None and diagnostics_period_us > 0 and (
+                last_diag_us is None or self._last_t_us is None
+                or self._last_t_us - last_diag_us >= diagnostics_period_us)
+            pending, self._pending = self._pending, []
+            if (inflight is not None and inflight.ev is not None and not due and pending
+                    and self._all_tracking(inflight)):
+                # the next batch's rotors start before this one's outputs are built
+                self._inflight = self._start(pending)
+                self._finish(inflight)
+                pending = []
+            elif inflight is not None:
+                self._finish(inflight)
             diag = None
-            if prev is not None and diagnostics_period_us > 0 and self._last_out_t_us and (
-                    last_diag_us is None
-                    or self._last_out_t_us - last_diag_us >= diagnostics_period_us):
+            if due and self._last_out_t_us:
                 diag = self.diagnostics()
                 last_diag_us = self._last_out_t_us
-            pending, self._pending = self._pending, []
             if pending:
                 self._inflight = self._start(pending)
             now = time.perf_counter()
@@ -514,6 +527,9 @@ class TrackingPipeline:
 
     def _admit_all(self, packets: Sequence[RawPacket]) -> list[PacketResult | None]:
         results: list[PacketResult | None] = [None] * len(packets)
+        # room for 2 events per 16-bit word (EVT3 streams carry fewer; more, and the
+        # packets that do not fit get arrays of their own)
+        self._batch_events = EventBuffer(sum(len(pkt.payload) for pkt in packets))
         for i, pkt in enumerate(packets):
             res = self._admit(results, i, *pkt)
             if res is not None:
@@ -547,9 +563,10 @@ class TrackingPipeline:
             return PacketResult(error=f'bad packet: {exc}')
         before = decoder.counters
         snapshot = decoder.snapshot()
+        mark = self._batch_events.n
         try:
             decoded = decoder.decode(payload, is_bigendian=bool(is_bigendian),
-                                     time_base=int(time_base))
+                                     time_base=int(time_base), out=self._batch_events)
         except ValueError as exc:
             self.counters['packets_refused'] += 1
             return PacketResult(error=f'undecodable payload: {exc}')
@@ -562,6 +579,7 @@ class TrackingPipeline:
         if reason is not None and self._suspect_run < CORRUPT_RUN_ACCEPT:
             # roll the stream state back so that the garbage does not shift later times
             decoder.restore(snapshot)
+            self._batch_events.truncate(mark)
             self.counters['packets_corrupt'] += 1
             self._suspect_run += 1
             return PacketResult(error=f'corrupt payload dropped (seq {seq}): {reason}')
@@ -614,7 +632,8 @@ class TrackingPipeline:
         order (top to bottom, left to right). Retried on the next window when
         nothing is found.
         """
-        self._detect_buffer.append(ev)
+        # a copy: ev is a view into its batch's (much larger) buffer
+        self._detect_buffer.append(EventArrays(*(a.copy() for a in ev)))
         t0 = int(self._detect_buffer[0].t_us[0])
         if int(ev.t_us[-1]) - t0 < DETECT_WINDOW_US:
             return
@@ -714,8 +733,10 @@ class TrackingPipeline:
         full = [pk for pk in pending if pk.t_last >= 0]
         if not full or not self._trackers:
             return inf
-        inf.ev = full[0].ev if len(full) == 1 else EventArrays.concatenate(
-            [pk.ev for pk in full])
+        parts = [pk.ev for pk in full]
+        inf.ev = parts[0] if len(parts) == 1 else self._batch_events.joined(parts)
+        if inf.ev is None:
+            inf.ev = EventArrays.concatenate(parts)
         sizes = [len(pk.ev) for pk in full]
         inf.ends = np.cumsum(sizes, dtype=np.int64)
         inf.t_last = np.array([pk.t_last for pk in full], dtype=np.int64)
@@ -742,6 +763,31 @@ class TrackingPipeline:
             return rec.reset_us + self.config.recovery_window_us + 100_000
         return -1
 
+    def _collect(self, inf: _Inflight) -> list[PacketRun | None]:
+        """Phase 1 results of a batch, once every rotor's job is done."""
+        runs = []
+        for r, job in enumerate(inf.runs):
+            if isinstance(job, _Job):
+                # the waiting thread works too: a job no worker has started yet is
+                # taken back and run here
+                job = (self._trackers[r]._run_packets(*job.args) if job.future.cancel()
+                       else job.future.result())
+            runs.append(job)
+        inf.runs = runs
+        return runs
+
+    def _all_tracking(self, inf: _Inflight) -> bool:
+        """True when phase 1 finished a batch for good: every rotor ran through every
+        packet and is TRACKING, none is recovering. Its outputs then change nothing
+        the next batch's kernels read, and can be built while they run."""
+        n_pk = len(inf.t_last) if inf.t_last is not None else 0
+        for run, rec in zip(inf.runs, self._rec):
+            if (not isinstance(run, PacketRun) or run.done != n_pk
+                    or int(run.health_int[n_pk - 1, HI_LEVEL]) != TRACKING
+                    or rec.searching or rec.reset):
+                return False
+        return True
+
     def _finish(self, inf: _Inflight) -> None:
         """Phase 2 of a batch, then its results.
 
@@ -751,15 +797,7 @@ class TrackingPipeline:
         """
         rows: list[list[RotorOutput]] = []
         if inf.ev is not None:
-            runs = []
-            for r, job in enumerate(inf.runs):
-                if isinstance(job, _Job):
-                    # the waiting thread works too: a job no worker has started yet is
-                    # taken back and run here
-                    job = (self._trackers[r]._run_packets(*job.args) if job.future.cancel()
-                           else job.future.result())
-                runs.append(job)
-            rows = self._phase2(inf, runs)
+            rows = self._phase2(inf, self._collect(inf))
         k = 0
         for pk in inf.pending:
             if pk.t_last < 0:

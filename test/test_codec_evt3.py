@@ -235,3 +235,46 @@ def test_far_backward_step_is_a_clock_restart_not_a_clamp():
     assert [e[0] for e in ev] == [100 * 4096, 100 * 4096, 3 * 4096 + 7, 4 * 4096]
     c = dec.counters
     assert c['time_resets'] == 1 and c['time_backwards'] == 2
+
+
+
+@pytest.mark.parametrize('encoding', ['evt3', 'mono'])
+def test_decoding_into_a_batch_buffer_gives_the_same_events_back_to_back(encoding):
+    from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder
+    from helixtrack_ros.codecs.mono import encode_mono
+    from helixtrack_ros.core.events import EventArrays, EventBuffer
+    rng = np.random.default_rng(3)
+    n = 3000
+    ev = EventArrays(np.sort(rng.integers(0, 5000, n)).astype(np.int64),
+                     rng.integers(0, W, n).astype(np.uint16),
+                     rng.integers(0, H, n).astype(np.uint16),
+                     rng.integers(0, 2, n).astype(np.uint8))
+    parts = [ev.slice(a, b) for a, b in ((0, 700), (700, 701), (701, 1900), (1900, n))]
+    enc = Evt3Encoder()
+    payloads = [encode_mono(q, 0)[0] if encoding == 'mono' else enc.encode(q) for q in parts]
+    plain = make_decoder(encoding, W, H)
+    expected = [plain.decode(pl).events for pl in payloads]
+    for capacity in (n, 2000, 0):   # everything fits / the last packet does not / nothing
+        into = make_decoder(encoding, W, H)
+        buf = EventBuffer(capacity)
+        got = [into.decode(pl, out=buf).events for pl in payloads]
+        for g, e in zip(got, expected):
+            for a, b in zip(g, e):
+                np.testing.assert_array_equal(a, b)
+        joined = buf.joined(got)
+        if capacity == n:
+            # one view over the whole batch, no copy
+            assert joined is not None and np.shares_memory(joined.t_us, got[0].t_us)
+            np.testing.assert_array_equal(joined.t_us, ev.t_us)
+        else:
+            assert joined is None
+    # a refused packet is taken back: the next one follows the packet before it
+    buf = EventBuffer(n)
+    dec = make_decoder(encoding, W, H)
+    first = dec.decode(payloads[0], out=buf).events
+    mark = buf.n
+    dec.decode(payloads[2], out=buf)
+    buf.truncate(mark)
+    second = dec.decode(payloads[1], out=buf).events
+    assert buf.joined([first, second]) is not None
+    assert buf.joined([second, first]) is None

@@ -65,7 +65,7 @@ from helixtrack_ros.codecs.types import (
     check_geometry,
     payload_as_uint8,
 )
-from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.events import EventArrays, EventBuffer
 
 #: Largest sensor size EVT 3.0 can address (11-bit coordinates).
 EVT3_MAX_SIZE = 2048
@@ -343,7 +343,7 @@ class Evt3Decoder:
                 for name, v in zip(COUNTER_NAMES, self._counters, strict=True)}
 
     def decode(self, payload: 'bytes | np.ndarray', is_bigendian: bool = False,
-               time_base: int = 0) -> DecodedPacket:
+               time_base: int = 0, out: EventBuffer | None = None) -> DecodedPacket:
         """Decode the payload of one EventPacket.
 
         Parameters
@@ -354,6 +354,9 @@ class Evt3Decoder:
             True if the 16-bit words are big-endian.
         time_base : int
             Ignored for EVT 3.0 (times come from the stream itself).
+        out : EventBuffer, optional
+            Where to put the events (they are then views into it); default:
+            arrays of their own.
 
         Returns
         -------
@@ -366,20 +369,24 @@ class Evt3Decoder:
         n = words.shape[0]
         odd = buf.shape[0] - 2 * n
         if n <= self._CHUNK_WORDS:  # the usual case: one kernel call
-            return self._decode_words(words, 1, odd)
+            return self._decode_words(words, 1, odd, out)
         c = self._CHUNK_WORDS
-        parts = [self._decode_words(words[s:s + c], int(s == 0), odd * (s == 0))
+        parts = [self._decode_words(words[s:s + c], int(s == 0), odd * (s == 0), None)
                  for s in range(0, n, c)]
         return DecodedPacket(EventArrays.concatenate([q.events for q in parts]),
                              *(np.concatenate([getattr(q, f) for q in parts])
                                for f in ('trig_t_us', 'trig_value', 'trig_id')))
 
-    def _decode_words(self, words: np.ndarray, new_packet: int, odd: int) -> DecodedPacket:
+    def _decode_words(self, words: np.ndarray, new_packet: int, odd: int,
+                      out: EventBuffer | None) -> DecodedPacket:
         scratch = self._ensure_scratch(words.shape[0])
         k, kt = _evt3_decode(words, new_packet, odd, self.width, self.height, self._state,
                              self._counters, *scratch)
         t, x, y, p, tt, tv, tid = scratch
-        ev = EventArrays(t[:k].copy(), x[:k].copy(), y[:k].copy(), p[:k].copy())
+        if out is not None:
+            ev = out.put(t[:k], x[:k], y[:k], p[:k])
+        else:
+            ev = EventArrays(t[:k].copy(), x[:k].copy(), y[:k].copy(), p[:k].copy())
         if kt == 0:
             return DecodedPacket(ev, _NO_TRIG_T, _NO_TRIG_U8, _NO_TRIG_U8)
         return DecodedPacket(ev, tt[:kt].copy(), tv[:kt].copy(), tid[:kt].copy())

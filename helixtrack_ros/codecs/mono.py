@@ -29,7 +29,7 @@ from helixtrack_ros.codecs.types import (
     check_geometry,
     payload_as_uint8,
 )
-from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.events import EventArrays, EventBuffer
 
 #: Largest sensor size the mono words can address (15-bit y).
 MONO_MAX_SIZE = 1 << 15
@@ -110,7 +110,7 @@ class MonoDecoder:
                 for name, v in zip(COUNTER_NAMES, self._counters, strict=True)}
 
     def decode(self, payload: 'bytes | np.ndarray', is_bigendian: bool = False,
-               time_base: int = 0) -> DecodedPacket:
+               time_base: int = 0, out: EventBuffer | None = None) -> DecodedPacket:
         """Decode the payload of one ``mono`` EventPacket.
 
         Parameters
@@ -121,6 +121,8 @@ class MonoDecoder:
             True if the 64-bit words are big-endian.
         time_base : int
             The packet's ``time_base`` [ns of sensor time].
+        out : EventBuffer, optional
+            Where to put the events (they are then views into it).
 
         Returns
         -------
@@ -138,7 +140,8 @@ class MonoDecoder:
         words = buf[:8 * n].view('>u8' if is_bigendian else '<u8').astype(np.uint64)
         t, x, y, p, k, self._floor_us = _mono_decode(
             words, time_base, self.width, self.height, self._floor_us, self._counters)
-        ev = EventArrays(t[:k], x[:k], y[:k], p[:k])
+        ev = (EventArrays(t[:k], x[:k], y[:k], p[:k]) if out is None
+              else out.put(t[:k], x[:k], y[:k], p[:k]))
         return DecodedPacket(ev, np.empty(0, np.int64), np.empty(0, np.uint8),
                              np.empty(0, np.uint8))
 

@@ -46,3 +46,68 @@ class EventArrays(NamedTuple):
         """Return events ``start:stop`` (views, no copy)."""
         return EventArrays(self.t_us[start:stop], self.x[start:stop],
                            self.y[start:stop], self.p[start:stop])
+
+
+class EventBuffer:
+    """Preallocated storage that keeps consecutive packets of a batch contiguous.
+
+    Decoders copy each packet's events in (:meth:`put`) and hand out views,
+    so a batch of packets is one set of arrays without a second copy
+    (:meth:`joined`). A packet that does not fit is returned as its own
+    copy instead; the batch then falls back to concatenation.
+
+    Parameters
+    ----------
+    capacity : int
+        Events the buffer can hold.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        capacity = max(int(capacity), 0)
+        self._arrays = EventArrays(np.empty(capacity, np.int64), np.empty(capacity, np.uint16),
+                                   np.empty(capacity, np.uint16), np.empty(capacity, np.uint8))
+        self.n = 0
+
+    @property
+    def capacity(self) -> int:
+        """Events the buffer can hold."""
+        return len(self._arrays)
+
+    def put(self, t_us: np.ndarray, x: np.ndarray, y: np.ndarray,
+            p: np.ndarray) -> EventArrays:
+        """Append events; return them as views into the buffer (or as copies when full)."""
+        k = int(t_us.shape[0])
+        n0 = self.n
+        if n0 + k > self.capacity:
+            return EventArrays(t_us.copy(), x.copy(), y.copy(), p.copy())
+        for dst, src in zip(self._arrays, (t_us, x, y, p)):
+            dst[n0:n0 + k] = src
+        self.n = n0 + k
+        return self._arrays.slice(n0, n0 + k)
+
+    def truncate(self, n: int) -> None:
+        """Drop everything after the first ``n`` events (a refused packet)."""
+        self.n = min(self.n, max(int(n), 0))
+
+    def joined(self, parts: 'list[EventArrays]') -> 'EventArrays | None':
+        """The events of ``parts`` as one view when they lie back to back here, else None."""
+        if not parts:
+            return None
+        base = self._arrays.t_us
+        start = _offset_in(base, parts[0].t_us)
+        if start is None:
+            return None
+        pos = start
+        for part in parts:
+            if _offset_in(base, part.t_us) != pos:
+                return None
+            pos += len(part)
+        return self._arrays.slice(start, pos)
+
+
+def _offset_in(base: np.ndarray, view: np.ndarray) -> 'int | None':
+    """Index of ``view[0]`` in ``base`` when ``view`` is a contiguous slice of it."""
+    if view.base is not base and view is not base:
+        return None
+    offset = view.__array_interface__['data'][0] - base.__array_interface__['data'][0]
+    return offset // base.itemsize

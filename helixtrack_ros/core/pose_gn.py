@@ -53,7 +53,6 @@ from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.fastmath import (
-    _atan2_poly,
     _cos_poly,
     _exp_neg,
     _sigmoid,
@@ -226,17 +225,20 @@ def _event_jac(pose, prm, zx, zy, ux, uy, r, J, jphi, jr):
 
 
 @njit(cache=True, nogil=True, fastmath={'contract'})
-def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, pol):
+def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, theta, eps, w, pol):
     """Add one event's residuals to the normal equations (S1, upper triangle).
 
-    eps is the (polarity-centred, see module notes) wrapped phase residual
-    (Eq. 3) and w = w_vm(eps) w_ring(r) the gate product; both are frozen
-    (Gauss-Newton with frozen gates). The polarity term and the c+ / c-
+    theta = atan2(zeta u_y, u_x) is the event's blade angle (Eq. 3, already
+    computed by the caller; it also gives the BTO sector). eps is the
+    (polarity-centred, see module notes) wrapped phase residual (Eq. 3) and
+    w = w_vm(eps) w_ring(r) the gate product; both are frozen (Gauss-Newton
+    with frozen gates). The polarity term and the c+ / c-
     statistics use the plain residual eps + (h for ON, -h for OFF).
     J_phi and J_r are the only Jacobian directions (J_pol ~ J_phi,
     J_in, J_out ~ J_r), so A gets two weighted rank-1 updates, written out
-    on scalars. Terms below 1e-5 of their peak (annulus barriers far from
-    the boundary, BTO bands beyond 5 sigma) are skipped.
+    on scalars. Terms far from their support are skipped: annulus barriers
+    more than 6 tau inside the annulus (value and slope below 2.5e-3 of
+    their scale, below 6e-6 in A) and BTO bands beyond 5 sigma.
     """
     p0, p1, p2, p3, p4, p5, q0, q1, q2, q3, q4, q5 = _event_jac_s(
         pose[0], pose[1], pose[4], pose[5], prm[G_B] * prm[G_ZETA], zx, zy, ux, uy, r)
@@ -263,13 +265,13 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, pol):
     tau = prm[G_BTAU]
     ein = 0.0
     kin = 0.0
-    if prm[G_RIN] - r > -12.0 * tau:
+    if prm[G_RIN] - r > -6.0 * tau:
         sp, sg = _softplus_sigmoid(prm[G_RIN] - r, tau)
         ein = prm[G_CB] * sp
         kin = -prm[G_CB] * sg
     eout = 0.0
     kout = 0.0
-    if r - prm[G_ROUT] > -12.0 * tau:
+    if r - prm[G_ROUT] > -6.0 * tau:
         sp, sg = _softplus_sigmoid(r - prm[G_ROUT], tau)
         eout = prm[G_CB] * sp
         kout = prm[G_CB] * sg
@@ -325,15 +327,18 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, pol):
         e0 = er
         e1 = r - (1.0 - dl)
         e2 = r - (1.0 + dl)
-        m0 = _exp_neg(-0.5 * e0 * e0 / (sc * sc))
-        m1 = _exp_neg(-0.5 * e1 * e1 / (sb * sb))
-        m2 = _exp_neg(-0.5 * e2 * e2 / (sb * sb))
+        isc2 = 1.0 / (sc * sc)
+        isb2 = 1.0 / (sb * sb)
+        m0 = _exp_neg(-0.5 * e0 * e0 * isc2)
+        m1 = _exp_neg(-0.5 * e1 * e1 * isb2)
+        m2 = _exp_neg(-0.5 * e2 * e2 * isb2)
         ns = int(prm[G_NSEC])
         sec = 0
         if ns > 1:
             # sector boundaries at odd multiples of pi / ns: never on pixel rows, columns
             # or diagonals through the centre (+ 0.0 turns -0.0 into +0.0)
-            ang = _atan2_poly(uy + 0.0, ux) + math.pi + math.pi / ns
+            # atan2(u_y, u_x) = zeta theta (the same sector for u_y = -0.0 and +0.0)
+            ang = prm[G_ZETA] * theta + math.pi + math.pi / ns
             sec = int(ang * (ns / (2.0 * math.pi)))
             if sec >= ns:
                 sec -= ns
@@ -342,9 +347,9 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, pol):
         acc[base + 1] += m1
         acc[base + 2] += m2
         # dm/dq = -m (r - c) / sigma^2 J_r
-        d0 = -m0 * e0 / (sc * sc)
-        d1 = -m1 * e1 / (sb * sb)
-        d2 = -m2 * e2 / (sb * sb)
+        d0 = -m0 * e0 * isc2
+        d1 = -m1 * e1 * isb2
+        d2 = -m2 * e2 * isb2
         acc[base + 3] += d0 * q0
         acc[base + 4] += d0 * q1
         acc[base + 5] += d0 * q2
@@ -599,7 +604,7 @@ def _accumulate_batch(acc, prm, pose, x, y, p, phi_eff):
         eps = _wrap_pi(phi_eff[i] - bz * theta - off)
         d = r - 1.0
         w = math.exp(prm[G_KAPPA] * (math.cos(eps) - 1.0) - d * d * prm[G_INV2SR2])
-        _accumulate(acc, prm, pose, zx, zy, ux, uy, r, eps, w, p[i])
+        _accumulate(acc, prm, pose, zx, zy, ux, uy, r, theta, eps, w, p[i])
         used += 1
     return used
 

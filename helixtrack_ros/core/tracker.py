@@ -873,7 +873,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                 gn_cnt += 1
                 if gn_cnt >= gn_stride:
                     gn_cnt = 0
-                    _accumulate(acc, gp, pose, zx, zy, ux, uy, r, eps, w, ps[i])
+                    _accumulate(acc, gp, pose, zx, zy, ux, uy, r, theta, eps, w, ps[i])
         if mode == MODE_EVERY:
             _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
             _emit(k_out, t, tp, fs, ist, q, out_t, out_v)

@@ -41,9 +41,9 @@ def terms(q, x, y, p, phi_eff, P):
     cp = np.where(p != 0, P['c_on'], P['c_off'])
     delta = wrap(eraw - cp)
     tau = P['band_tau']
-    # the kernels drop barrier terms more than 12 tau inside the annulus (value < 6e-6 tau)
-    near_in = (P['r_in'] - r) > -12.0 * tau
-    near_out = (r - P['r_out']) > -12.0 * tau
+    # the kernels drop barrier terms more than 6 tau inside the annulus (value < 2.5e-3 tau)
+    near_in = (P['r_in'] - r) > -6.0 * tau
+    near_out = (r - P['r_out']) > -6.0 * tau
     res = np.stack([eps, r - 1.0, P['c_pol'] * np.sin(0.5 * delta),
                     np.where(near_in, P['c_b'] * softplus(P['r_in'] - r, tau), 0.0),
                     np.where(near_out, P['c_b'] * softplus(r - P['r_out'], tau), 0.0)], axis=1)
