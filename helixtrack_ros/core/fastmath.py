@@ -94,15 +94,12 @@ def _atan2_poly(y: float, x: float) -> float:
     mx = max(ax, ay)
     t = min(ax, ay) / mx if mx > 0.0 else 0.0
     t2 = t * t
-    # Horner in t^2
-    a = _A7
-    a = a * t2 + _A6
-    a = a * t2 + _A5
-    a = a * t2 + _A4
-    a = a * t2 + _A3
-    a = a * t2 + _A2
-    a = a * t2 + _A1
-    a = a * t2 + _A0
+    # Estrin in t^2 (three levels instead of Horner's eight: the per-event path is
+    # latency bound)
+    t4 = t2 * t2
+    t8 = t4 * t4
+    a = (((_A0 + _A1 * t2) + (_A2 + _A3 * t2) * t4)
+         + ((_A4 + _A5 * t2) + (_A6 + _A7 * t2) * t4) * t8)
     a *= t
     a = HALF_PI - a if ay > ax else a
     a = PI - a if x < 0.0 else a
@@ -113,15 +110,11 @@ def _atan2_poly(y: float, x: float) -> float:
 def _cos_poly(e: float) -> float:
     """cos(e) for e in [-pi, pi] (even polynomial, error < 1e-9)."""
     e2 = e * e
-    c = _C7
-    c = c * e2 + _C6
-    c = c * e2 + _C5
-    c = c * e2 + _C4
-    c = c * e2 + _C3
-    c = c * e2 + _C2
-    c = c * e2 + _C1
-    c = c * e2 + _C0
-    return c
+    # Estrin in e^2
+    e4 = e2 * e2
+    e8 = e4 * e4
+    return (((_C0 + _C1 * e2) + (_C2 + _C3 * e2) * e4)
+            + ((_C4 + _C5 * e2) + (_C6 + _C7 * e2) * e4) * e8)
 
 
 @njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
@@ -212,13 +205,10 @@ def _exp_neg(x: float) -> float:
         return 0.0
     n = math.floor(y)
     f = 1.0 - (y - n)
-    p = _E6
-    p = p * f + _E5
-    p = p * f + _E4
-    p = p * f + _E3
-    p = p * f + _E2
-    p = p * f + _E1
-    p = p * f + _E0
+    # Estrin in f
+    f2 = f * f
+    f4 = f2 * f2
+    p = ((_E0 + _E1 * f) + (_E2 + _E3 * f) * f2) + ((_E4 + _E5 * f) + _E6 * f2) * f4
     return p * _POW2_NEG[int(n) + 1]
 
 
