@@ -78,11 +78,13 @@ NODE_NAME = 'helixtrack'
 EVENTS_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
                         history=HistoryPolicy.KEEP_LAST, depth=1000,
                         durability=DurabilityPolicy.VOLATILE)
-#: QoS of the per-packet outputs.
 #: The debug image shows detections of this much recent sensor time [us].
 DETECTION_SHOW_US = 1_000_000
+#: QoS of the per-packet outputs: reliable, and 100 deep (0.1 s of 1 ms packets), so that
+#: the outputs of a batch of queued packets (``max_batch_packets``), published back to
+#: back, reach a reliable subscriber (e.g. ``ros2 bag record``) without losses.
 OUTPUT_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
-                        history=HistoryPolicy.KEEP_LAST, depth=10,
+                        history=HistoryPolicy.KEEP_LAST, depth=100,
                         durability=DurabilityPolicy.VOLATILE)
 
 #: Rotor parameters: field -> (default or None when required, description, read-only).

@@ -13,7 +13,7 @@ Packets are tracked in batches (:meth:`TrackingPipeline.process_packets`):
 each rotor runs through all packets of a batch in one numba call, the rotors
 in parallel threads, and the results are still one per packet
 (``docs/ARCHITECTURE.md``, "Data flow"). The node batches only packets that
-have queued up; ``helixtrack track`` batches about 10 ms and decodes the next
+have queued up; ``helixtrack track`` batches about 64 ms and decodes the next
 batch while the rotors run (:meth:`TrackingPipeline.process_stream`).
 
 Health and recovery (beyond the paper, whose tracker "does not perform
