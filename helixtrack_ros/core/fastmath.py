@@ -120,7 +120,8 @@ def _cos_poly(e: float) -> float:
 @njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
 def _wrap_pi(a: float) -> float:
     """wrap_pi(a) = mod(a + pi, 2 pi) - pi, in [-pi, pi)."""
-    return a - TWO_PI * math.floor((a + PI) * INV_TWO_PI)
+    # np.floor stays a float (math.floor is an int in numba: two conversions more)
+    return a - TWO_PI * np.floor((a + PI) * INV_TWO_PI)
 
 
 @njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
@@ -203,13 +204,15 @@ def _exp_neg(x: float) -> float:
     y = -x * LOG2E
     if not y < 62.0:
         return 0.0
-    n = math.floor(y)
+    # n stays a float for f (no int round trip on the path); the table index is
+    # unsigned (>= 0: no negative-index code)
+    n = np.floor(y)
     f = 1.0 - (y - n)
     # Estrin in f
     f2 = f * f
     f4 = f2 * f2
     p = ((_E0 + _E1 * f) + (_E2 + _E3 * f) * f2) + ((_E4 + _E5 * f) + _E6 * f2) * f4
-    return p * _POW2_NEG[int(n) + 1]
+    return p * _POW2_NEG[np.uint64(int(n) + 1)]
 
 
 def exp_neg(x: np.ndarray) -> np.ndarray:

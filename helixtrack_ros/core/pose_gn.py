@@ -336,12 +336,12 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, theta, eps, w, pol):
         m0 = _exp_neg(-0.5 * e0 * e0 * isc2)
         m1 = _exp_neg(-0.5 * e1 * e1 * isb2)
         m2 = _exp_neg(-0.5 * e2 * e2 * isb2)
-        ns = int(prm[G_NSEC])
+        nsf = prm[G_NSEC]
         sec = 0
         # sector s: atan2(u_y, u_x) + pi + pi / ns in [s, s + 1) 2 pi / ns; the
         # boundaries, odd multiples of pi / ns, are never on pixel rows, columns or
         # diagonals through the centre
-        if ns == 8:
+        if nsf == 8.0:
             # (the default) without an angle: rotate u by 9 pi / 8, take the octant of
             # the result from its signs and |a| < |b|; known early, the sector's address
             # does not hold up the accumulation (-20 % time per event)
@@ -350,7 +350,8 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, theta, eps, w, pol):
             turn = np.int64(b < 0.0) != np.int64(a < 0.0)
             sec = 4 * np.int64(b < 0.0) + 2 * np.int64(turn) + np.int64(
                 (abs(a) < abs(b)) != turn)
-        elif ns > 1:
+        elif nsf > 1.0:
+            ns = int(nsf)
             # atan2(u_y, u_x) = zeta theta (the same sector for u_y = -0.0 and +0.0)
             ang = prm[G_ZETA] * theta + math.pi + math.pi / ns
             sec = int(ang * (ns / (2.0 * math.pi)))
