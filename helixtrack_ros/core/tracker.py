@@ -1354,36 +1354,7 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
         y1 = box[3]
         # the events inside the box, by branch-free index compaction (u - x0 <= w as
         # unsigned is x0 <= u <= x1), then gathered; every stride-th of them
-        w = np.uint32(x1 - x0)
-        h = np.uint32(y1 - y0)
-        m = 0
-        if stride == 1:
-            # one sequential pass: every event is written at slot m, which advances only
-            # for an event inside the box (unsigned indices: no wraparound code)
-            for i in range(np.uint64(e0), np.uint64(e1)):
-                xi = xs[i]
-                yi = ys[i]
-                bt[m] = t_us[i]
-                bx[m] = xi
-                by[m] = yi
-                bp[m] = ps[i]
-                dx = np.uint32(np.int64(xi) - x0)
-                dy = np.uint32(np.int64(yi) - y0)
-                m += np.int64((dx <= w) & (dy <= h))
-        else:
-            n_in = 0
-            for i in range(e0, e1):
-                dx = np.uint32(np.int64(xs[i]) - x0)
-                dy = np.uint32(np.int64(ys[i]) - y0)
-                bi[n_in] = i
-                n_in += np.int64((dx <= w) & (dy <= h))
-            for j in range(0, n_in, stride):
-                i = bi[j]
-                bt[m] = t_us[i]
-                bx[m] = xs[i]
-                by[m] = ys[i]
-                bp[m] = ps[i]
-                m += 1
+        m = _route(t_us, xs, ys, ps, e0, e1, x0, y0, x1, y1, stride, bi, bt, bx, by, bp)
         t_last = pkt_t_last[k]
         samp[0] = t_last
         _process(bt[:m], bx[:m], by[:m], bp[:m], tp, gp, fs, ist, q, pose, acc, acq_t, acq_a,
@@ -1412,6 +1383,47 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
         if level == 2 or (deadline >= 0 and t_last > deadline):
             return k + 1
     return n_pk
+
+
+@njit(cache=True, nogil=True)
+def _route(t_us, xs, ys, ps, e0, e1, x0, y0, x1, y1, stride, bi, bt, bx, by, bp):
+    """Copy every stride-th event of e0:e1 inside [x0, x1] x [y0, y1] to bt, bx, by, bp.
+
+    Returns the number copied. Branch free: u - x0 <= x1 - x0 as unsigned is
+    x0 <= u <= x1. A function of its own (not inlined into the tracker's
+    large kernel), so that the loop keeps its pointers in registers.
+    """
+    w = np.uint32(x1 - x0)
+    h = np.uint32(y1 - y0)
+    m = 0
+    if stride == 1:
+        # one sequential pass: every event is written at slot m, which advances only for
+        # an event inside the box (unsigned indices: no wraparound code)
+        for i in range(np.uint64(e0), np.uint64(e1)):
+            xi = xs[i]
+            yi = ys[i]
+            bt[m] = t_us[i]
+            bx[m] = xi
+            by[m] = yi
+            bp[m] = ps[i]
+            dx = np.uint32(np.int64(xi) - x0)
+            dy = np.uint32(np.int64(yi) - y0)
+            m += np.int64((dx <= w) & (dy <= h))
+        return m
+    n_in = 0
+    for i in range(e0, e1):
+        dx = np.uint32(np.int64(xs[i]) - x0)
+        dy = np.uint32(np.int64(ys[i]) - y0)
+        bi[n_in] = i
+        n_in += np.int64((dx <= w) & (dy <= h))
+    for j in range(0, n_in, stride):
+        i = bi[j]
+        bt[m] = t_us[i]
+        bx[m] = xs[i]
+        by[m] = ys[i]
+        bp[m] = ps[i]
+        m += 1
+    return m
 
 
 _BBOX_COS = np.cos(np.linspace(0.0, TWO_PI, 73))
