@@ -352,6 +352,7 @@ class TrackingPipeline:
         self._pending: list[_Pending] = []
         # the decoded events of the batch being admitted, back to back
         self._batch_events = EventBuffer(0)
+        self._buffers: list[EventBuffer] = []
         self._inflight: _Inflight | None = None
         self._first_t_us: int | None = None
         self._last_out_t_us = 0
@@ -529,12 +530,28 @@ class TrackingPipeline:
         results: list[PacketResult | None] = [None] * len(packets)
         # room for 2 events per 16-bit word (EVT3 streams carry fewer; more, and the
         # packets that do not fit get arrays of their own)
-        self._batch_events = EventBuffer(sum(len(pkt.payload) for pkt in packets))
+        self._batch_events = self._free_buffer(sum(len(pkt.payload) for pkt in packets))
         for i, pkt in enumerate(packets):
             res = self._admit(results, i, *pkt)
             if res is not None:
                 results[i] = res
         return results
+
+    def _free_buffer(self, capacity: int) -> EventBuffer:
+        """A batch buffer no result or batch refers to any more, else a new one.
+
+        Reusing the memory matters: fresh memory costs a page fault per 4 KiB
+        on first touch (about as much as the decoding itself).
+        """
+        free = [b for b in self._buffers if not b.in_use()]
+        for buf in free:
+            if buf.capacity >= capacity:
+                buf.reset()
+                return buf
+        # with headroom: the next batches are about as large; a free one too small goes
+        buf = EventBuffer(capacity + capacity // 4)
+        self._buffers = [b for b in self._buffers if b not in free] + [buf]
+        return buf
 
     def _account_batch(self, wall_s: float, t_before: int | None) -> None:
         if self._last_t_us is None:

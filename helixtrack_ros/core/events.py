@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The event array container shared by codecs, simulator, tracker and I/O."""
 
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -84,6 +85,15 @@ class EventBuffer:
             dst[n0:n0 + k] = src
         self.n = n0 + k
         return self._arrays.slice(n0, n0 + k)
+
+    def in_use(self) -> bool:
+        """True while any array handed out (a view) is still referenced somewhere."""
+        # references: the tuple's own and getrefcount's argument; any view adds one
+        return any(sys.getrefcount(self._arrays[k]) > 2 for k in range(4))
+
+    def reset(self) -> None:
+        """Empty the buffer for reuse (only when not :meth:`in_use`)."""
+        self.n = 0
 
     def truncate(self, n: int) -> None:
         """Drop everything after the first ``n`` events (a refused packet)."""
