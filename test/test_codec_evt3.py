@@ -278,3 +278,7 @@ def test_decoding_into_a_batch_buffer_gives_the_same_events_back_to_back(encodin
     second = dec.decode(payloads[1], out=buf).events
     assert buf.joined([first, second]) is not None
     assert buf.joined([second, first]) is None
+    # reusable only once no view is left
+    assert buf.in_use()
+    del first, second
+    assert not buf.in_use()
