@@ -380,13 +380,19 @@ class Evt3Decoder:
     def _decode_words(self, words: np.ndarray, new_packet: int, odd: int,
                       out: EventBuffer | None) -> DecodedPacket:
         scratch = self._ensure_scratch(words.shape[0])
-        k, kt = _evt3_decode(words, new_packet, odd, self.width, self.height, self._state,
-                             self._counters, *scratch)
-        t, x, y, p, tt, tv, tid = scratch
-        if out is not None:
-            ev = out.put(t[:k], x[:k], y[:k], p[:k])
+        room = out.free_arrays(12 * words.shape[0]) if out is not None else None
+        if room is not None:
+            # straight into the caller's buffer (12 events per word fit)
+            k, kt = _evt3_decode(words, new_packet, odd, self.width, self.height, self._state,
+                                 self._counters, *room, *scratch[4:])
+            ev = out.commit(k)
         else:
-            ev = EventArrays(t[:k].copy(), x[:k].copy(), y[:k].copy(), p[:k].copy())
+            k, kt = _evt3_decode(words, new_packet, odd, self.width, self.height, self._state,
+                                 self._counters, *scratch)
+            t, x, y, p = scratch[:4]
+            ev = (out.put(t[:k], x[:k], y[:k], p[:k]) if out is not None
+                  else EventArrays(t[:k].copy(), x[:k].copy(), y[:k].copy(), p[:k].copy()))
+        tt, tv, tid = scratch[4:]
         if kt == 0:
             return DecodedPacket(ev, _NO_TRIG_T, _NO_TRIG_U8, _NO_TRIG_U8)
         return DecodedPacket(ev, tt[:kt].copy(), tv[:kt].copy(), tid[:kt].copy())

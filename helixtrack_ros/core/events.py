@@ -86,6 +86,25 @@ class EventBuffer:
         self.n = n0 + k
         return self._arrays.slice(n0, n0 + k)
 
+    def free_arrays(self, k: int) -> 'EventArrays | None':
+        """Room for ``k`` more events as writable views (None when it is not there).
+
+        For a decoder that writes straight into the buffer; :meth:`commit`
+        then takes the events it wrote.
+        """
+        n0 = self.n
+        if n0 + k > self.capacity:
+            return None
+        return self._arrays.slice(n0, n0 + k)
+
+    def commit(self, k: int) -> EventArrays:
+        """Take the next ``k`` events written into :meth:`free_arrays`; return them."""
+        n0 = self.n
+        if n0 + k > self.capacity:
+            raise ValueError('commit: more events than the buffer holds')
+        self.n = n0 + k
+        return self._arrays.slice(n0, n0 + k)
+
     def in_use(self) -> bool:
         """True while any array handed out (a view) is still referenced somewhere."""
         # references: the tuple's own and getrefcount's argument; any view adds one
