@@ -154,3 +154,39 @@ def test_errors(tmp_path):
                                             rpm_shaft=0, homography=np.eye(3))])
         with pytest.raises(ValueError, match='level'):
             w.write_diagnostics(1, [dict(name='a', level=7)])
+
+
+@pytest.mark.parametrize('frame_id', ['', 'c', 'camera', 'event_camera_optical_frame'])
+@pytest.mark.parametrize('encoding', ['evt3', 'mono', 'x'])
+def test_fast_event_packet_reader_equals_the_generic_deserializer(frame_id, encoding):
+    # every alignment of the fields after a string; the real bag's own packets
+    from rosbags.rosbag2 import Reader
+
+    from helixtrack_ros.io.bags import EVENT_PACKET_TYPE, _parse_event_packet, typestore
+    store = typestore()
+    T = store.types
+    raws = []
+    for n in (0, 1, 7, 64):
+        msg = T[EVENT_PACKET_TYPE](
+            header=T['std_msgs/msg/Header'](
+                stamp=T['builtin_interfaces/msg/Time'](sec=1_700_000_000, nanosec=123 + n),
+                frame_id=frame_id),
+            height=720, width=1280, seq=2**40 + n, time_base=n * 1000, encoding=encoding,
+            is_bigendian=bool(n % 2), events=np.arange(n, dtype=np.uint8))
+        raws.append(bytes(store.serialize_cdr(msg, EVENT_PACKET_TYPE)))
+    with Reader(REAL_BAG) as reader:
+        raws += [bytes(raw) for _, _, raw in reader.messages()][:5]
+    for raw in raws:
+        fast = _parse_event_packet(raw, 42)
+        msg = store.deserialize_cdr(raw, EVENT_PACKET_TYPE)
+        assert fast.stamp_ns == msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        assert (fast.seq, fast.width, fast.height, fast.encoding, fast.is_bigendian,
+                fast.time_base) == (msg.seq, msg.width, msg.height, msg.encoding,
+                                    msg.is_bigendian, msg.time_base)
+        assert bytes(fast.events) == bytes(msg.events) and fast.log_time_ns == 42
+    # a big-endian CDR message, or a truncated one: not for the fast reader
+    big = bytes(store.serialize_cdr(msg, EVENT_PACKET_TYPE, little_endian=False))
+    with pytest.raises(ValueError):
+        _parse_event_packet(big, 0)
+    with pytest.raises(ValueError):
+        _parse_event_packet(raws[-1][:-3], 0)
