@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> list[dict]:
     tree['diagnostics_period_s'] = 0.1
     tree['realtime_stride'] = bool(args.allow_stride)
     tree['max_batch_packets'] = int(args.max_batch)
+    if args.threads is not None:
+        tree['threads'] = int(args.threads)
     for item in args.set:
         key, value = item.split('=', 1)
         tree.setdefault('tracker', {})[key] = float(value)
@@ -181,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                          'within this time')
     ap.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
                     help='a tracker parameter for the node (repeatable)')
+    ap.add_argument('--threads', type=int, default=None,
+                    help="the node's rotor worker threads (default: its own default)")
     ap.add_argument('--max-batch', type=int, default=20,
                     help="the node's max_batch_packets (1: every packet alone)")
     ap.add_argument('--allow-stride', action='store_true',

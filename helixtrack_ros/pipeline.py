@@ -102,7 +102,8 @@ class PipelineConfig:
     max_stride : int
         Largest k the real-time policy may choose.
     threads : int
-        Worker threads for rotors (the kernels release the GIL); 1 = inline.
+        Worker threads for rotors (the kernels release the GIL); 1 = inline,
+        0 = one per rotor (at most 8).
     auto_detect : bool
         Detect rotors from the stream when ``rotors`` is empty (not yet
         available: reported in diagnostics).
@@ -128,7 +129,7 @@ class PipelineConfig:
     tracker: TrackerParams = field(default_factory=TrackerParams)
     realtime_stride: bool = False
     max_stride: int = 8
-    threads: int = 2
+    threads: int = 0
     auto_detect: bool = False
     recovery: bool = True
     recovery_min_us: int = 25_000
@@ -180,7 +181,7 @@ class PipelineConfig:
             rotors=rotors, tracker=tracker,
             realtime_stride=bool(params.get('realtime_stride', False)),
             max_stride=int(params.get('max_stride', 8)),
-            threads=int(params.get('threads', 2)),
+            threads=int(params.get('threads', 0)),
             auto_detect=bool(params.get('auto_detect', False)),
             recovery=bool(params.get('recovery', True)),
             recovery_min_us=int(params.get('recovery_min_us', 25_000)),
@@ -201,7 +202,8 @@ class PipelineConfig:
         out['realtime_stride'] = (
             'feed trackers every k-th event when processing falls behind', '', None, None)
         out['max_stride'] = ('largest event stride of the real-time policy', '', 1, 64)
-        out['threads'] = ('worker threads for rotors', '', 1, 16)
+        out['threads'] = ('worker threads for rotors (0 = one per rotor, at most 8)', '', 0,
+                          16)
         out['recovery'] = ('re-detect and re-initialise a LOST rotor', '', None, None)
         out['recovery_min_us'] = ('shortest span of events a re-detection uses', 'us', 1000,
                                   1e7)
@@ -382,12 +384,17 @@ class TrackingPipeline:
     def _make_pool(self) -> None:
         """Worker threads for the rotors.
 
-        ``threads`` workers: offline the calling thread meanwhile reads,
-        decodes and writes (:meth:`process_stream`); when it waits, it runs
-        jobs no worker has started (:meth:`_finish`).
+        ``threads`` workers (0: one per rotor, at most 8): offline the calling
+        thread meanwhile reads, decodes and writes (:meth:`process_stream`);
+        when it waits, it runs jobs no worker has started (:meth:`_finish`).
+        One thread per rotor, more than the cores, lets the operating system
+        share the cores among all rotors of a batch: none waits for the
+        slowest one alone (1 s at 30 M events/s, 4 rotors, 2 cores: 0.97 s
+        with 4 workers, 1.09 s with 2).
         """
-        if self._pool is None and self.config.threads > 1 and len(self._trackers) > 1:
-            self._pool = ThreadPoolExecutor(max_workers=self.config.threads,
+        n = self.config.threads if self.config.threads > 0 else min(len(self._trackers), 8)
+        if self._pool is None and n > 1 and len(self._trackers) > 1:
+            self._pool = ThreadPoolExecutor(max_workers=n,
                                             thread_name_prefix='helixtrack-rotors')
 
     def close(self) -> None:

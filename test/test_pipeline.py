@@ -148,7 +148,7 @@ def _summary(results):
              for o in r.rotors] for r in results]
 
 
-@pytest.mark.parametrize('threads,stream', [(1, False), (2, False), (2, True)])
+@pytest.mark.parametrize('threads,stream', [(1, False), (2, False), (2, True), (0, True)])
 def test_batches_of_packets_give_the_packet_by_packet_results(threads, stream):
     scene = make_scenario('quadcopter_4m', 0.3, 2, seed=6)
     raw = _raw_packets(scene, 6)
