@@ -40,11 +40,12 @@ def _predict_s(phi, om, al, P00, P01, P02, P11, P12, P22, dt, q):
     # (F P) F^T
     dt2 = dt * dt
     dt3 = dt2 * dt
-    n00 = a00 + dt * a01 + h * a02 + q * dt3 * dt2 / 20.0
-    n01 = a01 + dt * a02 + q * dt2 * dt2 / 8.0
-    n02 = a02 + q * dt3 / 6.0
-    n11 = a11 + dt * a12 + q * dt3 / 3.0
-    n12 = a12 + q * dt2 / 2.0
+    # Q_d of the white-jerk model (multiplications: no division on the per-timestamp path)
+    n00 = a00 + dt * a01 + h * a02 + q * dt3 * dt2 * (1.0 / 20.0)
+    n01 = a01 + dt * a02 + q * dt2 * dt2 * 0.125
+    n02 = a02 + q * dt3 * (1.0 / 6.0)
+    n11 = a11 + dt * a12 + q * dt3 * (1.0 / 3.0)
+    n12 = a12 + q * dt2 * 0.5
     n22 = P22 + q * dt
     return phi_n, om_n, al, n00, n01, n02, n11, n12, n22
 
@@ -78,15 +79,17 @@ def _update_fold_s(phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sigma0):
     with R_i = sigma0 / w_i and residuals eps_i taken at the predicted
     phase equal one update with R = sigma0 / sum w_i and the weighted mean
     residual sum w_i eps_i / sum w_i (information form of the linear KF).
-    Here K = P C^T sum w / (P00 sum w + sigma0) with one division.
+    Here K = P C^T sum w / (P00 sum w + sigma0), and K eps = P C^T g sum w eps
+    with g = 1 / (P00 sum w + sigma0): one division.
     """
-    inv = sw / (P00 * sw + sigma0)
-    eps = swe / sw
+    g = 1.0 / (P00 * sw + sigma0)
+    inv = sw * g
+    ge = swe * g
     k0 = P00 * inv
     k1 = P01 * inv
     k2 = P02 * inv
     # x <- x - K eps, P <- (I - K C) P
-    return (phi - k0 * eps, om - k1 * eps, al - k2 * eps, P00 - k0 * P00, P01 - k0 * P01,
+    return (phi - P00 * ge, om - P01 * ge, al - P02 * ge, P00 - k0 * P00, P01 - k0 * P01,
             P02 - k0 * P02, P11 - k1 * P01, P12 - k1 * P02, P22 - k2 * P02)
 
 
