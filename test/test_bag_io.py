@@ -113,6 +113,24 @@ def test_results_round_trip(tmp_path, storage):
     assert [m.data for _, _, m in only] == [6000.0, 6000.0]
 
 
+def test_fast_mcap_writing_gives_the_bytes_of_rosbags(tmp_path):
+    # the results written straight to the MCAP storage (many messages: several chunks)
+    # are the file rosbags' own Writer.write makes
+    rotors = [dict(name=f'r{i}', phase_rad=0.1 * i, omega_rad_s=600.0 + i, rpm_shaft=6000.0 + i,
+                   homography=np.eye(3) * (1 + i)) for i in range(4)]
+    files = []
+    for kind in ('mcap', 'writer'):
+        bag = tmp_path / kind / 'res'   # (the bag's name is in the file)
+        with ResultBagWriter(bag) as w:
+            w._path_kind = kind if kind == 'writer' else None
+            for k in range(3000):
+                w.write_packet_outputs(2_000_000_000 + 1000 * k, rotors)
+            assert w._path_kind == kind
+        (f,) = bag.glob('*.mcap')
+        files.append(f.read_bytes())
+    assert len(files[0]) > 2 * 2**20 and files[0] == files[1]
+
+
 def test_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match='not found'):
         list(iter_event_packets(tmp_path / 'missing'))
