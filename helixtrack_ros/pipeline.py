@@ -551,11 +551,15 @@ class TrackingPipeline:
         on first touch (about as much as the decoding itself).
         """
         free = [b for b in self._buffers if not b.in_use()]
-        for buf in free:
-            if buf.capacity >= capacity:
-                buf.reset()
-                return buf
-        # with headroom: the next batches are about as large; a free one too small goes
+        fits = [b for b in free if b.capacity >= capacity]
+        if fits:
+            buf = fits[0]
+            buf.reset()
+            # spare ones beyond two are let go (memory)
+            spare = [b for b in free if b is not buf][:2]
+            self._buffers = [b for b in self._buffers if b.in_use()] + spare + [buf]
+            return buf
+        # with headroom: the next batches are about as large; free ones too small go
         buf = EventBuffer(capacity + capacity // 4)
         self._buffers = [b for b in self._buffers if b not in free] + [buf]
         return buf
