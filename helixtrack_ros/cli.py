@@ -330,7 +330,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
                     t_last_us = res.t_us
                     last_stamp_ns = res.stamp_ns
                     for r in res.rotors:
-                        h = r.homography.ravel()
+                        h = r.homography.ravel().tolist()   # (floats format faster)
                         lines.append(
                             f'{r.t_us},{res.stamp_ns},{r.name},{r.rpm_shaft:.3f},'
                             f'{r.rpm_shaft_std:.3f},{r.phase_rad:.6f},{r.omega_rad_s:.4f},'

@@ -903,10 +903,12 @@ class TrackingPipeline:
             s, c, sn = row[OUT_Q], math.cos(row[OUT_Q + 1]), math.sin(row[OUT_Q + 1])
             hom = np.array([[s * c, -s * sn, row[OUT_Q + 2]], [s * sn, s * c, row[OUT_Q + 3]],
                             [row[OUT_Q + 4], row[OUT_Q + 5], 1.0]])
+            # (the health reason is text only a rotor not TRACKING needs)
             level, message = self._rotor_status(
                 float(row[OUT_Q + 2]), float(row[OUT_Q + 3]), float(row[OUT_RPM]), health,
-                reason_text(run.health_int[k], run.health_float[k]), row[PK_BOX:PK_BOX + 4],
-                rec)
+                '' if health == TRACKING else reason_text(run.health_int[k],
+                                                          run.health_float[k]),
+                row[PK_BOX:PK_BOX + 4], rec)
             outs.append(RotorOutput(
                 name=name, t_us=int(t_last[k]), phase_rad=float(row[OUT_PHASE]),
                 omega_rad_s=float(row[OUT_OMEGA]), rpm_shaft=float(row[OUT_RPM]),
@@ -920,7 +922,7 @@ class TrackingPipeline:
     def _rotor_status(self, cx: float, cy: float, rpm: float, health: int, reason: str,
                       box: np.ndarray, rec: _Recovery | None = None) -> tuple[int, str]:
         """Diagnostic level and message: geometry checks, then the tracker's health."""
-        x0, y0, x1, y1 = (int(v) for v in box)
+        x0, y0, x1, y1 = (int(v) for v in box.tolist())
         w, h = self._image_size()
         if not (0 <= cx < w and 0 <= cy < h):
             return ERROR, 'rotor centre left the image'
