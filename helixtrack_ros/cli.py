@@ -313,6 +313,10 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
             if batch:
                 yield batch
 
+        # the rotor threads need the GIL briefly at the start and end of each batch; while
+        # this thread writes outputs they would wait up to the switch interval (5 ms)
+        switch_s = sys.getswitchinterval()
+        sys.setswitchinterval(min(switch_s, 0.0005))
         try:
             for done in pipe.process_stream(batches(), diagnostics_period_us=1_000_000):
                 lines = []
@@ -350,6 +354,8 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
                 progress.update(n_packets, f'{pipe.counters["events_in"] / 1e6:.1f} M events')
         except KeyboardInterrupt:
             interrupted = True
+        finally:
+            sys.setswitchinterval(switch_s)
         progress.close()
     wall = time.perf_counter() - wall0
     arrays = {n: {'t_us': np.asarray(v['t_us'], np.int64), 'rpm': np.asarray(v['rpm'])}
