@@ -245,6 +245,16 @@ def standin_main() -> int:
     return main(None, **STANDIN_KWARGS)
 
 
+def require_real_node() -> None:
+    """Skip the calling test module unless rclpy, EventPacket and the real pipeline import."""
+    import pytest
+    pytest.importorskip('rclpy')
+    pytest.importorskip('event_camera_msgs.msg')
+    reason = real_pipeline_available()
+    if reason:
+        pytest.skip(reason, allow_module_level=True)
+
+
 def real_pipeline_available() -> str | None:
     """Return None when the real pipeline imports, else the reason it does not."""
     try:

@@ -8,13 +8,8 @@ import math
 
 import node_fixtures as F  # noqa: N812
 import numpy as np
-import pytest
 
-pytest.importorskip('rclpy')
-pytest.importorskip('event_camera_msgs.msg')
-_reason = F.real_pipeline_available()
-if _reason:
-    pytest.skip(_reason, allow_module_level=True)
+F.require_real_node()
 
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64  # noqa: E402

@@ -16,11 +16,7 @@ import node_fixtures as F  # noqa: N812
 import numpy as np
 import pytest
 
-pytest.importorskip('rclpy')
-pytest.importorskip('event_camera_msgs.msg')
-_reason = F.real_pipeline_available()
-if _reason:
-    pytest.skip(_reason, allow_module_level=True)
+F.require_real_node()
 pytest.importorskip('helixtrack_ros.sim')
 pytest.importorskip('helixtrack_ros.codecs.evt3_encoder')
 

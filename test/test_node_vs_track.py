@@ -15,12 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-pytest.importorskip('rclpy')
-pytest.importorskip('event_camera_msgs.msg')
+F.require_real_node()
 pytest.importorskip('rosbags')
-_reason = F.real_pipeline_available()
-if _reason:
-    pytest.skip(_reason, allow_module_level=True)
 
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64, Float64MultiArray  # noqa: E402
