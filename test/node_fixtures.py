@@ -245,6 +245,16 @@ def standin_main() -> int:
     return main(None, **STANDIN_KWARGS)
 
 
+def close_and_check(probe: Probe, proc: NodeProcess) -> str:
+    """Close the probe, stop the node; assert a clean exit without a traceback; its log."""
+    probe.close()
+    rc = proc.stop()
+    log = proc.output()
+    assert rc == 0, log[-3000:]
+    assert 'Traceback' not in log, log[-3000:]
+    return log
+
+
 def require_real_node() -> None:
     """Skip the calling test module unless rclpy, EventPacket and the real pipeline import."""
     import pytest

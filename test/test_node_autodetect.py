@@ -45,9 +45,4 @@ def test_node_detects_and_tracks_four_rotors(tmp_path):
         assert np.allclose(got, truth, rtol=0.03), (got, truth)
         assert probe.messages(FQN + '/rotor_0/rpm')
     finally:
-        probe.close()
-        rc = proc.stop()
-        log = proc.output()
-        assert rc == 0, log[-3000:]
-        assert 'Traceback' not in log, log[-3000:]
-        assert 'detected rotors' in log
+        assert 'detected rotors' in F.close_and_check(probe, proc)

@@ -84,8 +84,4 @@ def test_node_outputs_equal_what_helixtrack_track_writes(tmp_path):
             assert np.array_equal(hom, [list(m.data)
                                         for m in offline[f'/helixtrack/{n}/homography']]), n
     finally:
-        probe.close()
-        rc = proc.stop()
-        log = proc.output()
-        assert rc == 0, log[-3000:]
-        assert 'Traceback' not in log, log[-3000:]
+        F.close_and_check(probe, proc)
