@@ -18,6 +18,7 @@ import yaml
 F.require_real_node()
 pytest.importorskip('rosbags')
 
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64, Float64MultiArray  # noqa: E402
 
@@ -46,6 +47,7 @@ def test_node_outputs_equal_what_helixtrack_track_writes(tmp_path):
     # the node gets the same file, and never subsamples (as the offline tool)
     tree = yaml.safe_load(info['params'].read_text())['/**']['ros__parameters']
     tree['realtime_stride'] = False
+    tree['diagnostics_period_s'] = 0.1
     params = F.write_params_file(tmp_path / 'node.yaml', tree)
     play = F.load_play_bag()
     packets = [deserialize_message(raw, EventPacket)
@@ -55,13 +57,17 @@ def test_node_outputs_equal_what_helixtrack_track_writes(tmp_path):
     probe = F.Probe('node_vs_track_probe')
     try:
         probe.collect(JointState, FQN + '/rotors', depth=10_000)
+        probe.collect(DiagnosticArray, '/diagnostics')
         for n in names:
             probe.collect(Float64, f'{FQN}/{n}/rpm', depth=10_000)
             probe.collect(Float64MultiArray, f'{FQN}/{n}/homography', depth=10_000)
         pub = probe.events_publisher('/nvt/events')
         probe.wait_matched(pub, [FQN + '/rotors'], timeout=90)
-        # event-less packets until the node answers: they change no tracker state
-        probe.prime(pub, lambda: True, start_ns=F.stamp_ns(packets[0]) - 10**9)
+        # event-less packets until the node has seen one (a best-effort reader can drop
+        # the first packets of a writer); they change no tracker state
+        probe.prime(pub, lambda: int((F.node_values(probe.messages('/diagnostics'), FQN)
+                                      or {}).get('packets', 0)) > 0,
+                    start_ns=F.stamp_ns(packets[0]) - 10**9)
         for i, m in enumerate(packets):
             m.seq = 1000 + i
         play.play(pub, packets, rate=0.25)
