@@ -255,6 +255,12 @@ def close_and_check(probe: Probe, proc: NodeProcess) -> str:
     return log
 
 
+def node_saw_packets(probe: Probe, node_fqn: str) -> bool:
+    """True once the node's diagnostics count a packet (a ``prime`` condition)."""
+    values = node_values(probe.messages('/diagnostics'), node_fqn) or {}
+    return int(values.get('packets', 0)) > 0
+
+
 def require_real_node() -> None:
     """Skip the calling test module unless rclpy, EventPacket and the real pipeline import."""
     import pytest

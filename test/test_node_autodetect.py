@@ -11,6 +11,7 @@ import numpy as np
 
 F.require_real_node()
 
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64  # noqa: E402
 
@@ -28,9 +29,13 @@ def test_node_detects_and_tracks_four_rotors(tmp_path):
     try:
         probe.collect(JointState, FQN + '/rotors', depth=5000)
         probe.collect(Float64, FQN + '/rotor_0/rpm', depth=5000)
+        probe.collect(DiagnosticArray, '/diagnostics')
         pub = probe.events_publisher('/ev_ad')
         probe.wait_matched(pub, [FQN + '/rotors'], timeout=90)
-        probe.prime(pub, lambda: True, start_ns=BASE_NS - 10**9)
+        # event-less packets until the node has seen one (a best-effort reader can drop
+        # the first packets of a new writer)
+        probe.prime(pub, lambda: F.node_saw_packets(probe, FQN),
+                    start_ns=BASE_NS - 10**9)
         for i, m in enumerate(packets):
             m.seq = 1000 + i
         F.load_play_bag().play(pub, packets, rate=1.0)

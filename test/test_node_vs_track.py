@@ -65,8 +65,7 @@ def test_node_outputs_equal_what_helixtrack_track_writes(tmp_path):
         probe.wait_matched(pub, [FQN + '/rotors'], timeout=90)
         # event-less packets until the node has seen one (a best-effort reader can drop
         # the first packets of a writer); they change no tracker state
-        probe.prime(pub, lambda: int((F.node_values(probe.messages('/diagnostics'), FQN)
-                                      or {}).get('packets', 0)) > 0,
+        probe.prime(pub, lambda: F.node_saw_packets(probe, FQN),
                     start_ns=F.stamp_ns(packets[0]) - 10**9)
         for i, m in enumerate(packets):
             m.seq = 1000 + i
