@@ -52,10 +52,12 @@ class EventArrays(NamedTuple):
 class EventBuffer:
     """Preallocated storage that keeps consecutive packets of a batch contiguous.
 
-    Decoders copy each packet's events in (:meth:`put`) and hand out views,
-    so a batch of packets is one set of arrays without a second copy
-    (:meth:`joined`). A packet that does not fit is returned as its own
-    copy instead; the batch then falls back to concatenation.
+    Decoders write each packet's events in place (:meth:`free_arrays`,
+    :meth:`commit`) or copy them in (:meth:`put`) and hand out views, so a
+    batch of packets is one set of arrays without a second copy
+    (:meth:`joined`). A packet that does not fit is returned as its own copy
+    instead; the batch then falls back to concatenation. The pipeline reuses
+    a buffer once no view of it is left (:meth:`in_use`).
 
     Parameters
     ----------
