@@ -233,3 +233,34 @@ def test_scene_with_automatic_initialisation_is_scored_per_true_rotor():
     assert 100_000 <= info['first_output_us'] <= 102_000
     assert [r.name for r in results] != [r.name for r in scene.rotors]   # rotor_i names
     assert all(r.errors.mare_pct < 2.0 for r in results)
+
+
+def test_jobs_run_every_call_once_and_raise_a_helpers_error():
+    from concurrent.futures import ThreadPoolExecutor
+    import threading
+
+    from helixtrack_ros.pipeline import _Jobs
+
+    seen = []
+    lock = threading.Lock()
+
+    def call(k):
+        with lock:
+            seen.append((k, threading.get_ident()))
+        return k * k
+
+    with ThreadPoolExecutor(3) as pool:
+        jobs = _Jobs([(k, call, (k,)) for k in range(200)])
+        jobs.helpers = [pool.submit(jobs.drain) for _ in range(3)]
+        assert jobs.wait() == [(k, k * k) for k in range(200)]
+        assert sorted(k for k, _ in seen) == list(range(200))
+
+        def boom(k):
+            if k == 5:
+                raise RuntimeError('rotor 5 failed')
+            return k
+
+        jobs = _Jobs([(k, boom, (k,)) for k in range(10)])
+        jobs.helpers = [pool.submit(jobs.drain) for _ in range(2)]
+        with pytest.raises(RuntimeError, match='rotor 5'):
+            jobs.wait()
