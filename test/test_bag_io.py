@@ -208,3 +208,27 @@ def test_fast_event_packet_reader_equals_the_generic_deserializer(frame_id, enco
         _parse_event_packet(big, 0)
     with pytest.raises(ValueError):
         _parse_event_packet(raws[-1][:-3], 0)
+
+
+@pytest.mark.parametrize('frame_id', ['', 'c', 'camera', 'event_camera_optical_frame'])
+def test_event_packet_bytes_as_dds_delivers_them(frame_id):
+    # DDS pads a serialized message to a multiple of 4 bytes; the frame is read too
+    from helixtrack_ros.io.bags import EVENT_PACKET_TYPE, typestore
+    from helixtrack_ros.io.event_packet_cdr import parse_event_packet
+    store = typestore()
+    T = store.types
+    for n in (1, 2, 3, 4, 6):
+        msg = T[EVENT_PACKET_TYPE](
+            header=T['std_msgs/msg/Header'](
+                stamp=T['builtin_interfaces/msg/Time'](sec=5, nanosec=7), frame_id=frame_id),
+            height=720, width=1280, seq=n, time_base=0, encoding='evt3', is_bigendian=False,
+            events=np.arange(n, dtype=np.uint8) + 1)
+        raw = bytes(store.serialize_cdr(msg, EVENT_PACKET_TYPE))
+        pad = -len(raw) % 4
+        for extra in range(4):
+            f = parse_event_packet(raw + bytes(extra))
+            assert (f.stamp_ns, f.frame_id, f.seq, f.encoding) == (5 * 10**9 + 7, frame_id, n,
+                                                                   'evt3')
+            assert bytes(f.events) == bytes(range(1, n + 1))
+        with pytest.raises(ValueError):
+            parse_event_packet(raw + bytes(4 + pad))       # more than padding: not this message

@@ -32,11 +32,11 @@ H_FL = FQN + '/front_left/homography'
 IMAGE = FQN + '/debug_image'
 
 
-@pytest.fixture(scope='module')
-def rig(tmp_path_factory):
-    """A stand-in node process and a probe wired to it; yields a namespace."""
+@pytest.fixture(scope='module', params=['events', 'single_threaded'])
+def rig(tmp_path_factory, request):
+    """A stand-in node process and a probe wired to it (per executor); yields a namespace."""
     tmp = tmp_path_factory.mktemp('node')
-    tree = dict(F.TWO_ROTORS, diagnostics_period_s=0.1)
+    tree = dict(F.TWO_ROTORS, diagnostics_period_s=0.1, executor=request.param)
     params = F.write_params_file(tmp / 'params.yaml', tree)
     proc = F.NodeProcess(['--params-file', str(params), '-r', f'__ns:={NS}',
                           '-r', '~/events:=/ev'], standin=True, log_dir=tmp)

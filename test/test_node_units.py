@@ -121,6 +121,7 @@ def test_declares_rotor_and_runtime_parameters(context):
         'center_px': [1.0, 2.0], 'radius_px': 3.0, 'rpm': 1.0}}}, 'duplicates'),
     ({'rotor_names': [], 'tracker': {'kappa': -1.0}}, 'kappa'),
     ({'rotor_names': [], 'debug_image_encoding': 'bgr8'}, 'debug_image_encoding'),
+    ({'rotor_names': [], 'executor': 'multi_threaded'}, 'executor'),
 ])
 def test_bad_configuration_is_refused_with_the_parameter_named(context, tree, message):
     with pytest.raises(Exception, match=message):
@@ -155,6 +156,39 @@ def test_packet_handling_counts_problems(context):
         assert status['level'] == 1 and status['values']['packets_dropped'] == '7'
     finally:
         node.destroy_node()
+
+
+def test_packets_as_bytes_equal_packets_as_messages_and_garbage_is_counted(context):
+    from rclpy.serialization import serialize_message
+
+    msgs = F.fake_packets(4, seq0=3)
+    msgs[1].header.frame_id = 'cam_odd'            # another alignment of every later field
+    outputs = []
+    for as_bytes in (False, True):
+        node = _make(context, F.TWO_ROTORS)
+        try:
+            pubs = []
+            node._pub_rotors.publish = lambda m, pubs=pubs: pubs.append(
+                (F.stamp_ns(m), m.header.frame_id, list(m.velocity)))
+            seen = []
+            real = node._pipe.process_packet
+            node._pipe.process_packet = lambda *a, seen=seen, real=real: (
+                seen.append((bytes(a[0]), *a[1:])) or real(*a))
+            for m in msgs:
+                node._on_packet(serialize_message(m) if as_bytes else m)
+                if as_bytes:
+                    node._on_packet(b'\x00\x01\x00\x00garbage')      # not an EventPacket
+            assert seen == [(bytes(m.events), 'evt3', m.width, m.height, False,
+                             F.stamp_ns(m), m.seq, 0) for m in msgs]
+            c = node.counters
+            assert c['packets'] == 4 and c['seq_gaps'] == 0
+            assert c['unreadable_messages'] == (4 if as_bytes else 0)
+            assert (node.node_status()['level'] == 1) == as_bytes
+            outputs.append(pubs)
+        finally:
+            node.destroy_node()
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 4
+    assert [frame for _, frame, _ in outputs[0]] == ['camera', 'cam_odd', 'camera', 'camera']
 
 
 def test_queued_packets_are_tracked_together_and_published_one_by_one(context):

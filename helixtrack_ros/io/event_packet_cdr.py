@@ -1,0 +1,129 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""``event_camera_msgs/msg/EventPacket`` read straight from its CDR bytes.
+
+The node takes packets from DDS as serialized bytes and ``helixtrack track``
+reads them from bags the same way: the generic deserializers copy the
+payload (twice in rclpy: into a C struct, then into a Python array) and build
+a Python object per field, about 10x the cost of reading the few fixed
+fields here. The payload is returned as a view of the bytes, not copied.
+
+The message (``event_camera_msgs/msg/EventPacket``)::
+
+    std_msgs/Header header      # stamp (int32 sec, uint32 nanosec), string frame_id
+    uint32 height
+    uint32 width
+    uint64 seq
+    uint64 time_base
+    string encoding
+    bool is_bigendian
+    uint8[] events
+
+CDR (XCDR1, as every ROS 2 middleware sends it) aligns each field to its
+size, counted from the end of the 4-byte encapsulation header; a string is
+its uint32 length (NUL included) and the bytes; a sequence its uint32 count
+and the elements. Taken from DDS, the bytes are padded to a multiple of 4.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, NamedTuple
+
+import numpy as np
+
+_NS_PER_S = 1_000_000_000
+_LE_U32_PAIR = struct.Struct('<II')
+_LE_U64_PAIR = struct.Struct('<QQ')
+_LE_STAMP = struct.Struct('<iII')
+_LE_U32 = struct.Struct('<I')
+
+
+class EventPacketFields(NamedTuple):
+    """The fields of one EventPacket, payload as bytes.
+
+    Attributes
+    ----------
+    stamp_ns : int
+        Header stamp [ns of ROS time].
+    frame_id : str
+        Header frame.
+    height, width : int
+        Sensor size in pixels.
+    seq : int
+        Packet sequence number.
+    time_base : int
+        The message's time base (0 for EVT 3.0; ns for ``mono``).
+    encoding : str
+        Payload encoding, e.g. ``'evt3'``.
+    is_bigendian : bool
+        Byte order of the payload words.
+    events : numpy.ndarray
+        The payload bytes (uint8; a read-only view when parsed from bytes).
+    """
+
+    stamp_ns: int
+    frame_id: str
+    height: int
+    width: int
+    seq: int
+    time_base: int
+    encoding: str
+    is_bigendian: bool
+    events: np.ndarray
+
+
+def parse_event_packet(raw: bytes | memoryview) -> EventPacketFields:
+    """Read a little-endian CDR EventPacket from its bytes.
+
+    Raises
+    ------
+    ValueError
+        Not little-endian CDR, or a length that does not fit the bytes.
+    struct.error, UnicodeDecodeError
+        Truncated or garbage bytes.
+    """
+    if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:
+        raise ValueError('not little-endian CDR')
+    sec, nsec, flen = _LE_STAMP.unpack_from(raw, 4)
+    if flen < 1 or 16 + flen > len(raw):
+        raise ValueError('bad frame_id string')
+    frame_id = bytes(raw[16:15 + flen]).decode()
+    o = 16 + flen
+    o += -(o - 4) % 4
+    height, width = _LE_U32_PAIR.unpack_from(raw, o)
+    o += 8
+    o += -(o - 4) % 8
+    seq, time_base = _LE_U64_PAIR.unpack_from(raw, o)
+    o += 16
+    (elen,) = _LE_U32.unpack_from(raw, o)
+    o += 4
+    if elen < 1 or o + elen > len(raw):
+        raise ValueError('bad encoding string')
+    encoding = bytes(raw[o:o + elen - 1]).decode()
+    o += elen
+    if o >= len(raw):
+        raise ValueError('truncated before is_bigendian')
+    is_big = raw[o]
+    o += 1
+    o += -(o - 4) % 4
+    (n,) = _LE_U32.unpack_from(raw, o)
+    o += 4
+    # DDS pads the serialized message to a multiple of 4 bytes
+    if not 0 <= len(raw) - (o + n) <= 3 or is_big > 1:
+        raise ValueError('bad events length')
+    return EventPacketFields(
+        stamp_ns=int(sec) * _NS_PER_S + int(nsec), frame_id=frame_id, height=int(height),
+        width=int(width), seq=int(seq), time_base=int(time_base), encoding=encoding,
+        is_bigendian=bool(is_big), events=np.frombuffer(raw, np.uint8, n, o))
+
+
+def fields_of_message(msg: Any) -> EventPacketFields:
+    """The same fields from a deserialized EventPacket (rclpy or rosbags object)."""
+    stamp = msg.header.stamp
+    return EventPacketFields(
+        stamp_ns=int(stamp.sec) * _NS_PER_S + int(stamp.nanosec),
+        frame_id=str(msg.header.frame_id), height=int(msg.height), width=int(msg.width),
+        seq=int(msg.seq), time_base=int(msg.time_base), encoding=str(msg.encoding),
+        is_bigendian=bool(msg.is_bigendian),
+        events=np.frombuffer(msg.events, dtype=np.uint8))
