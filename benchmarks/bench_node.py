@@ -11,7 +11,8 @@ into a node process at several paces and reports, per pace:
   in this process, so DDS both ways is included),
 - node CPU time per sensor second (utime + stime of the node process),
 - packets lost, the pipeline's event stride and whether the node kept up
-  (saw the last packet within ``--lag-ms`` of its publication).
+  (saw the last packet within ``--lag-ms`` of its publication),
+- the worst rotor's shaft-RPM MArE of the outputs against ground truth.
 
 The highest pace that keeps up without losing a packet (and at stride 1
 unless ``--allow-stride``) gives the highest sustained event rate.
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> list[dict]:
 
     t0 = time.perf_counter()
     scene, packets, _ = F.sim_stream(args.scenario, args.duration, seed=args.seed,
-                                     base_ns=BASE_NS)
+                                     ego_level=args.ego_level, base_ns=BASE_NS)
     n_events = sum(len(m.events) for m in packets) // 2      # EVT3 words, upper bound
     sensor_s = (F.stamp_ns(packets[-1]) - F.stamp_ns(packets[0])) * 1e-9 + 1e-3
     print(f'command: bench_node.py {" ".join(sys.argv[1:])}')
@@ -98,6 +99,7 @@ def run(args: argparse.Namespace) -> list[dict]:
             seq = probe.prime(pub, lambda p=probe: int(_values(p).get('packets', 0)) > 0,
                               start_ns=BASE_NS - 10**9)
             res = _one_pace(probe, pub, proc, packets, pace, seq, joints, args)
+            res['mare_pct'] = _worst_mare_pct(scene, [m for _, m in list(joints)])
         finally:
             probe.close()
             proc.stop()
@@ -108,6 +110,7 @@ def run(args: argparse.Namespace) -> list[dict]:
               f'latency p50 {res["p50_ms"]:7.2f} ms p99 {res["p99_ms"]:7.2f} ms, '
               f'CPU {res["cpu_per_sensor_s"]:5.2f} s per sensor s, '
               f'lost {res["lost"]}, stride {res["stride"]}, '
+              f'worst MArE {res["mare_pct"]:.3f} %, '
               f'last output {res["catch_up_ms"]:7.1f} ms after the last packet '
               f'-> {"keeps up" if res["kept_up"] else "behind"}', flush=True)
     ok = [r for r in results if r['kept_up'] and r['lost'] == 0
@@ -116,6 +119,26 @@ def run(args: argparse.Namespace) -> list[dict]:
     print(f'highest sustained rate: {best["mev_offered"]:.2f} M events/s '
           f'(pace {best["pace"]})' if best else 'no pace was sustained')
     return results
+
+
+def _worst_mare_pct(scene, joints: list, skip_us: int = 100_000) -> float:
+    """Worst rotor's shaft-RPM MArE [%] of the ``~/rotors`` outputs against ground truth.
+
+    Outputs of the first ``skip_us`` of the scene are left out (convergence).
+    """
+    if not joints:
+        return float('nan')
+    t_us = np.array([(F.stamp_ns(j) - BASE_NS) / 1000.0 for j in joints])
+    keep = (t_us >= skip_us) & (t_us <= scene.duration_us)
+    if not keep.any():
+        return float('nan')
+    worst = 0.0
+    for rotor in scene.rotors:
+        k = list(joints[0].name).index(rotor.name)
+        rpm = np.array([abs(j.velocity[k]) for j in joints])[keep] * 60.0 / (2.0 * np.pi)
+        gt = scene.ground_truth(t_us[keep])[rotor.name]['rpm']
+        worst = max(worst, 100.0 * float(np.mean(np.abs(rpm - gt) / gt)))
+    return worst
 
 
 def _one_pace(probe, pub, proc, packets, pace, seq, joints, args) -> dict:
@@ -183,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--scenario', default='quadcopter_4m', help='helixtrack_ros.sim scenario')
     ap.add_argument('--duration', type=float, default=0.5, help='stream length [s]')
     ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--ego-level', type=int, default=None,
+                    help="egomotion level of the scene (default: the scenario's own)")
     ap.add_argument('--paces', type=float, nargs='+', default=[0.05, 0.1, 0.2, 0.35, 0.5, 1.0],
                     help='multiples of real time to play at')
     ap.add_argument('--lag-ms', type=float, default=50.0,
