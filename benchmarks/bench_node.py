@@ -196,6 +196,7 @@ def _one_pace(probe, pub, proc, packets, pace, seq, joints, args) -> dict:
         'catch_up_ms': catch_up_ms,
         'kept_up': catch_up_ms <= args.lag_ms,
         'callback_ms_max': after.get('callback_ms_max'),
+        'callback_ms_mean': after.get('callback_ms_mean'),
         'next_seq': seq,
     }
 

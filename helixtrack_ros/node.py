@@ -128,6 +128,32 @@ def _stamp(ns: int) -> Time:
     return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
+def _packet_callback(on_packet: Callable[..., None], executor_kind: str) -> Callable[..., None]:
+    """The subscription callback: with the MessageInfo where rclpy passes one.
+
+    rclpy passes it from Iron on, but its EventsExecutor (Kilted) fails on
+    such callbacks ("SystemError: null argument to internal routine"); there
+    the packet is dated when its callback starts.
+    """
+    try:
+        from rclpy.subscription import MessageInfo  # noqa: F401
+    except ImportError:                 # Humble: the message only
+        return on_packet
+    if executor_kind == 'events':
+        return on_packet
+    return lambda msg, info: on_packet(msg, info)
+
+
+def _arrival_ns(info: dict | None, now_ns: int) -> int:
+    """A packet's arrival [ns, system clock]: the middleware's reception time when
+    rclpy reports it (and it is plausible), else ``now_ns``."""
+    if info:
+        received = info.get('received_timestamp') or 0
+        if 0 <= now_ns - received < 60_000_000_000:
+            return int(received)
+    return now_ns
+
+
 def _no_event_callbacks() -> PublisherEventCallbacks:
     """No QoS event handlers for an output publisher.
 
@@ -339,6 +365,36 @@ def detection_homography(det: Any) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- the node
+class LatencyHistogram:
+    """Packet-in -> publish latencies in 10 us bins up to 100 ms (the last bin open)."""
+
+    BIN_US = 10
+    BINS = 10_000
+
+    def __init__(self) -> None:
+        self.counts = [0] * self.BINS
+        self.n = 0
+        self.max_us = 0
+
+    def add(self, latency_us: int) -> None:
+        """Count one latency [us]."""
+        self.counts[min(max(latency_us, 0) // self.BIN_US, self.BINS - 1)] += 1
+        self.n += 1
+        self.max_us = max(self.max_us, latency_us)
+
+    def percentile_ms(self, q: float) -> float:
+        """The q-th percentile [ms] (upper edge of its bin; NaN when empty)."""
+        if self.n == 0:
+            return math.nan
+        rank = max(1, math.ceil(q / 100.0 * self.n))
+        seen = 0
+        for k, c in enumerate(self.counts):
+            seen += c
+            if seen >= rank:
+                return (k + 1) * self.BIN_US / 1000.0
+        return self.BINS * self.BIN_US / 1000.0
+
+
 class _Window:
     """Counters over one diagnostics period."""
 
@@ -352,6 +408,7 @@ class _Window:
         self.cb_s = 0.0
         self.cb_max_s = 0.0
         self.sensor_us = 0
+        self.latency = LatencyHistogram()
 
 
 class HelixtrackNode(Node):
@@ -429,12 +486,20 @@ class HelixtrackNode(Node):
             'batches': 0, 'batched_packets': 0, 'unreadable_messages': 0,
         }
         self._win = _Window()
+        #: packet-in -> ~/rotors published, since start
+        self._latency = LatencyHistogram()
         self._debug_events: deque = deque()
         self._debug_decoder = None
         self._debug_decoder_key: tuple | None = None
         self._debug_timer = None
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
 
+        #: 'events' or 'single_threaded': the executor main() spins the node with
+        self.executor_kind = str(self.get_parameter('executor').value)
+        if self.executor_kind == 'events' and _events_executor() is None:
+            self._log.info('no EventsExecutor in this rclpy (before Kilted): '
+                           'using the SingleThreadedExecutor')
+            self.executor_kind = 'single_threaded'
         self.add_on_set_parameters_callback(self._on_set_parameters)
         period = float(self.get_parameter('diagnostics_period_s').value)
         self._diag_timer = self.create_timer(period, self._publish_diagnostics,
@@ -447,7 +512,8 @@ class HelixtrackNode(Node):
             warmup()
             self._log.info(f'compiled kernels in {time.perf_counter() - t0:.1f} s')
         self._sub = self.create_subscription(
-            EventPacket, '~/events', self._on_packet, EVENTS_QOS, raw=True,
+            EventPacket, '~/events', _packet_callback(self._on_packet, self.executor_kind),
+            EVENTS_QOS, raw=True,
             qos_overriding_options=QoSOverridingOptions(
                 policy_kinds=(QoSPolicyKind.RELIABILITY, QoSPolicyKind.HISTORY,
                               QoSPolicyKind.DEPTH, QoSPolicyKind.DURABILITY)))
@@ -711,7 +777,7 @@ class HelixtrackNode(Node):
     _packets_at_image = -1
 
     # ------------------------------------------------------------------ packets
-    def _on_packet(self, msg: bytes | EventPacket) -> None:
+    def _on_packet(self, msg: bytes | EventPacket, info: dict | None = None) -> None:
         """Track a packet, with every packet queued behind it (up to max_batch_packets).
 
         When the node keeps up the queue is empty and each packet is tracked
@@ -722,18 +788,22 @@ class HelixtrackNode(Node):
 
         Packets arrive as their serialized bytes and are read in place
         (:mod:`helixtrack_ros.io.event_packet_cdr`); a deserialized message
-        is taken as well.
+        is taken as well. ``info`` (rclpy's MessageInfo, where rclpy passes
+        it) dates the packet's arrival for the latency statistics.
         """
         t0 = time.perf_counter()
+        now_ns = time.time_ns()
         limit = int(self.get_parameter('max_batch_packets').value)
         fields = []
+        arrivals = []
         batch = []
-        for item in [msg] + self._take_queued(limit - 1):
+        for item, item_info in [(msg, info)] + self._take_queued(limit - 1):
             f = self._unpack(item)
             if f is None:
                 continue
             self._count_seq(f)
             fields.append(f)
+            arrivals.append(_arrival_ns(item_info, now_ns))
             batch.append(RawPacket(f.events, f.encoding, f.width, f.height, f.is_bigendian,
                                    f.stamp_ns, f.seq, f.time_base))
         if not batch:
@@ -750,8 +820,8 @@ class HelixtrackNode(Node):
             return
         c['batches'] += 1
         c['batched_packets'] += len(batch) if len(batch) > 1 else 0
-        for f, pkt, res in zip(fields, batch, results):
-            self._handle_result(f, pkt, res)
+        for f, pkt, res, arrival_ns in zip(fields, batch, results, arrivals):
+            self._handle_result(f, pkt, res, arrival_ns)
         dt = time.perf_counter() - t0
         win = self._win
         win.cb_s += dt
@@ -774,9 +844,12 @@ class HelixtrackNode(Node):
                             throttle_duration_sec=5.0)
             return None
 
-    def _take_queued(self, limit: int) -> list[bytes | EventPacket]:
-        """Take up to ``limit`` packets already waiting in the subscription's queue."""
-        out: list[bytes | EventPacket] = []
+    def _take_queued(self, limit: int) -> list[tuple[bytes | EventPacket, dict | None]]:
+        """Take up to ``limit`` packets already waiting in the subscription's queue.
+
+        Returns (message, MessageInfo) pairs.
+        """
+        out: list[tuple[bytes | EventPacket, dict | None]] = []
         sub = getattr(self, '_sub', None)
         if limit <= 0 or sub is None:
             return out
@@ -786,7 +859,7 @@ class HelixtrackNode(Node):
                     got = sub.handle.take_message(sub.msg_type, sub.raw)
                     if got is None:
                         break
-                    out.append(got[0])
+                    out.append((got[0], got[1] if len(got) > 1 else None))
         except RuntimeError as exc:
             # a message rclpy cannot convert (it is lost; the others are kept)
             self.counters['internal_errors'] += 1
@@ -813,7 +886,7 @@ class HelixtrackNode(Node):
         self._last_seq = seq
 
     def _handle_result(self, msg: EventPacketFields, pkt: RawPacket,
-                       res: PacketResult) -> None:
+                       res: PacketResult, arrival_ns: int | None = None) -> None:
         """Publish one packet's result (or count why it was refused)."""
         c = self.counters
         seq = pkt.seq
@@ -828,6 +901,10 @@ class HelixtrackNode(Node):
         c['events'] += int(res.n_events)
         try:
             self._publish(res)
+            if arrival_ns is not None:
+                latency_us = (time.time_ns() - arrival_ns) // 1000
+                self._latency.add(latency_us)
+                self._win.latency.add(latency_us)
             if self._debug_timer is not None:
                 self._collect_debug_events(pkt, res)
         except Exception as exc:  # noqa: BLE001 - e.g. a result not shaped as announced
@@ -904,6 +981,11 @@ class HelixtrackNode(Node):
             'processing_load': f'{load:.3f}',
             'callback_ms_mean': f'{1e3 * win.cb_s / max(win.packets, 1):.3f}',
             'callback_ms_max': f'{1e3 * win.cb_max_s:.3f}',
+            'latency_ms_p50': f'{win.latency.percentile_ms(50):.2f}',
+            'latency_ms_p99': f'{win.latency.percentile_ms(99):.2f}',
+            'latency_ms_max': f'{win.latency.max_us / 1000:.2f}',
+            'latency_ms_p50_since_start': f'{self._latency.percentile_ms(50):.2f}',
+            'latency_ms_p99_since_start': f'{self._latency.percentile_ms(99):.2f}',
             'packets_dropped': str(c['packets_dropped']),
             'seq_gaps': str(c['seq_gaps']),
             'decode_errors': str(c['packets_refused']),
@@ -981,8 +1063,17 @@ def _freeze_startup_objects() -> None:
     gc.set_threshold(GC_THRESHOLD_0, 10, 10)
 
 
+def _events_executor() -> Callable[[], Any] | None:
+    """rclpy's EventsExecutor factory, or None where rclpy has none (before Kilted)."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        return None
+    return EventsExecutor
+
+
 def _make_executor(node: HelixtrackNode) -> Any:
-    """The executor the ``executor`` parameter asks for (single-threaded when unavailable).
+    """The executor the node chose from its ``executor`` parameter.
 
     rclpy's SingleThreadedExecutor rebuilds its wait set in Python on every
     wake-up: with the node's ~20 entities (parameter services, timers, the
@@ -991,14 +1082,8 @@ def _make_executor(node: HelixtrackNode) -> Any:
     in C++ (2.7 instead of 3.0 CPU seconds per sensor second at 1 ms
     packets, 4.2 M events/s).
     """
-    if node.get_parameter('executor').value == 'events':
-        try:
-            from rclpy.experimental import EventsExecutor
-        except ImportError:
-            node.get_logger().info('no EventsExecutor in this rclpy (before Kilted): '
-                                   'using the SingleThreadedExecutor')
-        else:
-            return EventsExecutor()
+    if node.executor_kind == 'events':
+        return _events_executor()()
     return SingleThreadedExecutor()
 
 

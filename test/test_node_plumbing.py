@@ -137,6 +137,14 @@ def test_diagnostics(rig):
         assert key in vals
     pipe = F.status_values(rig.probe.messages('/diagnostics'), 'helixtrack: pipeline')
     assert 'stride' in pipe
+    # packet-in -> publish over a period with packets (paced: a stand-in pipeline answers
+    # at once) and since start (the full-speed burst before queued up)
+    periods = [F.node_values([arr], FQN) for arr in rig.probe.messages('/diagnostics')]
+    busy = [v for v in periods if v and v['latency_ms_p50'] != 'nan']
+    assert busy
+    p50, p99 = float(busy[-1]['latency_ms_p50']), float(busy[-1]['latency_ms_p99'])
+    assert 0.0 < p50 <= p99 <= float(busy[-1]['latency_ms_max']) + 0.01 and p50 < 20.0
+    assert float(vals['latency_ms_p99_since_start']) >= float(vals['latency_ms_p50_since_start'])
 
 
 def test_parameters_validated(rig):

@@ -128,6 +128,20 @@ def test_bad_configuration_is_refused_with_the_parameter_named(context, tree, me
         _make(context, tree)
 
 
+def test_latency_histogram_percentiles():
+    rng = np.random.default_rng(3)
+    lat_us = rng.gamma(2.0, 400.0, 5000).astype(int)
+    h = hn.LatencyHistogram()
+    assert math.isnan(h.percentile_ms(50))
+    for v in lat_us:
+        h.add(int(v))
+    h.add(250_000)                                  # beyond the last bin: counted there
+    for q in (50, 90, 99):
+        exact = np.percentile(np.append(lat_us, 250_000), q, method='inverted_cdf') / 1000
+        assert exact <= h.percentile_ms(q) <= exact + 0.01
+    assert h.percentile_ms(100) == 100.0 and h.max_us == 250_000 and h.n == 5001
+
+
 def test_packet_handling_counts_problems(context):
     node = _make(context, F.TWO_ROTORS)
     try:
@@ -208,7 +222,7 @@ def test_queued_packets_are_tracked_together_and_published_one_by_one(context):
         time.sleep(0.5)
         node.set_parameters([Parameter('max_batch_packets', value=5)])
         node._on_packet(msgs[0])          # takes 4 of the 7 queued ones with it
-        node._on_packet(node._take_queued(1)[0])      # and the last 2 with this one
+        node._on_packet(*node._take_queued(1)[0])     # and the last 2 with this one
         assert node._take_queued(1) == []
         assert node._pipe.batches == [5, 3]
         assert pubs == [F.stamp_ns(m) for m in msgs]
