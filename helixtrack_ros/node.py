@@ -65,10 +65,11 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
-from rclpy.serialization import deserialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
 
+from helixtrack_ros.io.cdr_patch import PatchableCdr, sentinels
 from helixtrack_ros.io.event_packet_cdr import (
     EventPacketFields,
     fields_of_message,
@@ -152,6 +153,15 @@ def _arrival_ns(info: dict | None, now_ns: int) -> int:
         if 0 <= now_ns - received < 60_000_000_000:
             return int(received)
     return now_ns
+
+
+def _homography_message() -> Float64MultiArray:
+    """A ``~/<rotor>/homography`` message: 3x3 row-major, layout dims filled."""
+    m = Float64MultiArray()
+    m.layout.dim = [MultiArrayDimension(label='rows', size=3, stride=9),
+                    MultiArrayDimension(label='cols', size=3, stride=3)]
+    m.layout.data_offset = 0
+    return m
 
 
 def _no_event_callbacks() -> PublisherEventCallbacks:
@@ -468,6 +478,10 @@ class HelixtrackNode(Node):
         self._rpm_msgs = []
         self._h_msgs = []
         self._joint = JointState()
+        self._rpm_cdr: PatchableCdr | None = None
+        self._h_cdr: PatchableCdr | None = None
+        self._joint_cdr: PatchableCdr | None = None
+        self._joint_cdr_frame = ''
         self._add_rotor_outputs(self.rotor_names)
         self._pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', OUTPUT_QOS,
                                                event_callbacks=_no_event_callbacks())
@@ -929,13 +943,40 @@ class HelixtrackNode(Node):
                                                      OUTPUT_QOS,
                                                      event_callbacks=_no_event_callbacks()))
             self._rpm_msgs.append(Float64())
-            m = Float64MultiArray()
-            m.layout.dim = [MultiArrayDimension(label='rows', size=3, stride=9),
-                            MultiArrayDimension(label='cols', size=3, stride=3)]
-            m.layout.data_offset = 0
-            self._h_msgs.append(m)
+            self._h_msgs.append(_homography_message())
         self._joint.name = list(names)
         self.rotor_names = list(names)
+        self._joint_cdr = None
+
+    def _output_templates(self) -> bool:
+        """Make the serialized output templates (io.cdr_patch) once the layout is known.
+
+        Returns False when they cannot be made (a middleware without
+        little-endian CDR): the messages are then published as objects.
+        """
+        if self._joint_cdr is not None and self._joint_cdr_frame == self._frame_id:
+            return True
+        n = len(self.rotor_names)
+        try:
+            if self._rpm_cdr is None:
+                self._rpm_cdr = PatchableCdr(
+                    serialize_message(Float64(data=sentinels(1)[0])), 1)
+                h = _homography_message()
+                h.data = array.array('d', sentinels(9))
+                self._h_cdr = PatchableCdr(serialize_message(h), 9)
+            j = JointState()
+            j.header.frame_id = self._frame_id
+            j.name = list(self.rotor_names)
+            values = sentinels(2 * n)
+            j.position = array.array('d', values[:n])
+            j.velocity = array.array('d', values[n:])
+            self._joint_cdr = PatchableCdr(serialize_message(j), 2 * n, has_header=True)
+            self._joint_cdr_frame = self._frame_id
+        except ValueError as exc:
+            self._log.warning(f'outputs published as message objects: {exc}', once=True)
+            self._rpm_cdr = self._h_cdr = self._joint_cdr = None
+            return False
+        return True
 
     def _publish(self, res: PacketResult) -> None:
         rotors = res.rotors
@@ -950,14 +991,23 @@ class HelixtrackNode(Node):
             self._add_rotor_outputs(names)
         if len(rotors) != len(self._rpm_msgs):
             raise ValueError(f'{len(rotors)} rotor states for {len(self._rpm_msgs)} rotors')
-        stamp = _stamp(res.stamp_ns)
         self._last_stamp_ns = int(res.stamp_ns)
         self._last_rotors = rotors
+        phases = [float(r.phase_rad) for r in rotors]
+        omegas = [float(r.omega_rad_s) for r in rotors]
+        if self._output_templates():
+            # the bytes of each message, its numbers written in place
+            self._pub_rotors.publish(self._joint_cdr.fill(phases + omegas, res.stamp_ns))
+            for i, r in enumerate(rotors):
+                self._pub_rpm[i].publish(self._rpm_cdr.fill((float(r.rpm_shaft),)))
+                self._pub_h[i].publish(self._h_cdr.fill(
+                    np.asarray(r.homography, np.float64).reshape(9).tolist()))
+            return
         j = self._joint
-        j.header.stamp = stamp
+        j.header.stamp = _stamp(res.stamp_ns)
         j.header.frame_id = self._frame_id
-        j.position = array.array('d', [float(r.phase_rad) for r in rotors])
-        j.velocity = array.array('d', [float(r.omega_rad_s) for r in rotors])
+        j.position = array.array('d', phases)
+        j.velocity = array.array('d', omegas)
         self._pub_rotors.publish(j)
         for i, r in enumerate(rotors):
             m = self._rpm_msgs[i]

@@ -83,6 +83,13 @@ def _overrides(tree: dict) -> list[Parameter]:
     return [Parameter(k, value=v) for k, v in flatten(tree).items()]
 
 
+def _joint(m):
+    """A published ~/rotors message (the node publishes serialized bytes)."""
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
+    return deserialize_message(m, JointState) if isinstance(m, bytes) else m
+
+
 def _make(context, tree: dict, **kw):
     return hn.HelixtrackNode(context=context, parameter_overrides=_overrides(tree),
                              **F.STANDIN_KWARGS, **kw)
@@ -128,6 +135,46 @@ def test_bad_configuration_is_refused_with_the_parameter_named(context, tree, me
         _make(context, tree)
 
 
+@pytest.mark.parametrize('frame_id', ['', 'c', 'camera', 'event_camera_optical_frame'])
+@pytest.mark.parametrize('names', [['a'], ['front_left', 'rear_right', 'x'], ['r0', 'r1', 'r2',
+                                                                               'r3']])
+def test_output_bytes_equal_serialized_messages(frame_id, names):
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64
+
+    from helixtrack_ros.io.cdr_patch import PatchableCdr, sentinels
+
+    rng = np.random.default_rng(len(frame_id) + len(names))
+    n = len(names)
+    j = JointState()
+    j.header.frame_id = frame_id
+    j.name = names
+    j.position, j.velocity = list(sentinels(2 * n)[:n]), list(sentinels(2 * n)[n:])
+    tpl = PatchableCdr(serialize_message(j), 2 * n, has_header=True)
+    h = hn._homography_message()
+    h.data = sentinels(9)
+    htpl = PatchableCdr(serialize_message(h), 9)
+    ftpl = PatchableCdr(serialize_message(Float64(data=sentinels(1)[0])), 1)
+    for _ in range(3):
+        # compared as messages: CDR padding bytes are not specified
+        v = rng.normal(0, 1000, 2 * n).tolist()
+        stamp_ns = int(rng.integers(0, 2**31 * 10**9))
+        got = deserialize_message(tpl.fill(v, stamp_ns), JointState)
+        assert (F.stamp_ns(got), got.header.frame_id, list(got.name)) == (stamp_ns, frame_id,
+                                                                           names)
+        assert list(got.position) + list(got.velocity) == v and len(got.effort) == 0
+        d = rng.normal(0, 100, 9).tolist()
+        got = deserialize_message(htpl.fill(d), type(h))
+        assert list(got.data) == d and got.layout == h.layout
+        x = float(rng.normal())
+        assert deserialize_message(ftpl.fill((x,)), Float64).data == x
+    with pytest.raises(ValueError):
+        tpl.fill(v[:-1], 0)
+    with pytest.raises(ValueError):              # the sentinels are not in this message
+        PatchableCdr(serialize_message(Float64(data=1.0)), 1)
+
+
 def test_latency_histogram_percentiles():
     rng = np.random.default_rng(3)
     lat_us = rng.gamma(2.0, 400.0, 5000).astype(int)
@@ -147,7 +194,8 @@ def test_packet_handling_counts_problems(context):
     try:
         sent = []
         pubs = []
-        node._pub_rotors.publish = lambda m: pubs.append((F.stamp_ns(m), list(m.velocity)))
+        node._pub_rotors.publish = lambda m: pubs.append((F.stamp_ns(_joint(m)),
+                                                          list(_joint(m).velocity)))
         for m in F.fake_packets(3, seq0=10):
             node._on_packet(m)
             sent.append(F.stamp_ns(m))
@@ -183,7 +231,7 @@ def test_packets_as_bytes_equal_packets_as_messages_and_garbage_is_counted(conte
         try:
             pubs = []
             node._pub_rotors.publish = lambda m, pubs=pubs: pubs.append(
-                (F.stamp_ns(m), m.header.frame_id, list(m.velocity)))
+                (F.stamp_ns(_joint(m)), _joint(m).header.frame_id, list(_joint(m).velocity)))
             seen = []
             real = node._pipe.process_packet
             node._pipe.process_packet = lambda *a, seen=seen, real=real: (
@@ -209,7 +257,7 @@ def test_queued_packets_are_tracked_together_and_published_one_by_one(context):
     node = _make(context, F.TWO_ROTORS)
     try:
         pubs = []
-        node._pub_rotors.publish = lambda m: pubs.append(F.stamp_ns(m))
+        node._pub_rotors.publish = lambda m: pubs.append(F.stamp_ns(_joint(m)))
         msgs = F.fake_packets(8, seq0=0)
         # a real backlog: the packets wait in the node's own subscription queue
         other = rclpy.create_node('backlog', context=context)
