@@ -823,6 +823,9 @@ class HelixtrackNode(Node):
         if not batch:
             return
         c = self.counters
+        note_backlog = getattr(self._pipe, 'note_backlog', None)
+        if note_backlog is not None:
+            note_backlog(len(batch) - 1)
         try:
             process = getattr(self._pipe, 'process_packets', None)
             results = (process(batch) if process is not None and len(batch) > 1

@@ -75,6 +75,8 @@ DETECT_WINDOW_US = 100_000
 MAX_DETECTIONS_KEPT = 64
 #: Packets with more events than this run their rotors in parallel threads.
 PARALLEL_MIN_EVENTS = 2000
+#: Live: a queue of more than this many packets (smoothed) widens the event stride.
+BACKLOG_BEHIND_PACKETS = 3.0
 #: A backward jump of sensor time larger than this is a camera restart.
 RESTART_JUMP_US = 60_000
 #: A forward jump larger than this is a gap: trackers restart their phase lock.
@@ -108,7 +110,8 @@ class PipelineConfig:
     realtime_stride : bool
         Live mode: when processing falls behind the sensor, feed trackers
         only every k-th routed event (k shown in diagnostics) instead of
-        letting a queue grow. Off for offline processing.
+        letting a queue grow, and divide the Gauss-Newton event target by k.
+        Off for offline processing.
     max_stride : int
         Largest k the real-time policy may choose.
     threads : int
@@ -139,7 +142,7 @@ class PipelineConfig:
     rotors: list[RotorInit] = field(default_factory=list)
     tracker: TrackerParams = field(default_factory=TrackerParams)
     realtime_stride: bool = False
-    max_stride: int = 8
+    max_stride: int = 4
     threads: int = 0
     auto_detect: bool = False
     recovery: bool = True
@@ -191,7 +194,7 @@ class PipelineConfig:
         return PipelineConfig(
             rotors=rotors, tracker=tracker,
             realtime_stride=bool(params.get('realtime_stride', False)),
-            max_stride=int(params.get('max_stride', 8)),
+            max_stride=int(params.get('max_stride', 4)),
             threads=int(params.get('threads', 0)),
             auto_detect=bool(params.get('auto_detect', False)),
             recovery=bool(params.get('recovery', True)),
@@ -377,6 +380,8 @@ class TrackingPipeline:
         self._detect_pool: ThreadPoolExecutor | None = None
         self.stride = 1
         self._load_ema = 0.0
+        self._backlog_ema = 0.0
+        self._backlog_known = False
         self._last_seq: int | None = None
         self._last_t_us: int | None = None
         self._last_outputs: list[RotorOutput] = []
@@ -466,6 +471,19 @@ class TrackingPipeline:
         merged.update(changes)
         params = TrackerParams.from_dict(merged)
         self.config = replace(self.config, tracker=params)
+        self._apply_tracker_params()
+
+    def _effective_tracker_params(self) -> TrackerParams:
+        """The configured tracker parameters, with the Gauss-Newton event target divided
+        by the real-time stride (a stride saves the accumulation's share too)."""
+        params = self.config.tracker
+        if self.stride > 1 and params.gn_target_events > 0:
+            params = replace(params, gn_target_events=max(
+                1, params.gn_target_events // self.stride))
+        return params
+
+    def _apply_tracker_params(self) -> None:
+        params = self._effective_tracker_params()
         for tracker in self._trackers:
             tracker.params = params
 
@@ -733,7 +751,7 @@ class TrackingPipeline:
         self._note_detections([(t_found, init.name, d) for init, d in zip(inits, found)])
         self.config = replace(self.config, rotors=inits)
         self._inits = list(inits)
-        self._trackers = [HelixTracker(r, self.config.tracker) for r in inits]
+        self._trackers = [HelixTracker(r, self._effective_tracker_params()) for r in inits]
         self._rec = [_Recovery() for _ in self._trackers]
         self._make_pool()
 
@@ -1170,6 +1188,17 @@ class TrackingPipeline:
             return []
         return [(name, d) for t, name, d in self.detections if 0 <= now - t <= span_us]
 
+    def note_backlog(self, waiting: int) -> None:
+        """Live use: how many packets waited in the queue behind the ones now processed.
+
+        The node calls this before each batch; it is the real-time policy's
+        sign of falling behind. Without it (a caller that does not know its
+        queue) the policy judges from the processing load alone, which also
+        reads a replay slower than real time as behind.
+        """
+        self._backlog_ema = 0.7 * self._backlog_ema + 0.3 * max(int(waiting), 0)
+        self._backlog_known = True
+
     def _account_load(self, wall_s: float, span_us: int) -> None:
         self._wall_s += wall_s
         self._sensor_us += span_us
@@ -1177,13 +1206,24 @@ class TrackingPipeline:
         self._load_ema = 0.9 * self._load_ema + 0.1 * load
         if not self.config.realtime_stride:
             return
-        # real-time policy: widen the stride when processing lags the sensor
-        if self._load_ema > 0.9 and self.stride < self.config.max_stride:
+        # real-time policy: widen the stride when packets queue up (or, without a
+        # queue to look at, when processing lags the sensor); narrow it again when
+        # the queue is empty and the load leaves room
+        if self._backlog_known:
+            behind = self._backlog_ema > BACKLOG_BEHIND_PACKETS
+            room = self._backlog_ema < 0.5 and self._load_ema < 0.5
+        else:
+            behind = self._load_ema > 0.9
+            room = self._load_ema < 0.4
+        if behind and self.stride < self.config.max_stride:
             self.stride += 1
             self._load_ema = 0.5
-        elif self._load_ema < 0.4 and self.stride > 1:
+            self._backlog_ema = 0.0
+            self._apply_tracker_params()
+        elif room and self.stride > 1:
             self.stride -= 1
             self._load_ema = 0.6
+            self._apply_tracker_params()
 
     # ------------------------------------------------------------------ diagnostics
     @property
@@ -1209,6 +1249,8 @@ class TrackingPipeline:
             'events_per_s_in': f'{c["events_in"] / sensor_s:.0f}',
             'load': f'{self.load:.3f}',
             'stride': str(self.stride),
+            'gn_target_events': str(self._effective_tracker_params().gn_target_events),
+            'backlog_packets': f'{self._backlog_ema:.1f}',
         })
         for i, d in enumerate(self.detected):
             # what the start-up detection found (auto_detect), for inspection

@@ -264,3 +264,38 @@ def test_jobs_run_every_call_once_and_raise_a_helpers_error():
         jobs.helpers = [pool.submit(jobs.drain) for _ in range(2)]
         with pytest.raises(RuntimeError, match='rotor 5'):
             jobs.wait()
+
+
+def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
+    scene = make_scenario('quadcopter_4m', 0.1, 1, seed=1)
+    config = PipelineConfig(rotors=rotor_inits_from_scene(scene), realtime_stride=True,
+                            threads=1)
+    pipe = TrackingPipeline(config)
+
+    def gn_targets(p):
+        return {t.params.gn_target_events for t in p._trackers}
+
+    # a replay slower than real time: processing takes 2x the sensor time, no queue
+    for _ in range(100):
+        pipe.note_backlog(0)
+        pipe._account_load(0.002, 1000)
+    assert pipe.stride == 1 and gn_targets(pipe) == {3000}
+    # packets queue up: the stride widens up to max_stride, the GN target shrinks with it
+    for _ in range(100):
+        pipe.note_backlog(10)
+        pipe._account_load(0.002, 1000)
+    assert pipe.stride == 4 and gn_targets(pipe) == {750}
+    assert pipe.diagnostics()[0]['values']['gn_target_events'] == '750'
+    # a tracker parameter set meanwhile keeps the scaling
+    pipe.update_tracker_params({'gn_target_events': 2000})
+    assert gn_targets(pipe) == {500}
+    # the queue empties and the load leaves room: back to every event
+    for _ in range(200):
+        pipe.note_backlog(0)
+        pipe._account_load(0.0002, 1000)
+    assert pipe.stride == 1 and gn_targets(pipe) == {2000}
+    # a caller that knows no queue: the load alone decides
+    other = TrackingPipeline(config)
+    for _ in range(100):
+        other._account_load(0.002, 1000)
+    assert other.stride == 4
