@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> list[dict]:
 
     tmp = Path(tempfile.mkdtemp(prefix='bench_node_'))
     tree = rotor_params_tree(scene.initial_rotor_params())
-    tree['diagnostics_period_s'] = 0.1
+    tree['diagnostics_period_s'] = float(args.diag_period)
     tree['realtime_stride'] = bool(args.allow_stride)
     tree['max_batch_packets'] = int(args.max_batch)
     if args.threads is not None:
@@ -218,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--lag-ms', type=float, default=50.0,
                     help='the node keeps up when its last output follows the last packet '
                          'within this time')
+    ap.add_argument('--diag-period', type=float, default=0.1,
+                    help="the node's diagnostics_period_s (the benchmark reads diagnostics)")
     ap.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
                     help='a tracker parameter for the node (repeatable)')
     ap.add_argument('--threads', type=int, default=None,
