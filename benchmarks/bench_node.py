@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> list[dict]:
 
     t0 = time.perf_counter()
     scene, packets, _ = F.sim_stream(args.scenario, args.duration, seed=args.seed,
-                                     ego_level=args.ego_level, base_ns=BASE_NS)
+                                     ego_level=args.ego_level, base_ns=BASE_NS,
+                                     thin=args.thin)
     n_events = sum(len(m.events) for m in packets) // 2      # EVT3 words, upper bound
     sensor_s = (F.stamp_ns(packets[-1]) - F.stamp_ns(packets[0])) * 1e-9 + 1e-3
     print(f'command: bench_node.py {" ".join(sys.argv[1:])}')
@@ -218,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--lag-ms', type=float, default=50.0,
                     help='the node keeps up when its last output follows the last packet '
                          'within this time')
+    ap.add_argument('--thin', type=int, default=1,
+                    help='keep every k-th simulated event: a sparser sensor at the same pace '
+                         '(latency at real pace with fewer events per 1 ms packet)')
     ap.add_argument('--diag-period', type=float, default=0.1,
                     help="the node's diagnostics_period_s (the benchmark reads diagnostics)")
     ap.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',

@@ -557,7 +557,8 @@ def load_play_bag():
 
 
 def sim_stream(scenario: str, duration_s: float, seed: int = 1, ego_level: int | None = None,
-               packet_us: int = 1000, base_ns: int = 1_700_000_000_000_000_000):
+               packet_us: int = 1000, base_ns: int = 1_700_000_000_000_000_000,
+               thin: int = 1):
     """Simulate a scene and encode it as EVT3 EventPackets like metavision_driver.
 
     Returns
@@ -565,15 +566,19 @@ def sim_stream(scenario: str, duration_s: float, seed: int = 1, ego_level: int |
     scene, packets, last_t_us
         The scene (ground truth), the EventPacket list (seq from 0, header
         stamp = ``base_ns`` + first event time, frame ``camera``) and the
-        sensor time [us] of each packet's last event.
+        sensor time [us] of each packet's last event. ``thin`` > 1 keeps every
+        thin-th event (a sensor with fewer events per edge, at the same pace).
     """
     from event_camera_msgs.msg import EventPacket
 
     from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
+    from helixtrack_ros.core.events import EventArrays
     from helixtrack_ros.sim import Simulator, make_scenario
 
     scene = make_scenario(scenario, duration_s, ego_level, seed)
     ev = Simulator(scene, seed=seed).all_events()
+    if thin > 1:
+        ev = EventArrays(ev.t_us[::thin], ev.x[::thin], ev.y[::thin], ev.p[::thin])
     enc = Evt3Encoder()
     packets, last_t = [], []
     for k, (a, b) in enumerate(packetize(ev.t_us, packet_us)):
