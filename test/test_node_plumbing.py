@@ -190,6 +190,9 @@ def test_bad_packets_leave_node_alive(rig):
     _send(rig, 5, pace_s=0.001)
     rig.start_ns -= 50_000_000                                       # time goes back
     _send(rig, 5, pace_s=0.001)
+    for junk in (b'\x00\x01\x00\x00garbage', b'\x00\x01\x00', bytes(range(256)) * 3):
+        rig.pub.publish(junk)                                        # not an EventPacket
+        time.sleep(0.001)
     rig.seq = 0                                                      # camera restart
     rig.start_ns += 3_600 * 10**9
     _send(rig, 5, pace_s=0.001)
@@ -202,9 +205,10 @@ def test_bad_packets_leave_node_alive(rig):
     pipe = F.status_values(rig.probe.messages('/diagnostics'), 'helixtrack: pipeline')
     assert int(pipe['decode_errors']) >= 3
     assert int(vals['packets_dropped']) - dropped0 == 10
+    assert int(vals['unreadable_messages']) - int(before['unreadable_messages']) == 3
     assert rig.proc.alive()
     log = rig.proc.output()
-    assert 'refused' in log and 'packets lost' in log
+    assert 'refused' in log and 'packets lost' in log and 'could not be read' in log
 
 
 def test_debug_image(rig):
