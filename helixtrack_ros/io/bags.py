@@ -30,23 +30,12 @@ import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from helixtrack_ros.io.event_packet_cdr import parse_event_packet
+from helixtrack_ros.io.event_packet_cdr import EVENT_PACKET_MSG, parse_event_packet
 
 #: ROS type name of the event packet message.
 EVENT_PACKET_TYPE = 'event_camera_msgs/msg/EventPacket'
 #: Default topic of the metavision driver.
 DEFAULT_EVENT_TOPIC = '/event_camera/events'
-
-# The field list of event_camera_msgs/msg/EventPacket (ros-event-camera, Apache-2.0).
-_EVENT_PACKET_MSG = """std_msgs/Header header
-uint32 height
-uint32 width
-uint64 seq
-uint64 time_base
-string encoding
-bool is_bigendian
-uint8[] events
-"""
 
 _STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
 _NAME_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
@@ -57,7 +46,7 @@ _NS_PER_S = 1_000_000_000
 def typestore() -> Any:
     """Return the rosbags typestore (ROS 2 Kilted types + EventPacket), shared."""
     store = get_typestore(Stores.ROS2_KILTED)
-    store.register(get_types_from_msg(_EVENT_PACKET_MSG, EVENT_PACKET_TYPE))
+    store.register(get_types_from_msg(EVENT_PACKET_MSG, EVENT_PACKET_TYPE))
     return store
 
 

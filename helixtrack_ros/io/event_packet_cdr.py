@@ -8,18 +8,11 @@ payload (twice in rclpy: into a C struct, then into a Python array) and build
 a Python object per field, about 10x the cost of reading the few fixed
 fields here. The payload is returned as a view of the bytes, not copied.
 
-The message (``event_camera_msgs/msg/EventPacket``)::
+The message's fields are :data:`EVENT_PACKET_MSG`: a ``std_msgs/Header``
+(stamp: int32 sec, uint32 nanosec; string frame_id), then height, width,
+seq, time_base, encoding, is_bigendian and the events bytes.
 
-    std_msgs/Header header      # stamp (int32 sec, uint32 nanosec), string frame_id
-    uint32 height
-    uint32 width
-    uint64 seq
-    uint64 time_base
-    string encoding
-    bool is_bigendian
-    uint8[] events
-
-CDR (XCDR1, as every ROS 2 middleware sends it) aligns each field to its
+CDR (XCDR1, what the ROS 2 middlewares send by default) aligns each field to its
 size, counted from the end of the 4-byte encapsulation header; a string is
 its uint32 length (NUL included) and the bytes; a sequence its uint32 count
 and the elements. Taken from DDS, the bytes are padded to a multiple of 4.
@@ -31,6 +24,17 @@ import struct
 from typing import Any, NamedTuple
 
 import numpy as np
+
+#: The field list of event_camera_msgs/msg/EventPacket (ros-event-camera, Apache-2.0).
+EVENT_PACKET_MSG = """std_msgs/Header header
+uint32 height
+uint32 width
+uint64 seq
+uint64 time_base
+string encoding
+bool is_bigendian
+uint8[] events
+"""
 
 _NS_PER_S = 1_000_000_000
 _LE_U32_PAIR = struct.Struct('<II')
