@@ -168,9 +168,10 @@ def _no_event_callbacks() -> PublisherEventCallbacks:
     """No QoS event handlers for an output publisher.
 
     rclpy gives every publisher two default handlers (incompatible QoS and
-    type), and its executor walks every handler of the node on each wait:
-    with 12 publishers that was 0.2-0.6 ms per packet. The subscriber of an
-    output reports an incompatible QoS itself.
+    type), and its SingleThreadedExecutor walks every handler of the node
+    on each wake-up: with 12 publishers that took 0.59 instead of 0.37 ms
+    per wake-up (under cProfile). The subscriber of an output reports an
+    incompatible QoS itself.
     """
     return PublisherEventCallbacks(use_default_callbacks=False)
 
@@ -382,7 +383,7 @@ class LatencyHistogram:
     BINS = 10_000
 
     def __init__(self) -> None:
-        self.counts = [0] * self.BINS
+        self.counts = np.zeros(self.BINS, np.int64)
         self.n = 0
         self.max_us = 0
 
@@ -397,12 +398,8 @@ class LatencyHistogram:
         if self.n == 0:
             return math.nan
         rank = max(1, math.ceil(q / 100.0 * self.n))
-        seen = 0
-        for k, c in enumerate(self.counts):
-            seen += c
-            if seen >= rank:
-                return (k + 1) * self.BIN_US / 1000.0
-        return self.BINS * self.BIN_US / 1000.0
+        k = int(np.searchsorted(np.cumsum(self.counts), rank))
+        return (min(k, self.BINS - 1) + 1) * self.BIN_US / 1000.0
 
 
 class _Window:
