@@ -951,17 +951,18 @@ class TrackingPipeline:
         rec = self._rec[r]
         name = self._inits[r].name
         recovery = self.config.recovery
-        v = run.values
+        rows = run.values[:run.done].tolist()           # Python floats: cheap to index
+        levels = run.health_int[:run.done, HI_LEVEL].tolist()
         outs = []
         for k in range(run.done):
-            row = v[k]
-            health = int(run.health_int[k, HI_LEVEL])
+            row = rows[k]
+            health = levels[k]
             if recovery and health == TRACKING:
                 # the last good pose, for a later search
                 if rec.good_q is None:
                     rec.good_q = np.empty(6)
                 rec.good_q[:] = row[PK_QCORE:PK_QCORE + 6]
-                rec.good_rpm = float(row[PK_RPM_EKF])
+                rec.good_rpm = row[PK_RPM_EKF]
                 rec.good_dir = int(row[PK_ZETA])
                 rec.searching = False
                 rec.reset = False
@@ -974,14 +975,14 @@ class TrackingPipeline:
                             [row[OUT_Q + 4], row[OUT_Q + 5], 1.0]])
             # (the health reason is text only a rotor not TRACKING needs)
             level, message = self._rotor_status(
-                float(row[OUT_Q + 2]), float(row[OUT_Q + 3]), float(row[OUT_RPM]), health,
+                row[OUT_Q + 2], row[OUT_Q + 3], row[OUT_RPM], health,
                 '' if health == TRACKING else reason_text(run.health_int[k],
                                                           run.health_float[k]),
                 row[PK_BOX:PK_BOX + 4], rec)
             outs.append(RotorOutput(
-                name=name, t_us=int(t_last[k]), phase_rad=float(row[OUT_PHASE]),
-                omega_rad_s=float(row[OUT_OMEGA]), rpm_shaft=float(row[OUT_RPM]),
-                rpm_shaft_std=float(row[OUT_STD]), homography=hom, events=int(row[PK_N]),
+                name=name, t_us=int(t_last[k]), phase_rad=row[OUT_PHASE],
+                omega_rad_s=row[OUT_OMEGA], rpm_shaft=row[OUT_RPM],
+                rpm_shaft_std=row[OUT_STD], homography=hom, events=int(row[PK_N]),
                 level=level, message=message, health=health))
         return outs
 
@@ -989,9 +990,9 @@ class TrackingPipeline:
         return (self._decoder_key[1], self._decoder_key[2]) if self._decoder_key else (1280, 720)
 
     def _rotor_status(self, cx: float, cy: float, rpm: float, health: int, reason: str,
-                      box: np.ndarray, rec: _Recovery | None = None) -> tuple[int, str]:
+                      box: Sequence[float], rec: _Recovery | None = None) -> tuple[int, str]:
         """Diagnostic level and message: geometry checks, then the tracker's health."""
-        x0, y0, x1, y1 = (int(v) for v in box.tolist())
+        x0, y0, x1, y1 = (int(v) for v in box)
         w, h = self._image_size()
         if not (0 <= cx < w and 0 <= cy < h):
             return ERROR, 'rotor centre left the image'
