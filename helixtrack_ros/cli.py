@@ -10,15 +10,21 @@ around :mod:`helixtrack_ros.pipeline` (the same processing as the node),
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 import csv
 from dataclasses import replace
+from enum import IntEnum
+import math
 from pathlib import Path
 import sys
+import tempfile
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from helixtrack_ros.io.bags import TruncatedBagError
 
 DEFAULT_TOPIC = '/event_camera/events'
 #: ``track`` hands the pipeline this many packets at a time (about 64 ms of a driver
@@ -29,8 +35,101 @@ BATCH_PACKETS = 64
 BATCH_WORDS = 4_000_000
 
 
+class ExitCode(IntEnum):
+    """Exit statuses of ``helixtrack``; the same table is in ``--help`` and the README."""
+
+    #: done
+    OK = 0
+    #: ran to the end but found nothing: no rotor tracked, no rotor detected, no event
+    NOTHING_FOUND = 1
+    #: bad command line or input (one line on stderr), nothing or little done
+    USAGE = 2
+    #: an MCAP file of the bag is cut short: what precedes the damage was processed
+    PARTIAL_INPUT = 3
+    #: Ctrl-C: the outputs hold what was processed so far
+    INTERRUPTED = 130
+
+
+#: ``helixtrack --help`` epilog (the README's table says the same)
+EXIT_STATUS_HELP = """exit status:
+  0    done
+  1    nothing found: track tracked no rotor (no message or event, every packet
+       refused, or no rotor detected without --params), detect found no rotor,
+       events decoded no event
+  2    bad command line or input, one line on stderr: unknown option, a
+       duration <= 0 (--skip, --at-s < 0), missing bag or topic, a topic not
+       of type EventPacket, an output that cannot be written or an output
+       directory that is an existing file
+  3    the bag's MCAP file is cut short (recorder killed): every intact message
+       before the damage was processed and written; the message says how many
+       and how to repair the file (mcap recover); wins over 1
+  130  interrupted (Ctrl-C): the outputs hold what was processed"""
+
+
 class CliError(Exception):
-    """A user-facing failure: printed as one line, exit status 2."""
+    """A user-facing failure: printed as one line, exit status 2 (ExitCode.USAGE)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (exit status 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Print ``prog: error: message`` and where to find help; exit 2."""
+        self.exit(ExitCode.USAGE, f'{self.prog}: error: {message} (see {self.prog} --help)\n')
+
+
+def _seconds(positive: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds, > 0 (``positive``) or >= 0."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'expected seconds, got {text!r}') from None
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(
+                f'must be {"> 0" if positive else ">= 0"} s, got {text}')
+        return value
+    parse.__name__ = 'seconds'
+    return parse
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why files cannot be made in ``directory`` (created if missing), or None."""
+    for above in (directory, *directory.parents):
+        if above.exists():
+            if not above.is_dir():
+                return f'{above} is a file, not a directory'
+            break
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def _output_dir(path: Path) -> Path:
+    """Create an output directory, or fail in one line before any work is done."""
+    reason = _unwritable(path)
+    if reason is not None:
+        raise CliError(f'cannot write to output directory {path}: {reason}')
+    return path
+
+
+def _output_file(path: Path) -> Path:
+    """Check that an output file can be written (its directory made), in one line if not."""
+    reason = 'it is a directory' if path.is_dir() else _unwritable(path.parent)
+    if reason is not None:
+        raise CliError(f'cannot write {path}: {reason}')
+    return path
+
+
+def _damage_line(exc: TruncatedBagError, what: str) -> str:
+    """The one line for a bag cut short: what was done with how many messages, and the fix."""
+    from helixtrack_ros.io.bags import repair_hint
+    return (f'{exc.file} is cut short ({exc.damage}): {what} the {exc.messages_read} intact '
+            f'messages on {exc.topic} before the damage. {repair_hint(exc.file)}')
 
 
 # ---------------------------------------------------------------------- helpers
@@ -104,12 +203,13 @@ def _print_error_table(table: list[tuple[str, Any]], skip_s: float) -> None:
 def cmd_events(args: argparse.Namespace) -> int:
     """Decode a bag's EventPackets into an npz of arrays."""
     from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
-    from helixtrack_ros.io.bags import iter_event_packets
+    out = _output_file(Path(args.out))
     total = _count_or_fail(args.bag, args.topic)
     parts, trig = [], []
     decoder = None
     progress = Progress(total, 'decoding')
-    for i, pkt in enumerate(iter_event_packets(args.bag, args.topic)):
+    packets = _Packets(args.bag, args.topic)
+    for i, pkt in enumerate(packets):
         if decoder is None:
             try:
                 decoder = make_decoder(pkt.encoding, pkt.width, pkt.height)
@@ -122,18 +222,46 @@ def cmd_events(args: argparse.Namespace) -> int:
     progress.close()
     from helixtrack_ros.core.events import EventArrays
     ev = EventArrays.concatenate(parts)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     np.savez(out, t_us=ev.t_us, x=ev.x, y=ev.y, p=ev.p,
              trig_t_us=np.concatenate([t[0] for t in trig]) if trig else np.empty(0, np.int64),
              trig_value=np.concatenate([t[1] for t in trig]) if trig else np.empty(0, np.uint8),
              trig_id=np.concatenate([t[2] for t in trig]) if trig else np.empty(0, np.uint8))
     counters = decoder.counters if decoder is not None else {}
-    print(f'{len(ev)} events, {sum(len(t[0]) for t in trig)} triggers from {total} packets '
-          f'-> {out}')
+    print(f'{len(ev)} events, {sum(len(t[0]) for t in trig)} triggers from {len(trig)} '
+          f'packets -> {out}')
     if counters:
         print('decoder counters: ' + ', '.join(f'{k}={v}' for k, v in counters.items() if v))
-    return 0
+    if packets.truncated is not None:
+        print(f'helixtrack: {_damage_line(packets.truncated, "decoded")}', file=sys.stderr)
+        return ExitCode.PARTIAL_INPUT
+    if not len(ev) and not sum(len(t[0]) for t in trig):
+        print(f'helixtrack: no event decoded from {len(trig)} packets on {args.topic}',
+              file=sys.stderr)
+        return ExitCode.NOTHING_FOUND
+    return ExitCode.OK
+
+
+class _Packets:
+    """The EventPackets of a bag topic; a bag cut short ends them, kept in ``truncated``.
+
+    Any other read failure (a corrupt message) becomes a :class:`CliError`.
+    """
+
+    def __init__(self, bag: str, topic: str) -> None:
+        self.bag = bag
+        self.topic = topic
+        self.truncated: TruncatedBagError | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        from helixtrack_ros.io.bags import TruncatedBagError, iter_event_packets
+        try:
+            yield from iter_event_packets(self.bag, self.topic)
+        except TruncatedBagError as exc:
+            self.truncated = exc
+        except FileNotFoundError as exc:
+            raise CliError(str(exc)) from None
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
 
 
 def _remove_output(path: Path) -> None:
@@ -146,9 +274,12 @@ def _remove_output(path: Path) -> None:
 
 
 def _count_or_fail(bag: str, topic: str) -> int:
-    from helixtrack_ros.io.bags import count_messages
+    """The number of EventPackets on ``topic``; a problem (e.g. another type) as CliError."""
+    from helixtrack_ros.io.bags import EVENT_PACKET_TYPE, TruncatedBagError, count_messages
     try:
-        return count_messages(bag, topic)
+        return count_messages(bag, topic, EVENT_PACKET_TYPE)
+    except TruncatedBagError:
+        return 0   # cut before the topic's first message: reading it says so (exit 3)
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
     except ValueError as exc:
@@ -177,10 +308,12 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     if scenario not in SCENARIOS:
         raise CliError(f'unknown scenario "{scenario}"; choose one of: '
                        + ', '.join(sorted(SCENARIOS)))
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise CliError(f'the duration must be > 0 s, got {duration_s:g}')
+    _output_dir(out)
     wall0 = time.perf_counter()
     scene = make_scenario(scenario, duration_s=duration_s, ego_level=ego_level, seed=seed)
     sim = Simulator(scene, seed=seed)
-    out.mkdir(parents=True, exist_ok=True)
     bag_path = out / 'events'
     _remove_output(bag_path)
     encoder = Evt3Encoder()
@@ -264,8 +397,11 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
     dict
         Summary: counters, wall time, real-time factor, per-rotor errors.
     """
-    from helixtrack_ros.io.bags import ResultBagWriter, iter_event_packets
-    from helixtrack_ros.pipeline import PipelineConfig, RawPacket, TrackingPipeline
+    from helixtrack_ros.core.health import health_statuses
+    from helixtrack_ros.io.bags import ResultBagWriter
+    from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
+    if not (math.isfinite(skip_s) and skip_s >= 0):
+        raise CliError(f'the skip must be >= 0 s, got {skip_s:g}')
     if params_path is None:
         config = PipelineConfig(auto_detect=True)
     else:
@@ -280,7 +416,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
     config = replace(config, realtime_stride=False)
     truth = _read_ground_truth(Path(ground_truth)) if ground_truth else None
     total = _count_or_fail(bag, topic)
-    out.mkdir(parents=True, exist_ok=True)
+    _output_dir(out)
     _remove_output(out / 'results.mcap')
     TrackingPipeline.warmup()
     pipe = TrackingPipeline(config)
@@ -292,26 +428,23 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
     t_last_us = None
     last_stamp_ns = None
     n_packets = 0
+    n_rows = 0
     errors: dict[str, int] = {}
+    packets = _Packets(bag, topic)
+    read_error: CliError | None = None
     hom_cols = [f'h{i}{j}' for i in range(3) for j in range(3)]
     with (out / 'rpm.csv').open('w', newline='') as fh, \
             ResultBagWriter(out / 'results.mcap') as results_bag:
         fh.write(','.join(['t_us', 'stamp_ns', 'rotor', 'rpm', 'rpm_std', 'phase_rad',
-                           'omega_rad_s', *hom_cols, 'events', 'level', 'health']) + '\n')
-        def batches() -> Iterator[list[RawPacket]]:
-            # about 64 ms of a driver stream per batch (pipeline.process_stream)
-            batch: list[RawPacket] = []
-            words = 0
-            for pkt in iter_event_packets(bag, topic):
-                batch.append(RawPacket(pkt.events, pkt.encoding, pkt.width, pkt.height,
-                                       pkt.is_bigendian, pkt.stamp_ns, pkt.seq, pkt.time_base))
-                words += len(pkt.events) // 2
-                if len(batch) >= BATCH_PACKETS or words >= BATCH_WORDS:
-                    yield batch
-                    batch = []
-                    words = 0
-            if batch:
-                yield batch
+                           'omega_rad_s', *hom_cols, 'events', 'level', 'health',
+                           'state']) + '\n')
+        def batches() -> Iterator[list[Any]]:
+            # a read failure ends the stream here: the outputs keep what came before it
+            nonlocal read_error
+            try:
+                yield from _batches(packets)
+            except CliError as exc:
+                read_error = exc
 
         # the rotor threads need the GIL briefly at the start and end of each batch; while
         # this thread writes outputs they would wait up to the switch interval (5 ms)
@@ -333,6 +466,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
                         t_first_us = res.t_us
                     t_last_us = res.t_us
                     last_stamp_ns = res.stamp_ns
+                    n_rows += len(res.rotors)
                     for r in res.rotors:
                         h = r.homography.ravel().tolist()   # (floats format faster)
                         lines.append(
@@ -340,7 +474,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
                             f'{r.rpm_shaft_std:.3f},{r.phase_rad:.6f},{r.omega_rad_s:.4f},'
                             f'{h[0]:.8g},{h[1]:.8g},{h[2]:.8g},{h[3]:.8g},{h[4]:.8g},'
                             f'{h[5]:.8g},{h[6]:.8g},{h[7]:.8g},{h[8]:.8g},{r.events},{r.level},'
-                            f'{r.health}\n')
+                            f'{int(r.state)},{r.state.name}\n')
                         track = rows.setdefault(r.name, {'t_us': [], 'rpm': []})
                         track['t_us'].append(r.t_us)
                         track['rpm'].append(r.rpm_shaft)
@@ -348,6 +482,10 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
                         {'name': r.name, 'phase_rad': r.phase_rad, 'omega_rad_s': r.omega_rad_s,
                          'rpm_shaft': r.rpm_shaft, 'homography': r.homography}
                         for r in res.rotors])
+                    results_bag.write_diagnostics(res.stamp_ns, health_statuses(
+                        [r.name for r in res.rotors],
+                        [(int(r.state), int(r.cause)) for r in res.rotors]),
+                        topic=results_bag.namespace + '/health')
                 if done.diagnostics is not None and last_stamp_ns is not None:
                     results_bag.write_diagnostics(last_stamp_ns, done.diagnostics)
                 fh.writelines(lines)
@@ -366,7 +504,63 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
     return {'packets': n_packets, 'events': pipe.counters['events_in'], 'wall_s': wall,
             'sensor_s': sensor_s, 'rtf': sensor_s / wall if wall > 0 else float('nan'),
             'counters': dict(pipe.counters), 'errors': errors, 'table': table,
-            'interrupted': interrupted, 'out': out, 'diagnostics': pipe.diagnostics()}
+            'interrupted': interrupted, 'out': out, 'diagnostics': pipe.diagnostics(),
+            'rows': n_rows, 'topic': topic, 'auto_detect': not config.rotors,
+            'truncated': packets.truncated, 'read_error': read_error}
+
+
+def _batches(packets: Any) -> Iterator[list[Any]]:
+    """Group packets into about 64 ms of a driver stream (see pipeline.process_stream)."""
+    from helixtrack_ros.pipeline import RawPacket
+    batch: list[RawPacket] = []
+    words = 0
+    for pkt in packets:
+        batch.append(RawPacket(pkt.events, pkt.encoding, pkt.width, pkt.height,
+                               pkt.is_bigendian, pkt.stamp_ns, pkt.seq, pkt.time_base))
+        words += len(pkt.events) // 2
+        if len(batch) >= BATCH_PACKETS or words >= BATCH_WORDS:
+            yield batch
+            batch = []
+            words = 0
+    if batch:
+        yield batch
+
+
+def _nothing_tracked(info: dict[str, Any]) -> str | None:
+    """Why ``track`` produced no rotor state (None when it produced some)."""
+    if info['rows']:
+        return None
+    c = info['counters']
+    if not info['packets']:
+        return f'no EventPacket message on {info["topic"]}'
+    if sum(info['errors'].values()) >= info['packets']:
+        first = next(iter(info['errors']))
+        return f'every one of the {info["packets"]} packets was refused ({first})'
+    if not info['events']:
+        return f'the {info["packets"]} packets hold no event'
+    if info['auto_detect'] and not c['detections']:
+        return (f'{info["sensor_s"] * 1e3:.0f} ms of events is too short for the start-up '
+                'rotor detection (100 ms); give the rotors with --params')
+    if info['auto_detect']:
+        return ('no rotor detected in the first 100 ms of events; give the rotors with '
+                '--params (helixtrack detect --at-s can look later in the bag)')
+    return 'no rotor state came out of the tracker'
+
+
+def _track_outcome(info: dict[str, Any]) -> int:
+    """Print the one line for a partial or empty run of ``track``; return its exit code."""
+    if info['read_error'] is not None:
+        raise info['read_error']
+    if info['interrupted']:
+        return ExitCode.INTERRUPTED
+    if info['truncated'] is not None:
+        print(f'helixtrack: {_damage_line(info["truncated"], "tracked")}', file=sys.stderr)
+        return ExitCode.PARTIAL_INPUT
+    reason = _nothing_tracked(info)
+    if reason is not None:
+        print(f'helixtrack: no rotor tracked: {reason}', file=sys.stderr)
+        return ExitCode.NOTHING_FOUND
+    return ExitCode.OK
 
 
 def _plot_rpm(path: Path, arrays: dict[str, dict[str, np.ndarray]],
@@ -385,7 +579,8 @@ def _plot_rpm(path: Path, arrays: dict[str, dict[str, np.ndarray]],
     ax.set_xlabel('sensor time [s]')
     ax.set_ylabel('shaft RPM')
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, ncol=2)
+    if ax.get_legend_handles_labels()[0]:   # (nothing tracked: an empty plot, no warning)
+        ax.legend(fontsize=8, ncol=2)
     ax.set_title('helixtrack: shaft RPM per rotor')
     fig.tight_layout()
     fig.savefig(path)
@@ -412,13 +607,13 @@ def cmd_track(args: argparse.Namespace) -> int:
     info = track_bag(args.bag, args.params, Path(args.out), args.topic, args.ground_truth,
                      args.skip)
     _print_track_summary(info, args.skip)
-    return 130 if info['interrupted'] else 0
+    return _track_outcome(info)
 
 
 # ---------------------------------------------------------------------- demo
 def cmd_demo(args: argparse.Namespace) -> int:
     """``helixtrack demo``: simulate the default quadcopter, track it, report errors."""
-    out = Path(args.out)
+    out = _output_dir(Path(args.out))
     print(f'simulating scenario "{args.scenario}" ({args.duration:g} s) ...')
     info = simulate_to_dir(args.scenario, args.duration, args.seed, out / 'scene')
     print(f'  {info["events"]} events, {info["events"] / info["duration_s"] / 1e6:.1f} M '
@@ -428,30 +623,38 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     ground_truth=str(info['ground_truth']), skip_s=args.skip)
     _print_track_summary(res, args.skip)
     print(f'plot: {out / "track" / "rpm.png"}')
-    return 0
+    return _track_outcome(res)
 
 
 # ---------------------------------------------------------------------- detect
+class Detection(NamedTuple):
+    """What :func:`detect_in_bag` found."""
+
+    #: list of DetectedRotor
+    rotors: list
+    #: sensor size from the packets
+    width: int
+    height: int
+    #: the TruncatedBagError when the bag ended at damage before the window did, else None
+    truncated: TruncatedBagError | None = None
+
+
 def detect_in_bag(bag: str, topic: str = DEFAULT_TOPIC, at_s: float = 0.0,
-                  window_s: float = 0.1) -> tuple[list, int, int]:
+                  window_s: float = 0.1) -> Detection:
     """Detect the rotors in ``window_s`` of events starting ``at_s`` after the first event.
 
-    Returns
-    -------
-    rotors : list of DetectedRotor
-    width, height : int
-        Sensor size from the packets.
+    A bag cut short (damaged MCAP) ends the window at the damage.
     """
     from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
     from helixtrack_ros.core.detection import detect_rotors
     from helixtrack_ros.core.events import EventArrays
-    from helixtrack_ros.io.bags import iter_event_packets
     _count_or_fail(bag, topic)
     decoder = None
     parts = []
     t_start = None
     width, height = 1280, 720
-    for pkt in iter_event_packets(bag, topic):
+    packets = _Packets(bag, topic)
+    for pkt in packets:
         if decoder is None:
             try:
                 decoder = make_decoder(pkt.encoding, pkt.width, pkt.height)
@@ -470,18 +673,23 @@ def detect_in_bag(bag: str, topic: str = DEFAULT_TOPIC, at_s: float = 0.0,
         if ev.t_us[-1] >= t_start + int(window_s * 1e6):
             break
     if not parts:
+        if packets.truncated is not None:
+            return Detection([], width, height, packets.truncated)
         raise CliError(f'{bag}: no events at {at_s:g} s')
     ev = EventArrays.concatenate(parts)
     a = int(np.searchsorted(ev.t_us, t_start))
     b = int(np.searchsorted(ev.t_us, t_start + int(window_s * 1e6)))
-    return detect_rotors(ev.slice(a, b), width=width, height=height), width, height
+    return Detection(detect_rotors(ev.slice(a, b), width=width, height=height), width, height,
+                     packets.truncated)
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
     """``helixtrack detect``: write a parameter file with the rotors found."""
     from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
+    _output_file(Path(args.out))
     t0 = time.perf_counter()
-    rotors, _, _ = detect_in_bag(args.bag, args.topic, args.at_s, args.window)
+    found = detect_in_bag(args.bag, args.topic, args.at_s, args.window)
+    rotors = found.rotors
     wall = time.perf_counter() - t0
     names = [f'rotor_{i}' for i in range(len(rotors))]
     print(f'{len(rotors)} rotor(s) found in {args.window * 1e3:.0f} ms of events at '
@@ -494,31 +702,40 @@ def cmd_detect(args: argparse.Namespace) -> int:
     write_ros_params(args.out, tree, header=f'rotors detected by helixtrack detect in {args.bag} '
                                             f'at {args.at_s:g} s')
     print(f'parameters: {args.out}')
-    return 0 if rotors else 1
+    if found.truncated is not None:
+        print(f'helixtrack: {_damage_line(found.truncated, "searched")}', file=sys.stderr)
+        return ExitCode.PARTIAL_INPUT
+    if not rotors:
+        print(f'helixtrack: no rotor found in {args.window * 1e3:.0f} ms of events at '
+              f'{args.at_s:g} s (try another --at-s or a longer --window)', file=sys.stderr)
+        return ExitCode.NOTHING_FOUND
+    return ExitCode.OK
 
 
 # ---------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``helixtrack``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog='helixtrack',
         description='Event-camera propeller tracking (HelixTrack): RPM, phase and pose '
-                    'per rotor from Prophesee EVT3 rosbags.')
+                    'per rotor from Prophesee EVT3 rosbags.',
+        epilog=EXIT_STATUS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest='command', required=True)
+    positive_s, nonnegative_s = _seconds(positive=True), _seconds(positive=False)
 
     p = sub.add_parser('demo', help='simulate the default quadcopter scene, track it, '
                                     'print the error table')
     p.add_argument('--scenario', default='quadcopter')
-    p.add_argument('--duration', type=float, default=1.0, help='seconds of scene time')
+    p.add_argument('--duration', type=positive_s, default=1.0, help='seconds of scene time')
     p.add_argument('--seed', type=int, default=0)
-    p.add_argument('--skip', type=float, default=0.2,
+    p.add_argument('--skip', type=nonnegative_s, default=0.2,
                    help='seconds of convergence left out of the errors')
     p.add_argument('--out', default='demo_out', help='output directory')
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser('simulate', help='write a simulated scene as a rosbag2 of EVT3 packets')
     p.add_argument('--scenario', default='quadcopter')
-    p.add_argument('--duration', type=float, default=1.0, help='seconds of scene time')
+    p.add_argument('--duration', type=positive_s, default=1.0, help='seconds of scene time')
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--ego-level', type=int, default=None, choices=range(0, 8),
                    help="camera egomotion level 0-7 (default: the scenario's)")
@@ -533,16 +750,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--topic', default=DEFAULT_TOPIC)
     p.add_argument('--out', required=True, help='output directory')
     p.add_argument('--ground-truth', default=None, help='CSV t_us,rotor,rpm (shaft RPM)')
-    p.add_argument('--skip', type=float, default=0.2,
+    p.add_argument('--skip', type=nonnegative_s, default=0.2,
                    help='seconds of convergence left out of the errors')
     p.set_defaults(func=cmd_track)
 
     p = sub.add_parser('detect', help='find the rotors of a bag and write a parameter file')
     p.add_argument('bag')
     p.add_argument('--topic', default=DEFAULT_TOPIC)
-    p.add_argument('--at-s', type=float, default=0.0,
+    p.add_argument('--at-s', type=nonnegative_s, default=0.0,
                    help='start of the detection window, seconds after the first event')
-    p.add_argument('--window', type=float, default=0.1, help='seconds of events to use')
+    p.add_argument('--window', type=positive_s, default=0.1,
+                   help='seconds of events to use')
     p.add_argument('--out', required=True, help='parameter file to write (.yaml)')
     p.set_defaults(func=cmd_detect)
 
@@ -555,16 +773,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``helixtrack`` console script."""
+    """Entry point of the ``helixtrack`` console script; returns an :class:`ExitCode`."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except CliError as exc:
         print(f'helixtrack: error: {exc}', file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
+    except OSError as exc:   # an output that cannot be written after all (disk full, ...)
+        print(f'helixtrack: error: {exc}', file=sys.stderr)
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         print('helixtrack: interrupted', file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
 
 
 if __name__ == '__main__':

@@ -120,13 +120,15 @@ def _score(scene, rotor, name: str, t: np.ndarray, rpm: np.ndarray, q: np.ndarra
     gt_t = np.arange(0, scene.duration_us + 1, 100, dtype=np.int64)
     errors = rpm_errors(t, rpm, gt_t, rotor.rpm_shaft(gt_t), t_from_us=int(skip_s * 1e6))
     scale_err = center_err = float('nan')
-    if len(t):
-        # true scale and centre at the end, against the estimate
-        H = rotor.homography(t[-1:])[0]
+    measured = np.flatnonzero(np.isfinite(q[:, 0])) if len(t) else np.zeros(0, np.int64)
+    if len(measured):
+        # true scale and centre at the last measured output, against the estimate
+        i = int(measured[-1])
+        H = rotor.homography(t[i:i + 1])[0]
         H = H / H[2, 2]
         true_scale = float(np.hypot(H[0, 0], H[1, 0]))
-        scale_err = 100.0 * (q[-1, 0] - true_scale) / true_scale
-        center_err = float(np.hypot(q[-1, 2] - H[0, 2], q[-1, 3] - H[1, 2]))
+        scale_err = 100.0 * (q[i, 0] - true_scale) / true_scale
+        center_err = float(np.hypot(q[i, 2] - H[0, 2], q[i, 3] - H[1, 2]))
     return RotorResult(name, t, rpm, q, errors, scale_err, center_err, events)
 
 
@@ -136,7 +138,9 @@ def scale_drift_pct(result: RotorResult, scene, rotor_index: int) -> float:
         return float('nan')
     H = scene.rotors[rotor_index].homography(result.t_us)
     true_scale = np.hypot(H[:, 0, 0], H[:, 1, 0]) / H[:, 2, 2]
-    return float(np.max(np.abs(result.q[:, 0] - true_scale) / true_scale) * 100.0)
+    rel = np.abs(result.q[:, 0] - true_scale) / true_scale
+    rel = rel[np.isfinite(rel)]
+    return float(np.max(rel) * 100.0) if len(rel) else float('nan')
 
 
 def _pipeline_tracks(pipe, sim, chunk_us: int) -> tuple[dict[str, tuple], int, float]:
@@ -205,8 +209,13 @@ def track_scene_autodetect(scene, sim, params: TrackerParams | None = None,
     # match each true rotor to the detected track whose first centre is nearest
     match: dict[int, str] = {}
     for name, (t, _, q) in tracks.items():
-        H = [r.homography(t[:1])[0] for r in scene.rotors]
-        d = [float(np.hypot(*(q[0, 2:4] - h[:2, 2] / h[2, 2]))) for h in H]
+        # the first measured (TRACKING) output: before it the values are withheld (NaN)
+        first = np.flatnonzero(np.isfinite(q[:, 2]))
+        if not len(first):
+            continue
+        i = int(first[0])
+        H = [r.homography(t[i:i + 1])[0] for r in scene.rotors]
+        d = [float(np.hypot(*(q[i, 2:4] - h[:2, 2] / h[2, 2]))) for h in H]
         k = int(np.argmin(d))
         if d[k] < 0.5 * scene.rotors[k].radius_px and k not in match:
             match[k] = name

@@ -16,6 +16,10 @@ Topics
     Shaft RPM, one per packet.
 ``~/<rotor>/homography`` (``std_msgs/Float64MultiArray``)
     Rotor plane -> image homography, 3 x 3 row-major.
+``~/health`` (``diagnostic_msgs/DiagnosticArray``)
+    One per packet, stamped like ``~/rotors``: each rotor's state
+    (:class:`helixtrack_ros.core.health.RotorState`). Every number above is
+    NaN while its rotor is not TRACKING.
 ``/diagnostics`` (``diagnostic_msgs/DiagnosticArray``)
     Once a second: the pipeline's statuses plus one for the node.
 ``~/debug_image`` (``sensor_msgs/Image``, off by default)
@@ -75,6 +79,7 @@ from helixtrack_ros.io.event_packet_cdr import (
     fields_of_message,
     parse_event_packet,
 )
+from helixtrack_ros.io.health_cdr import HealthCdrCache, health_message
 from helixtrack_ros.pipeline import RawPacket
 
 try:                                    # Iron and newer
@@ -116,6 +121,8 @@ ROTOR_FIELDS: dict[str, tuple[Any, str]] = {
     'direction': (0, 'rotation direction: +1, -1, or 0 = estimate it'),
     'psi_rad': (0.0, 'in-plane rotation of the rotor plane [rad]'),
     'perspective': ([0.0, 0.0], 'perspective terms [p31, p32] of the homography'),
+    'rpm_range': ([0.0, 0.0], 'plausible shaft RPM [min, max] of this rotor; [0, 0]: '
+                  'tracker.gate_rpm_min / gate_rpm_max'),
 }
 
 _NAME_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
@@ -482,6 +489,9 @@ class HelixtrackNode(Node):
         self._add_rotor_outputs(self.rotor_names)
         self._pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', OUTPUT_QOS,
                                                event_callbacks=_no_event_callbacks())
+        self._pub_health = self.create_publisher(DiagnosticArray, '~/health', OUTPUT_QOS,
+                                                 event_callbacks=_no_event_callbacks())
+        self._health_cdr = HealthCdrCache(serialize_message)
         self._pub_image = self.create_publisher(Image, '~/debug_image', QoSProfile(depth=2),
                                                 event_callbacks=_no_event_callbacks())
 
@@ -631,7 +641,7 @@ class HelixtrackNode(Node):
     def _coerce_rotor(key: str, value: Any) -> Any:
         field = key.rsplit('.', 1)[1]
         try:
-            if field in ('center_px', 'perspective'):
+            if field in ('center_px', 'perspective', 'rpm_range'):
                 seq = [float(v) for v in value]
                 if len(seq) != 2:
                     raise ValueError
@@ -995,9 +1005,12 @@ class HelixtrackNode(Node):
         self._last_rotors = rotors
         phases = [float(r.phase_rad) for r in rotors]
         omegas = [float(r.omega_rad_s) for r in rotors]
+        states = tuple((int(r.state), int(r.cause)) for r in rotors)
         if self._output_templates():
             # the bytes of each message, its numbers written in place
             self._pub_rotors.publish(self._joint_cdr.fill(phases + omegas, res.stamp_ns))
+            self._pub_health.publish(self._health_cdr.fill(
+                self.rotor_names, states, self._frame_id, res.stamp_ns))
             for i, r in enumerate(rotors):
                 self._pub_rpm[i].publish(self._rpm_cdr.fill((float(r.rpm_shaft),)))
                 self._pub_h[i].publish(self._h_cdr.fill(
@@ -1009,6 +1022,9 @@ class HelixtrackNode(Node):
         j.position = array.array('d', phases)
         j.velocity = array.array('d', omegas)
         self._pub_rotors.publish(j)
+        health = health_message(self.rotor_names, states, self._frame_id)
+        health.header.stamp = j.header.stamp
+        self._pub_health.publish(health)
         for i, r in enumerate(rotors):
             m = self._rpm_msgs[i]
             m.data = float(r.rpm_shaft)
@@ -1162,8 +1178,68 @@ def _spin(node: HelixtrackNode) -> None:
         executor.shutdown(timeout_sec=0.5)
 
 
+def _params_file_problem(argv: list[str]) -> str | None:
+    """Why a ``--params-file`` of the command line cannot be read, as one line, or None.
+
+    Checked before ``rclpy.init``, which otherwise answers a missing or
+    broken file with a traceback. The YAML is parsed, not interpreted, as
+    rcl does, so that no file rcl accepts is refused here.
+    """
+    import yaml
+    in_ros = False
+    for i, arg in enumerate(argv):
+        if arg in ('--ros-args', '--'):
+            in_ros = arg == '--ros-args'
+        if not (in_ros and arg == '--params-file' and i + 1 < len(argv)):
+            continue
+        path = argv[i + 1]
+        try:
+            with open(path, encoding='utf-8') as fh:
+                for _ in yaml.parse(fh, Loader=yaml.SafeLoader):
+                    pass
+        except OSError as exc:
+            return f'parameter file {path}: {exc.strerror or exc}'
+        except UnicodeDecodeError:
+            return f'parameter file {path}: not UTF-8 text'
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, 'problem_mark', None)
+            where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark else ''
+            what = getattr(exc, 'problem', None) or ' '.join(str(exc).split())
+            return f'parameter file {path} is not valid YAML: {what}{where}'
+    return None
+
+
+def _init_rclpy(args: list[str] | None) -> str | None:
+    """``rclpy.init``; None, or why rcl refused the command line, as one line.
+
+    rcl logs a line of its own before it raises; fd 2 goes to a temporary
+    file meanwhile and is replayed only when the start worked, so that a
+    refusal reads as the caller's one line.
+    """
+    import os
+    import tempfile
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as held:
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        try:
+            rclpy.init(args=args)
+        except RuntimeError as exc:   # rclpy's RCLError
+            # rcl appends ', at <source file>:<line>' for every layer
+            return re.sub(r', at \S+:\d+', '', ' '.join(str(exc).split()))
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        held.seek(0)
+        os.write(2, held.read())
+    return None
+
+
 def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
     """Run the node until Ctrl-C or shutdown; return the exit code.
+
+    A command line that cannot start the node (an unreadable or broken
+    ``--params-file``, a value out of range) gives one line and exit code 1.
 
     Parameters
     ----------
@@ -1172,7 +1248,12 @@ def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
     **node_kwargs
         Passed to :class:`HelixtrackNode` (tests inject a pipeline here).
     """
-    rclpy.init(args=args)
+    reason = _params_file_problem(sys.argv if args is None else args)
+    if reason is None:
+        reason = _init_rclpy(args)
+    if reason is not None:
+        get_logger(NODE_NAME).fatal(f'cannot start: {reason}')
+        return 1
     node = None
     code = 0
     try:

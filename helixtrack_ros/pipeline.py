@@ -48,7 +48,16 @@ from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
 from helixtrack_ros.codecs.time_sync import TimeMapper
 from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
 from helixtrack_ros.core.events import EventArrays, EventBuffer
-from helixtrack_ros.core.health import HI_LEVEL, LOST, TRACKING, reason_text
+from helixtrack_ros.core.health import (
+    HI_CAUSE,
+    HI_LEVEL,
+    LOST,
+    R_STARVED,
+    TRACKING,
+    RotorState,
+    reason_text,
+    rotor_state,
+)
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import (
     OUT_OMEGA,
@@ -81,8 +90,9 @@ BACKLOG_BEHIND_PACKETS = 3.0
 RESTART_JUMP_US = 60_000
 #: A forward jump larger than this is a gap: trackers restart their phase lock.
 GAP_US = 500_000
-#: A packet whose sensor time leaps this much further than its header stamp is garbage.
-CORRUPT_LEAP_US = 1_000_000
+#: A packet whose sensor time leaps this much further than its header stamp is garbage
+#: (refused however often it happens while the header stamps move).
+CORRUPT_LEAP_US = 100_000
 #: A packet with more than this fraction of unknown word codes is garbage.
 CORRUPT_UNKNOWN_FRACTION = 0.1
 #: After this many suspect packets in a row the time leap is taken as real.
@@ -178,6 +188,7 @@ class PipelineConfig:
             if len(center) != 2:
                 raise ValueError(f'{prefix}center_px must be [x, y]')
             persp = params.get(prefix + 'perspective', [0.0, 0.0])
+            rpm_range = params.get(prefix + 'rpm_range', [0.0, 0.0])
             rotors.append(RotorInit(
                 name=str(name),
                 center_px=(float(center[0]), float(center[1])),
@@ -187,6 +198,7 @@ class PipelineConfig:
                 direction=int(params.get(prefix + 'direction', 0)),
                 psi_rad=float(params.get(prefix + 'psi_rad', 0.0)),
                 perspective=(float(persp[0]), float(persp[1])),
+                rpm_range=tuple(float(v) for v in rpm_range),
             ))
         tracker_values = {k[len('tracker.'):]: v for k, v in params.items()
                           if k.startswith('tracker.')}
@@ -230,9 +242,18 @@ class PipelineConfig:
         return out
 
 
+_NAN_HOMOGRAPHY = np.full((3, 3), math.nan)
+_NAN_HOMOGRAPHY.flags.writeable = False
+
+
 @dataclass
 class RotorOutput:
-    """State of one rotor after a packet."""
+    """State of one rotor after a packet.
+
+    The numbers (phase, omega, RPM and its std, homography) are NaN unless
+    ``state`` is TRACKING: a value is published only while the tracker
+    stands behind it (README "Trusting the numbers").
+    """
 
     name: str
     t_us: int
@@ -245,6 +266,9 @@ class RotorOutput:
     level: int = OK
     message: str = 'tracking'
     health: int = TRACKING
+    state: RotorState = RotorState.TRACKING
+    #: health reason code (core.health R_*) behind a state other than TRACKING
+    cause: int = 0
 
 
 @dataclass
@@ -383,6 +407,9 @@ class TrackingPipeline:
         self._backlog_ema = 0.0
         self._backlog_known = False
         self._last_seq: int | None = None
+        #: packets were dropped or refused since the last accepted one
+        self._events_lost = False
+        self._decoder_stale = False
         self._last_t_us: int | None = None
         self._last_outputs: list[RotorOutput] = []
         self.counters: dict[str, int] = {
@@ -473,19 +500,15 @@ class TrackingPipeline:
         self.config = replace(self.config, tracker=params)
         self._apply_tracker_params()
 
-    def _effective_tracker_params(self) -> TrackerParams:
-        """The configured tracker parameters, with the Gauss-Newton event target divided
-        by the real-time stride (a stride saves the accumulation's share too)."""
-        params = self.config.tracker
-        if self.stride > 1 and params.gn_target_events > 0:
-            params = replace(params, gn_target_events=max(
-                1, params.gn_target_events // self.stride))
-        return params
-
     def _apply_tracker_params(self) -> None:
-        params = self._effective_tracker_params()
         for tracker in self._trackers:
-            tracker.params = params
+            tracker.params = self.config.tracker
+
+    def _apply_gn_target(self) -> None:
+        """Divide every rotor's Gauss-Newton event target by the stride (a stride saves
+        the accumulation's share too); nothing else of the trackers changes."""
+        for tracker in self._trackers:
+            tracker.set_gn_divisor(self.stride)
 
     # ------------------------------------------------------------------ packets
     def _get_decoder(self, encoding: str, width: int, height: int):
@@ -645,6 +668,7 @@ class TrackingPipeline:
             self.counters['seq_gaps'] += 1
             if seq > self._last_seq:
                 self.counters['packets_dropped'] += int(seq - self._last_seq - 1)
+                self._events_lost = self._decoder_stale = True
         self._last_seq = int(seq)
         try:
             decoder = self._get_decoder(encoding, int(width), int(height))
@@ -654,6 +678,10 @@ class TrackingPipeline:
         except ValueError as exc:
             self.counters['packets_refused'] += 1
             return PacketResult(error=f'bad packet: {exc}')
+        if self._decoder_stale:
+            # the stream state of the decoder is stale after lost packets
+            decoder.resync()
+            self._decoder_stale = False
         before = decoder.counters
         snapshot = decoder.snapshot()
         mark = self._batch_events.n
@@ -668,13 +696,14 @@ class TrackingPipeline:
             before)
         ev = decoded.events
         n = len(ev)
-        reason = self._corrupt_reason(ev, before, after, int(stamp_ns))
-        if reason is not None and self._suspect_run < CORRUPT_RUN_ACCEPT:
+        reason, final = self._corrupt_reason(ev, before, after, int(stamp_ns))
+        if reason is not None and (final or self._suspect_run < CORRUPT_RUN_ACCEPT):
             # roll the stream state back so that the garbage does not shift later times
             decoder.restore(snapshot)
             self._batch_events.truncate(mark)
             self.counters['packets_corrupt'] += 1
             self._suspect_run += 1
+            self._events_lost = self._decoder_stale = True
             return PacketResult(error=f'corrupt payload dropped (seq {seq}): {reason}')
         if reason is not None:
             # the leap persists over several packets: it is real (camera restart or a
@@ -706,6 +735,8 @@ class TrackingPipeline:
                 self._flush()
                 self.counters['time_gaps'] += 1
                 self._restart_trackers()
+        if self._events_lost:
+            self._skip_gap()
         self._time.update(int(stamp_ns), t_first)
         self._last_t_us = t_last
         if self._first_t_us is None:
@@ -716,6 +747,14 @@ class TrackingPipeline:
         self._pending.append(_Pending(results, index, ev, t_last,
                                       self._time.to_ros_ns(t_last)))
         return None
+
+    def _skip_gap(self) -> None:
+        """Events were lost before this packet (dropped or refused packets): track what
+        came before, then tell every rotor, so that the gap is not read as starvation."""
+        self._events_lost = False
+        self._flush()
+        for tracker in self._trackers:
+            tracker.skip_gap()
 
     def _auto_detect(self, ev: EventArrays) -> None:
         """Collect the first ``detect_window_us`` of events, then find the rotors.
@@ -751,7 +790,8 @@ class TrackingPipeline:
         self._note_detections([(t_found, init.name, d) for init, d in zip(inits, found)])
         self.config = replace(self.config, rotors=inits)
         self._inits = list(inits)
-        self._trackers = [HelixTracker(r, self._effective_tracker_params()) for r in inits]
+        self._trackers = [HelixTracker(r, self.config.tracker) for r in inits]
+        self._apply_gn_target()
         self._rec = [_Recovery() for _ in self._trackers]
         self._make_pool()
 
@@ -784,25 +824,30 @@ class TrackingPipeline:
         return int(sum(c.get(k, 0) for k in
                        ('skipped_unknown', 'out_of_bounds', 'odd_bytes', 'before_time_high')))
 
-    def _corrupt_reason(self, ev: EventArrays, before: dict[str, int],
-                        after: dict[str, int], stamp_ns: int) -> str | None:
-        """Say why a decoded packet looks like garbage, or None when it looks sane.
+    def _corrupt_reason(self, ev: EventArrays, before: dict[str, int], after: dict[str, int],
+                        stamp_ns: int) -> tuple[str | None, bool]:
+        """Say why a decoded packet looks like garbage (None when it looks sane), and
+        whether that is final (never to be taken as a restart).
 
         Two signs: many words of codes no sensor sends (real streams have at
-        most a little 0x9 padding), or sensor time leaping further ahead than
-        the host clock moved (random TIME_HIGH words).
+        most a little 0x9 padding), or sensor time leaping more than
+        CORRUPT_LEAP_US further ahead than the header stamps moved (random
+        TIME_HIGH words). A sensor clock never leaps forward by itself (a
+        restarted camera starts again near zero), so while the header stamps
+        move such a leap is refused every time: no output can carry a time
+        beyond the accepted stream.
         """
         words = after.get('words', 0) - before.get('words', 0)
         unknown = after.get('skipped_unknown', 0) - before.get('skipped_unknown', 0)
         if words >= 16 and unknown > CORRUPT_UNKNOWN_FRACTION * words:
-            return f'{unknown} of {words} words have unknown codes'
+            return f'{unknown} of {words} words have unknown codes', True
         if len(ev) and self._last_t_us is not None and self._last_stamp_ns is not None:
             leap_us = int(ev.t_us[-1]) - self._last_t_us
             host_us = (stamp_ns - self._last_stamp_ns) // 1000
             if leap_us > max(CORRUPT_LEAP_US, host_us + CORRUPT_LEAP_US):
                 return (f'sensor time leapt {leap_us / 1e6:.3f} s while the header stamp '
-                        f'moved {host_us / 1e6:.3f} s')
-        return None
+                        f'moved {host_us / 1e6:.3f} s'), host_us > 0
+        return None, False
 
     def _flush(self) -> None:
         """Finish the batch in flight, then track the queued packets."""
@@ -928,6 +973,10 @@ class TrackingPipeline:
                 outs = self._outputs_of(r, runs[r], t_last, (packet(last), int(t_last[last])))
             for k in range(len(outs), n_pk):
                 # phase 2: packet by packet, with recovery
+                if self.config.recovery and self._rec[r].searching:
+                    # a lost rotor being searched for is not tracked: a search step only
+                    outs.append(self._searching_output(r, packet(k), int(t_last[k])))
+                    continue
                 e0 = int(ends[k - 1]) if k else 0
                 one = self._trackers[r].process_packets(
                     packet(k), ends[k:k + 1] - e0, t_last[k:k + 1], inf.stride,
@@ -937,6 +986,24 @@ class TrackingPipeline:
             per_rotor.append(outs)
         self.counters['events_routed'] += int(sum(o.events for outs in per_rotor for o in outs))
         return [[per_rotor[r][k] for r in range(n_rot)] for k in range(n_pk)]
+
+    def _searching_output(self, r: int, ev: EventArrays, t_last: int) -> RotorOutput:
+        """Output of a LOST rotor during its search after a packet: NaN, and a search step.
+
+        Its tracker does not run: its estimate is not trusted, and running it
+        would cost time that the live node does not have.
+        """
+        self._recover_one(r, ev, t_last)
+        tracker = self._trackers[r]
+        cause = int(tracker.hi[HI_CAUSE])
+        state = RotorState.STARVED if cause == R_STARVED else RotorState.LOST
+        text = f'{tracker.health_reason}; re-detecting'
+        if self._rec[r].reset:
+            text, state = 'recovering (re-detected)', RotorState.ACQUIRING
+        return RotorOutput(name=self._inits[r].name, t_us=t_last, phase_rad=math.nan,
+                           omega_rad_s=math.nan, rpm_shaft=math.nan, rpm_shaft_std=math.nan,
+                           homography=_NAN_HOMOGRAPHY, events=0, level=ERROR, message=text,
+                           health=tracker.health, state=state, cause=cause)
 
     def _outputs_of(self, r: int, run: PacketRun, t_last: np.ndarray,
                     last_packet: tuple[EventArrays, int]) -> list[RotorOutput]:
@@ -970,15 +1037,23 @@ class TrackingPipeline:
                 rec.detecting = None
             elif recovery and k == run.done - 1:
                 self._recover_one(r, *last_packet)
-            s, c, sn = row[OUT_Q], math.cos(row[OUT_Q + 1]), math.sin(row[OUT_Q + 1])
-            hom = np.array([[s * c, -s * sn, row[OUT_Q + 2]], [s * sn, s * c, row[OUT_Q + 3]],
-                            [row[OUT_Q + 4], row[OUT_Q + 5], 1.0]])
             # (the health reason is text only a rotor not TRACKING needs)
-            level, message = self._rotor_status(
+            level, message, state = self._rotor_status(
                 row[OUT_Q + 2], row[OUT_Q + 3], row[OUT_RPM], health,
+                int(run.health_int[k, HI_CAUSE]), int(row[PK_N]),
                 '' if health == TRACKING else reason_text(run.health_int[k],
                                                           run.health_float[k]),
                 row[PK_BOX:PK_BOX + 4], rec)
+            if state != RotorState.TRACKING:
+                outs.append(RotorOutput(
+                    name=name, t_us=int(t_last[k]), phase_rad=math.nan, omega_rad_s=math.nan,
+                    rpm_shaft=math.nan, rpm_shaft_std=math.nan, homography=_NAN_HOMOGRAPHY,
+                    events=int(row[PK_N]), level=level, message=message, health=health,
+                    state=state, cause=int(run.health_int[k, HI_CAUSE])))
+                continue
+            s, c, sn = row[OUT_Q], math.cos(row[OUT_Q + 1]), math.sin(row[OUT_Q + 1])
+            hom = np.array([[s * c, -s * sn, row[OUT_Q + 2]], [s * sn, s * c, row[OUT_Q + 3]],
+                            [row[OUT_Q + 4], row[OUT_Q + 5], 1.0]])
             outs.append(RotorOutput(
                 name=name, t_us=int(t_last[k]), phase_rad=row[OUT_PHASE],
                 omega_rad_s=row[OUT_OMEGA], rpm_shaft=row[OUT_RPM],
@@ -989,27 +1064,30 @@ class TrackingPipeline:
     def _image_size(self) -> tuple[int, int]:
         return (self._decoder_key[1], self._decoder_key[2]) if self._decoder_key else (1280, 720)
 
-    def _rotor_status(self, cx: float, cy: float, rpm: float, health: int, reason: str,
-                      box: Sequence[float], rec: _Recovery | None = None) -> tuple[int, str]:
-        """Diagnostic level and message: geometry checks, then the tracker's health."""
+    def _rotor_status(self, cx: float, cy: float, rpm: float, health: int, cause: int,
+                      events: int, reason: str, box: Sequence[float],
+                      rec: _Recovery | None = None) -> tuple[int, str, RotorState]:
+        """Diagnostic level, message and output state: geometry checks, then health."""
         x0, y0, x1, y1 = (int(v) for v in box)
         w, h = self._image_size()
-        if not (0 <= cx < w and 0 <= cy < h):
-            return ERROR, 'rotor centre left the image'
+        inside = 0 <= cx < w and 0 <= cy < h
+        state = rotor_state(health, cause, inside, events)
+        if not inside:
+            return ERROR, 'rotor centre left the image', state
         if not math.isfinite(rpm):
-            return ERROR, 'state is not finite'
+            return ERROR, 'state is not finite', RotorState.LOST
         if x1 < 0 or y1 < 0 or x0 >= w or y0 >= h:
-            return ERROR, 'rotor region outside the image'
+            return ERROR, 'rotor region outside the image', RotorState.OUTSIDE
         if health == LOST:
             extra = '; re-detecting' if rec is not None and rec.searching else ''
-            return ERROR, reason + extra
+            return ERROR, reason + extra, state
         if health != TRACKING:
             if rec is not None and rec.reset:
-                return WARN, f'recovering (re-detected): {reason}'
-            return WARN, reason
+                return WARN, f'recovering (re-detected): {reason}', state
+            return WARN, reason, state
         if self.stride > 1:
-            return WARN, f'degraded: every {self.stride}-th event (real-time policy)'
-        return OK, 'tracking'
+            return WARN, f'degraded: every {self.stride}-th event (real-time policy)', state
+        return OK, 'tracking', state
 
     # ------------------------------------------------------------------ recovery
     def _recover_one(self, r: int, ev: EventArrays, t_last: int) -> None:
@@ -1220,11 +1298,11 @@ class TrackingPipeline:
             self.stride += 1
             self._load_ema = 0.5
             self._backlog_ema = 0.0
-            self._apply_tracker_params()
+            self._apply_gn_target()
         elif room and self.stride > 1:
             self.stride -= 1
             self._load_ema = 0.6
-            self._apply_tracker_params()
+            self._apply_gn_target()
 
     # ------------------------------------------------------------------ diagnostics
     @property
@@ -1250,7 +1328,7 @@ class TrackingPipeline:
             'events_per_s_in': f'{c["events_in"] / sensor_s:.0f}',
             'load': f'{self.load:.3f}',
             'stride': str(self.stride),
-            'gn_target_events': str(self._effective_tracker_params().gn_target_events),
+            'gn_target_events': str(self._trackers[0].gn_target_events if self._trackers else 0),
             'backlog_packets': f'{self._backlog_ema:.1f}',
         })
         for i, d in enumerate(self.detected):

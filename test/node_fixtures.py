@@ -151,6 +151,8 @@ class FakeRotor:
     """Attribute bag shaped like ``RotorOutput``."""
 
     def __init__(self, **kw: Any) -> None:
+        self.state = 0      # RotorState.TRACKING, no health cause
+        self.cause = 0
         self.__dict__.update(kw)
 
 

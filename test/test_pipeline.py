@@ -273,7 +273,7 @@ def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
     pipe = TrackingPipeline(config)
 
     def gn_targets(p):
-        return {t.params.gn_target_events for t in p._trackers}
+        return {t.gn_target_events for t in p._trackers}
 
     # a replay slower than real time: processing takes 2x the sensor time, no queue
     for _ in range(100):

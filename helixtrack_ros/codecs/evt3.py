@@ -88,7 +88,7 @@ CONTINUED_12 = 0xF
 RESET_STEPS = 16
 
 # decoder state slots (int64 array carried across packets)
-_S_HAVE_TH = 0   # 1 once the first TIME_HIGH was seen
+_S_HAVE_TH = 0   # 1 once the first TIME_HIGH was seen; 2: resynchronising (resync)
 _S_ABS_HIGH = 1  # absolute TIME_HIGH count (wraps included)
 _S_LOW = 2       # last TIME_LOW
 _S_Y = 3         # current row (_NO_COORD until an ADDR_Y)
@@ -113,6 +113,7 @@ _C_BACK = _C['time_backwards']
 _C_WRAPS = _C['time_wraps']
 _C_CLAMPED = _C['time_clamped']
 _C_RESETS = _C['time_resets']
+_C_RESYNC = _C['resync_skipped']
 
 # shared trigger outputs of packets without triggers (read-only, zero length)
 _NO_TRIG_T = np.empty(0, np.int64)
@@ -144,13 +145,18 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
     k = 0
     kt = 0
     i = 0
-    if state[_S_HAVE_TH] == 0:
+    if state[_S_HAVE_TH] != 1:
         while i < n and (words[i] >> 12) != TIME_HIGH:
             i += 1
-        counters[_C_BEFORE] += i
+        counters[_C_BEFORE if state[_S_HAVE_TH] == 0 else _C_RESYNC] += i
         if i == n:
             return 0, 0
         h0 = np.int64(words[i]) & 0xFFF
+        if state[_S_HAVE_TH] == 2:
+            # after lost packets: time went forward by the modular TIME_HIGH difference
+            h0 = state[_S_ABS_HIGH] + ((h0 - state[_S_ABS_HIGH]) & 0xFFF)
+            if (h0 >> 12) > counters[_C_WRAPS]:
+                counters[_C_WRAPS] = h0 >> 12
         state[_S_HAVE_TH] = 1
         state[_S_ABS_HIGH] = h0
         state[_S_LOW] = 0
@@ -323,6 +329,20 @@ class Evt3Decoder:
         """Forget the stream state and zero the counters (start of a new stream)."""
         self._state = new_state()
         self._counters[:] = 0
+
+    def resync(self) -> None:
+        """Packets of this stream were lost: the time and position state is stale.
+
+        TIME_HIGH is sent only when it changes (every 4096 us), and rows and
+        vector bases only when they change, so words after a loss would get
+        the time and row of before it. Until the next TIME_HIGH the words are
+        skipped (``resync_skipped``); the wrap count continues; rows and bases
+        are unknown until sent again.
+        """
+        if self._state[_S_HAVE_TH] == 1:
+            self._state[_S_HAVE_TH] = 2
+        self._state[_S_Y] = _NO_COORD
+        self._state[_S_BASE_X] = _NO_COORD
 
     def snapshot(self) -> np.ndarray:
         """Return a copy of the stream state (time, row, base, polarity)."""

@@ -95,6 +95,9 @@ class MonoDecoder:
         self._counters[:] = 0
         self._floor_us = 0
 
+    def resync(self) -> None:
+        """Packets were lost: nothing to do (every mono event carries its full time)."""
+
     def snapshot(self) -> int:
         """Return the stream state (the monotone time floor)."""
         return self._floor_us

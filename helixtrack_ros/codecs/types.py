@@ -24,6 +24,7 @@ COUNTER_NAMES: tuple[str, ...] = (
     'time_backwards',    # TIME_HIGH words that stepped back (a glitch, not a wrap)
     'time_wraps',        # 24-bit time wraps of the sensor clock (highest epoch reached)
     'time_clamped',      # time updates held at the last event time to keep t non-decreasing
+    'resync_skipped',    # words discarded after lost packets until the time is known again
 )
 
 

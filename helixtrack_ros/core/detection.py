@@ -118,7 +118,7 @@ class DetectionParams:
     periodicity_min: float = 40.0
     rpm_min: float = 800.0
     rpm_max: float = 20_000.0
-    blades_min: int = 2
+    blades_min: int = 1
     blades_max: int = 6
     radius_min_px: float = 12.0
     radius_max_px: float = 320.0
@@ -290,7 +290,7 @@ def _compensate(t_us, x, y, knot0_us, knot_step_us, sx, sy, x0, y0, x1, y1, t0_u
     Events must be time-sorted and not before t0.
     """
     n_knots = sx.shape[0]
-    inv_step = 1.0 / knot_step_us
+    inv_step = 1.0 / knot_step_us if knot_step_us > 0.0 else 0.0
     k = 0
     b = 0
     edge = t0_us + bin_us

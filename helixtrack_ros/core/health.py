@@ -41,6 +41,8 @@ within about 20-30 ms, tracked scenes stay TRACKING.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from enum import IntEnum
 import math
 
 from numba import njit
@@ -53,8 +55,67 @@ from helixtrack_ros.core.params import TrackerParams
 TRACKING, DEGRADED, LOST = 0, 1, 2
 LEVEL_NAMES = ('TRACKING', 'DEGRADED', 'LOST')
 
-#: Reason codes (the first that applies, in this order of priority).
-R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN = range(8)
+
+class RotorState(IntEnum):
+    """What a published rotor value is: the output contract (README "Trusting the numbers").
+
+    Only TRACKING carries numbers; every other state publishes NaN.
+    The codes 0-2 are the tracker's health levels; the others name why a
+    rotor is not measured more precisely.
+    """
+
+    TRACKING = 0     # locked and every health check passes: the numbers are measured
+    DEGRADED = 1     # locked, but the last health windows were bad (may come back)
+    LOST = 2         # the track failed (health or a plausibility gate); re-detecting
+    ACQUIRING = 3    # not yet locked: at start-up or after a re-detection
+    STARVED = 4      # too few events: occluded, stopped, or off the sensor
+    OUTSIDE = 5      # the rotor centre is outside the image
+
+
+#: Short name of each reason code (no numbers: for per-packet status messages).
+CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'scale drift',
+               'perspective drift', 'RPM uncertain', 'implausible RPM',
+               'implausible RPM change', 'implausible scale change', 'implausible centre step')
+
+
+#: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
+STATE_LEVELS = {RotorState.TRACKING: 0, RotorState.DEGRADED: 1, RotorState.ACQUIRING: 1,
+                RotorState.LOST: 2, RotorState.STARVED: 2, RotorState.OUTSIDE: 2}
+
+
+def health_statuses(names: Sequence[str], states: Sequence[tuple[int, int]]) -> list[dict]:
+    """The statuses of ``~/health`` as dicts (name, level, message, hardware_id, values).
+
+    One definition for the node's messages and the offline results bag.
+    """
+    out = []
+    for name, (state, cause) in zip(names, states):
+        st = RotorState(state)
+        why = CAUSE_NAMES[cause] if 0 <= cause < len(CAUSE_NAMES) else 'unknown'
+        out.append({'name': name, 'level': STATE_LEVELS[st], 'hardware_id': name,
+                    'message': st.name if st == RotorState.TRACKING else f'{st.name}: {why}',
+                    'values': {'state': st.name, 'state_code': str(int(st))}})
+    return out
+
+
+def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> RotorState:
+    """The output state of a rotor from its health level and cause (one packet)."""
+    if not centre_inside:
+        return RotorState.OUTSIDE
+    if level == TRACKING:
+        return RotorState.TRACKING
+    if cause == R_STARVED or (cause == R_ACQUIRING and events == 0):
+        return RotorState.STARVED
+    if level == LOST:
+        return RotorState.LOST
+    if cause == R_ACQUIRING:
+        return RotorState.ACQUIRING
+    return RotorState.DEGRADED
+
+#: Reason codes (the first that applies, in this order of priority); the gates
+#: (R_RPM_RANGE and after) make a rotor LOST at once.
+(R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
+ R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP) = range(12)
 
 # ---- health parameter vector --------------------------------------------------------------
 HP_WIN = 0
@@ -74,7 +135,13 @@ HP_POSETAU = 13
 HP_TIP_IN = 14     # tip band: 1 - HP_TIP_IN < r <= 1
 HP_OUT0 = 15       # spill band: 1 + HP_OUT0 < r < 1 + HP_OUT1
 HP_OUT1 = 16
-HP_LEN = 17
+HP_BLADES = 17     # blade count B (shaft RPM = 60 |omega| / (2 pi B))
+HP_RPM_MIN = 18    # plausibility gates (TrackerParams gate_*, RotorInit.rpm_range)
+HP_RPM_MAX = 19
+HP_ACCEL = 20
+HP_SCALE_GATE = 21
+HP_CENTRE_GATE = 22
+HP_LEN = 23
 
 # ---- float health state -------------------------------------------------------------------
 HS_RATE_REF = 0    # in-annulus events per ms
@@ -95,7 +162,11 @@ HS_NREF = 14       # good windows averaged into the references
 HS_COS = 15        # pending window: sum cos(eps) of tip-band events
 HS_CAUSE_VAL = 16  # value and reference of the cause of the current level
 HS_CAUSE_REF = 17
-HS_LEN = 18
+HS_GATE_T = 18     # time of the last window that passed the gates (-1: none since lock)
+HS_GATE_RPM = 19   # its shaft RPM and centre
+HS_GATE_CX = 20
+HS_GATE_CY = 21
+HS_LEN = 22
 
 # ---- int health state ---------------------------------------------------------------------
 HI_LEVEL = 0
@@ -109,9 +180,21 @@ HI_LOSSES = 7      # transitions to LOST
 HI_LEN = 8
 
 
-def pack_health_params(p: TrackerParams) -> np.ndarray:
-    """Health parameter vector from :class:`TrackerParams` (``health_*`` fields)."""
+def pack_health_params(p: TrackerParams, blades: int = 2,
+                       rpm_range: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
+    """Health parameter vector from :class:`TrackerParams` (``health_*`` and ``gate_*``).
+
+    ``rpm_range`` (a rotor's own plausible shaft RPM) replaces the tracker's
+    ``gate_rpm_min`` / ``gate_rpm_max`` unless it is (0, 0).
+    """
     hp = np.zeros(HP_LEN)
+    lo, hi = rpm_range if tuple(rpm_range) != (0.0, 0.0) else (p.gate_rpm_min, p.gate_rpm_max)
+    hp[HP_BLADES] = blades
+    hp[HP_RPM_MIN] = lo
+    hp[HP_RPM_MAX] = hi
+    hp[HP_ACCEL] = p.gate_accel_rpm_s
+    hp[HP_SCALE_GATE] = math.log1p(p.gate_scale_rel) if p.gate_scale_rel > 0 else 0.0
+    hp[HP_CENTRE_GATE] = p.gate_center_step
     hp[HP_WIN] = p.health_window_us
     hp[HP_MINTIP] = p.health_min_tip_events
     hp[HP_COHMIN] = p.health_coherence_min
@@ -142,7 +225,44 @@ def new_health_state() -> tuple[np.ndarray, np.ndarray]:
     hi[HI_REASON] = R_ACQUIRING
     hi[HI_CAUSE] = R_ACQUIRING
     hi[HI_T0] = -1
+    hs[HS_GATE_T] = -1.0
     return hs, hi
+
+
+@njit(cache=True, nogil=True)
+def _gate(hp, hs, q, om, t_end):
+    """Plausibility gates of a locked rotor at a window close: (reason, value, bound).
+
+    Shaft RPM within its range; its change since the last window that passed,
+    per second, within ``gate_accel_rpm_s``; scale within ``gate_scale_rel``
+    of its slow reference; the centre's move since that window within
+    ``gate_center_step`` tip radii per health window. A window that passes
+    becomes the next comparison point; one that fails does not, so a runaway
+    keeps failing until the state is plausible again.
+    """
+    rpm = 60.0 * abs(om) / (2.0 * math.pi * max(hp[HP_BLADES], 1.0))
+    if not (rpm >= hp[HP_RPM_MIN] and rpm <= hp[HP_RPM_MAX]):
+        bound = hp[HP_RPM_MAX] if rpm > hp[HP_RPM_MAX] else hp[HP_RPM_MIN]
+        return R_RPM_RANGE, rpm, bound
+    if hp[HP_SCALE_GATE] > 0.0 and hs[HS_NREF] > 0 \
+            and abs(q[0] - hs[HS_LOGS_REF]) > hp[HP_SCALE_GATE]:
+        return R_SCALE_JUMP, q[0] - hs[HS_LOGS_REF], hp[HP_SCALE_GATE]
+    t_prev = hs[HS_GATE_T]
+    if t_prev >= 0.0 and t_end > t_prev:
+        dt_s = (t_end - t_prev) * 1e-6
+        accel = abs(rpm - hs[HS_GATE_RPM]) / dt_s
+        if hp[HP_ACCEL] > 0.0 and accel > hp[HP_ACCEL]:
+            return R_ACCEL, accel, hp[HP_ACCEL]
+        windows = max(1.0, (t_end - t_prev) / hp[HP_WIN])
+        step = math.sqrt((q[2] - hs[HS_GATE_CX]) ** 2 + (q[3] - hs[HS_GATE_CY]) ** 2)
+        step = step / max(math.exp(q[0]), 1e-9) / windows
+        if hp[HP_CENTRE_GATE] > 0.0 and step > hp[HP_CENTRE_GATE]:
+            return R_CENTRE_JUMP, step, hp[HP_CENTRE_GATE]
+    hs[HS_GATE_T] = t_end
+    hs[HS_GATE_RPM] = rpm
+    hs[HS_GATE_CX] = q[2]
+    hs[HS_GATE_CY] = q[3]
+    return R_OK, 0.0, 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -170,7 +290,8 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):
     s = math.exp(q[0])
     tn = math.sqrt(q[2] * q[2] + q[3] * q[3])
     ds = q[0] - hs[HS_LOGS_REF]
-    dp = math.sqrt((q[4] - hs[HS_P31_REF]) ** 2 + (q[5] - hs[HS_P32_REF]) ** 2) * tn / s
+    dp = math.sqrt((q[4] - hs[HS_P31_REF]) ** 2 + (q[5] - hs[HS_P32_REF]) ** 2) * tn / max(
+        s, 1e-300)
     std_rel = math.sqrt(max(P11, 0.0)) / max(abs(om), 1e-9)
     hs[HS_RATE] = rate
     hs[HS_COH] = coh
@@ -187,9 +308,23 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):
     level = hi[HI_LEVEL]
     if not locked:
         hi[HI_REASON] = R_ACQUIRING
+        hs[HS_GATE_T] = -1.0
         if level != LOST:
             hi[HI_LEVEL] = DEGRADED
             hi[HI_CAUSE] = R_ACQUIRING
+        return
+    gate, gval, gref = _gate(hp, hs, q, om, float(t_end))
+    if gate != R_OK:
+        # an implausible state: LOST at once (no DEGRADED grace period)
+        hi[HI_REASON] = gate
+        hs[HS_BAD_US] += dur
+        hs[HS_GOOD_US] = 0.0
+        if level != LOST:
+            hi[HI_LEVEL] = LOST
+            hi[HI_LOSSES] += 1
+            hi[HI_CAUSE] = gate
+            hs[HS_CAUSE_VAL] = gval
+            hs[HS_CAUSE_REF] = gref
         return
     nref = hs[HS_NREF]
     reason = R_OK
@@ -295,6 +430,14 @@ def reason_text(hi: np.ndarray, hs: np.ndarray) -> str:
         text = f'perspective drift {val:.2f}'
     elif cause == R_UNCERTAIN:
         text = f'RPM uncertain: std {100.0 * val:.1f} %'
+    elif cause == R_RPM_RANGE:
+        text = f'implausible RPM: {val:.0f} shaft RPM (bound {ref:.0f})'
+    elif cause == R_ACCEL:
+        text = f'implausible RPM change: {val:.0f} RPM/s (bound {ref:.0f})'
+    elif cause == R_SCALE_JUMP:
+        text = f'implausible scale change {100.0 * math.expm1(val):+.0f} %'
+    elif cause == R_CENTRE_JUMP:
+        text = f'implausible centre step: {val:.2f} tip radii per window (bound {ref:.2f})'
     else:
         text = 'unknown'
     if level == LOST:

@@ -18,6 +18,8 @@ from numba import njit
 import numpy as np
 
 _POSE_LEN = 15
+# 1 / w used for a point on the horizon (w = 0) of the projective division
+_INV_W0 = 1e300
 
 
 @njit(cache=True, nogil=True, fastmath={'contract'})
@@ -50,9 +52,14 @@ def _pack_pose(q, pose):
 
 @njit(cache=True, nogil=True, fastmath={'contract'})
 def _backwarp1(pose, zx, zy):
-    """u = pi(adj(H) [z; 1]); returns (u_x, u_y, w) with w the third component."""
+    """u = pi(adj(H) [z; 1]); returns (u_x, u_y, w) with w the third component.
+
+    On the horizon of the rotor plane (w = 0) u is at infinity: 1 / w is taken as
+    1e300, so |u| is huge or inf (never nan: adj(H) [z; 1] != 0) and the event
+    falls outside every annulus.
+    """
     w = pose[12] * zx + pose[13] * zy + pose[14]
-    inv = 1.0 / w
+    inv = 1.0 / w if w != 0.0 else _INV_W0
     ux = (pose[6] * zx + pose[7] * zy + pose[8]) * inv
     uy = (pose[9] * zx + pose[10] * zy + pose[11]) * inv
     return ux, uy, w
@@ -60,8 +67,10 @@ def _backwarp1(pose, zx, zy):
 
 @njit(cache=True, nogil=True, fastmath={'contract'})
 def _forward1(pose, ux, uy):
-    """z = pi(H [u; 1]) (Eq. 2)."""
+    """z = pi(H [u; 1]) (Eq. 2); a point u on the horizon (w = 0) goes far away (1e300)."""
     w = pose[4] * ux + pose[5] * uy + 1.0
+    if w == 0.0:
+        w = 1.0 / _INV_W0
     zx = (pose[0] * ux - pose[1] * uy + pose[2]) / w
     zy = (pose[1] * ux + pose[0] * uy + pose[3]) / w
     return zx, zy
@@ -74,7 +83,9 @@ def _du_dq_s(a, b, p, r, zx, zy, ux, uy):
     Implicit differentiation of z = pi(H(q) [u; 1]):
     du/dq = -(dz/du)^-1 dz/dq; the common factor 1/w cancels. a = s cos psi,
     b = s sin psi, (p, r) = (p31, p32). Scalars only, so it inlines without
-    reference counting.
+    reference counting. det M = det(A) (1 - p^T A^-1 z) (A: H's upper-left
+    block) equals the back-warp's w: it vanishes on the horizon of the rotor
+    plane, where u is at infinity; the derivative is returned as 0 there.
     """
     # M = w dz/du
     m00 = a - zx * p
@@ -82,6 +93,8 @@ def _du_dq_s(a, b, p, r, zx, zy, ux, uy):
     m10 = b - zy * p
     m11 = a - zy * r
     det = m00 * m11 - m01 * m10
+    if det == 0.0:
+        return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     idet = -1.0 / det
     # -(M^-1) = idet * [[m11, -m01], [-m10, m00]]
     i00 = idet * m11

@@ -26,6 +26,8 @@ class RpmErrors(NamedTuple):
     mare_pct: float
     rmse_rpm: float
     n: int
+    #: update times in the window whose estimate was withheld (NaN: not measured)
+    withheld: int = 0
 
 
 def rpm_errors(t_us: np.ndarray, rpm_est: np.ndarray, gt_t_us: np.ndarray,
@@ -56,7 +58,8 @@ def rpm_errors(t_us: np.ndarray, rpm_est: np.ndarray, gt_t_us: np.ndarray,
     Paper Sec. 4.2: the averages run over the set T of tracker update times,
     ground truth is interpolated there; MArE divides each absolute error by
     |RPM_GT(t)|. Update times outside the ground-truth span are ignored
-    rather than extrapolated.
+    rather than extrapolated; NaN estimates (withheld: the rotor was not
+    TRACKING) are not errors but counted in ``withheld``.
     """
     t_us = np.asarray(t_us, dtype=np.int64)
     rpm_est = np.asarray(rpm_est, dtype=np.float64)
@@ -71,13 +74,17 @@ def rpm_errors(t_us: np.ndarray, rpm_est: np.ndarray, gt_t_us: np.ndarray,
         keep &= t_us >= t_from_us
     if t_to_us is not None:
         keep &= t_us <= t_to_us
+    finite = np.isfinite(rpm_est)
+    withheld = int(np.count_nonzero(keep & ~finite))
+    keep &= finite
     n = int(np.count_nonzero(keep))
     if n == 0:
-        return RpmErrors(float('nan'), float('nan'), float('nan'), 0)
+        return RpmErrors(float('nan'), float('nan'), float('nan'), 0, withheld)
     # RPM_GT(t) by linear interpolation at the update times
     truth = np.interp(t_us[keep].astype(np.float64), gt_t_us.astype(np.float64), gt_rpm)
     err = rpm_est[keep] - truth
     # MAE = mean |e|, MArE = mean |e| / |RPM_GT|, RMSE = sqrt(mean e^2)
     abs_err = np.abs(err)
     mare = float(np.mean(abs_err / np.maximum(np.abs(truth), 1e-9)) * 100.0)
-    return RpmErrors(float(np.mean(abs_err)), mare, float(np.sqrt(np.mean(err * err))), n)
+    return RpmErrors(float(np.mean(abs_err)), mare, float(np.sqrt(np.mean(err * err))), n,
+                     withheld)

@@ -152,6 +152,17 @@ _DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
                           'us', 1000, 1e9),
     'health_pose_tau_us': ('time constant of the slow references of scale and perspective',
                            'us', 1000, 1e9),
+    # --- plausibility gates: crossing one makes the rotor LOST at once
+    'gate_rpm_min': ('shaft RPM below this is implausible (per rotor: rpm_range)', 'RPM', 0.0,
+                     1e7),
+    'gate_rpm_max': ('shaft RPM above this is implausible (per rotor: rpm_range)', 'RPM', 1.0,
+                     1e7),
+    'gate_accel_rpm_s': ('shaft RPM changing faster than this between health windows is '
+                         'implausible (0: off)', 'RPM/s', 0.0, 1e9),
+    'gate_scale_rel': ('tip radius leaving [1 / (1 + g), 1 + g] times its slow reference is '
+                       'implausible (0: off)', '', 0.0, 100.0),
+    'gate_center_step': ('rotor centre moving more than this within one health window is '
+                         'implausible (0: off)', 'tip radii', 0.0, 100.0),
     # --- rotation sign / phase acquisition
     'sign_events': ('in-ring events kept (evenly thinned) for the rotation-sign and phase '
                     'acquisition', '', 16, 1e6),
@@ -319,6 +330,12 @@ class TrackerParams:
     health_recover_us: int = 10_000
     health_ref_tau_us: int = 200_000
     health_pose_tau_us: int = 1_000_000
+    # plausibility gates
+    gate_rpm_min: float = 100.0
+    gate_rpm_max: float = 60_000.0
+    gate_accel_rpm_s: float = 500_000.0
+    gate_scale_rel: float = 0.5
+    gate_center_step: float = 0.35
     # rotation sign / phase acquisition
     sign_events: int = 5000
     sign_turns: float = 0.5
@@ -351,6 +368,9 @@ class TrackerParams:
         if self.r_out <= self.r_in:
             raise ValueError(f'tracker parameter r_out={self.r_out} must exceed '
                              f'r_in={self.r_in}')
+        if self.gate_rpm_max <= self.gate_rpm_min:
+            raise ValueError(f'tracker parameter gate_rpm_max={self.gate_rpm_max} must exceed '
+                             f'gate_rpm_min={self.gate_rpm_min}')
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrackerParams:
@@ -399,6 +419,9 @@ class RotorInit:
         In-plane rotation psi [rad].
     perspective : tuple of float
         (p31, p32) of the homography.
+    rpm_range : tuple of float
+        Plausible shaft RPM (min, max) of this rotor; (0, 0): the tracker's
+        ``gate_rpm_min`` / ``gate_rpm_max``.
     """
 
     name: str
@@ -409,6 +432,7 @@ class RotorInit:
     direction: int = 0
     psi_rad: float = 0.0
     perspective: tuple[float, float] = (0.0, 0.0)
+    rpm_range: tuple[float, float] = (0.0, 0.0)
 
     def __post_init__(self) -> None:
         """Validate; raise ValueError naming the field."""
@@ -445,3 +469,11 @@ class RotorInit:
         object.__setattr__(self, 'direction', int(self.direction))
         if max(abs(px), abs(py)) >= 0.9:
             raise ValueError(f'rotor {self.name}: |perspective| must be < 0.9')
+        try:
+            lo, hi = (float(v) for v in self.rpm_range)
+        except (TypeError, ValueError):
+            raise ValueError(f'rotor {self.name}: rpm_range must be two numbers') from None
+        if (lo, hi) != (0.0, 0.0) and not (math.isfinite(hi) and 0.0 <= lo < hi):
+            raise ValueError(f'rotor {self.name}: rpm_range must be [min, max] with '
+                             f'0 <= min < max, got [{lo}, {hi}]')
+        object.__setattr__(self, 'rpm_range', (lo, hi))

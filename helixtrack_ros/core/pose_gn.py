@@ -130,6 +130,9 @@ ACC_FAST = ACC_POL + 4
 ACC_LEN = ACC_FAST + 6
 
 _BTO_EPS = 1e-9
+# events closer than this to the rotor centre (tip radii) carry no phase or radial
+# direction (atan2 and |u| are not differentiable at u = 0): their Jacobians are 1 / r
+_R_MIN = 1e-9
 
 
 def pack_gn_params(params: TrackerParams, blades: int, zeta: int) -> np.ndarray:
@@ -198,8 +201,11 @@ def _event_jac_s(a, b, p, r31, bz, zx, zy, ux, uy, r):
 
     J_r = u^T (du/dq) / r; J_phi = d phi_eff/dq - B d theta_zeta/du du/dq with
     d theta_zeta/du = zeta (-u_y, u_x) / r^2 and d phi_eff / d psi = -zeta B
-    (bz = zeta B).
+    (bz = zeta B). At the rotor centre (r <= _R_MIN, e.g. ``r_in = 0``) both are
+    undefined (1 / r): all twelve are 0 there (the event carries no information).
     """
+    if not r > _R_MIN:
+        return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     j00, j01, j02, j03, j04, j05, j10, j11, j12, j13, j14, j15 = _du_dq_s(
         a, b, p, r31, zx, zy, ux, uy)
     ir = 1.0 / r
@@ -242,8 +248,12 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, theta, eps, w, pol):
     J_in, J_out ~ J_r), so A gets two weighted rank-1 updates, written out
     on scalars. Terms far from their support are skipped: annulus barriers
     more than 6 tau inside the annulus (value and slope below 2.5e-3 of
-    their scale, below 6e-6 in A) and BTO bands beyond 5 sigma.
+    their scale, below 6e-6 in A) and BTO bands beyond 5 sigma. An event at
+    the rotor centre (r <= _R_MIN, reachable with ``r_in = 0``) is skipped:
+    its Jacobians are undefined (1 / r) and it tells nothing about the pose.
     """
+    if not r > _R_MIN:
+        return
     p0, p1, p2, p3, p4, p5, q0, q1, q2, q3, q4, q5 = _event_jac_s(
         pose[0], pose[1], pose[4], pose[5], prm[G_B] * prm[G_ZETA], zx, zy, ux, uy, r)
     er = r - 1.0
@@ -567,8 +577,9 @@ def _solve(acc, prm, q, pose, keep_gradient):
             d_psi = step[1]
             step[1] = 0.0
             d = _tip_shift(q, step)
-            if d > lim:
-                f = lim / d
+            if not d <= lim:
+                # d = inf / nan (a tip point at the horizon): the step is not taken
+                f = lim / d if d < math.inf else 0.0
                 for k in range(6):
                     step[k] *= f
             step[1] = max(-prm[G_MAXSTEP], min(prm[G_MAXSTEP], d_psi))
@@ -612,7 +623,8 @@ def _accumulate_batch(acc, prm, pose, x, y, p, phi_eff):
         zy = float(y[i])
         ux, uy, _ = _backwarp1(pose, zx, zy)
         r = math.sqrt(ux * ux + uy * uy)
-        if r < r_in or r > r_out:
+        # (r_in = 0: an event at the centre is not used, see _accumulate)
+        if not (r >= r_in and r <= r_out and r > _R_MIN):
             continue
         theta = math.atan2(prm[G_ZETA] * uy, ux)
         off = prm[G_POLH] if p[i] != 0 else -prm[G_POLH]

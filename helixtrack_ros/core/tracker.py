@@ -79,6 +79,23 @@ trigger alone, the quadcopter scenes lose rotors from egomotion level 5
 7 is still lost; RESULTS.md), so it runs at every RPM by default
 (pose_fast_rpm = 1e6).
 
+One blade (B = 1: a single-blade propeller with a counterweight, a
+rotating marker). The symmetric-blade assumptions fail: (i) half a shaft
+turn shows a lone blade on one half of the disc only, so the pose trigger
+is a whole turn (|Delta phi| >= 2 pi); (ii) a centre shift across a lone
+blade turns all its events the same way, so the phase term confuses it
+with a phase lag (and with the bend of a swept blade), which cancels
+between opposite blades only: the fast step, which trusts that term alone,
+is off (as is the centroid step while acquiring). Measured on the
+simulator's lone scenes with one blade (seed 0, 1 s): lone_constant 1.53 %
+shaft-RPM MArE with the fast step and the half-turn trigger (centre 11 px
+off), 0.12 % with neither; lone_ramp (from 3,000 RPM) 197 % (the centre
+orbits with the blade and leaves) -> 0.20 %; lone_sweep 0.13 %,
+lone_3blade geometry 0.15 %. The fast step with the phase marginalised
+(Schur complement) reached 0.07 % at 10,000 RPM but still ran away at
+3,000 RPM, and fast steps over a whole turn did worse (2 %): the EKF
+absorbs the once-per-turn phase wobble a centre error makes.
+
 Outputs (Sec. 3.6): shaft RPM = 60 |omega| / (2 pi B), its standard
 deviation from P[1, 1], shaft phase = wrap(zeta phi_eff / B) (blade angle
 atan2(u_y, u_x) of one blade in the rotor plane; with the polarity-centred
@@ -115,14 +132,17 @@ from helixtrack_ros.core.health import (
     pack_health_params,
     reason_text,
 )
-from helixtrack_ros.core.homography import _POSE_LEN, _pack_pose, homography
+from helixtrack_ros.core.homography import _INV_W0, _POSE_LEN, _pack_pose, homography
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s
 from helixtrack_ros.core.pose_gn import (
     ACC_FAST,
     ACC_LEN,
     ACC_N,
+    G_COFF,
+    G_CON,
     G_FIXT,
+    G_POLADAPT,
     G_POLH,
     G_ZETA,
     _accumulate,
@@ -131,6 +151,9 @@ from helixtrack_ros.core.pose_gn import (
     pack_gn_params,
 )
 from helixtrack_ros.core.rotation_sign import _acquire
+
+#: GN-vector slots that the kernels learn from the data (kept across a parameter change)
+_GP_LEARNT = (G_CON, G_COFF, G_POLH)
 
 # ---- float state ------------------------------------------------------------------------
 FS_PHI, FS_OM, FS_AL = 0, 1, 2
@@ -369,6 +392,8 @@ def _kf_init(tp, fs, s_px):
 def _centroid_step(tp, fs, q, pose):
     """Move the centre by pose_acq_gain times the mean disc event (rotor plane -> image)."""
     n = fs[FS_AC + 2]
+    if not n > 0.0:
+        return
     mx = fs[FS_AC] / n
     my = fs[FS_AC + 1] / n
     s_px = math.exp(q[0])
@@ -439,8 +464,10 @@ def _fast_step(acc, tp, fs, q, pose, motion, dt_us):
         if enough:
             lm = tp[TP_FDAMP] * 0.5 * (mx + my) + 1e-12
             det = (mx + lm) * (my + lm) - mxy * mxy
-            dx = -tp[TP_FGAIN] * ((my + lm) * ngx - mxy * ngy) / det
-            dy = -tp[TP_FGAIN] * ((mx + lm) * ngy - mxy * ngx) / det
+            if det > 0.0:
+                # (det <= 0 only by rounding with pose_fast_damping = 0: no step)
+                dx = -tp[TP_FGAIN] * ((my + lm) * ngx - mxy * ngy) / det
+                dy = -tp[TP_FGAIN] * ((mx + lm) * ngy - mxy * ngx) / det
         # forget, and move the kept gradient to the new pose (linearised:
         # g <- rho (g + A d)) so that old evidence is not applied twice
         dn = math.sqrt(dx * dx + dy * dy)
@@ -603,7 +630,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     ring_acq = tp[TP_RINGACQ]
     acq_cap = acq_t.shape[0]
     hpol = gp[G_POLH]
-    trig = math.pi * B
+    # a half shaft turn (paper); a whole one for B = 1 (module notes, "One blade")
+    trig = math.pi * max(B, 2.0)
     phi = fs[FS_PHI]
     om = fs[FS_OM]
     al = fs[FS_AL]
@@ -640,7 +668,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     vy = fs[FS_VY]
     t_m = ist[IS_MT]
     t_sv = ist[IS_SOLVE_T]
-    fstep = int(tp[TP_FAST])
+    # one blade: no fast step (module notes, "One blade")
+    fstep = int(tp[TP_FAST]) if B >= 2.0 else 0
     t_f = ist[IS_FAST_T]
     fast_on = ist[IS_FASTON] != 0
     om_fast = tp[TP_FASTRPM] * TWO_PI / 60.0 * B
@@ -763,7 +792,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
         zy = float(ys[i])
         # back-warp u = pi(adj(H) [z; 1]) (Sec. 3.1)
         w3 = h6 * zx + h7 * zy + h8
-        iw = 1.0 / w3
+        # on the rotor plane's horizon (w3 = 0) u is at infinity: outside the annulus
+        iw = 1.0 / w3 if w3 != 0.0 else _INV_W0
         ux = (h0 * zx + h1 * zy + h2) * iw
         uy = (h3 * zx + h4 * zy + h5) * iw
         r2 = ux * ux + uy * uy
@@ -973,6 +1003,7 @@ class HelixTracker:
         if not isinstance(params, TrackerParams):
             raise ValueError('params must be a TrackerParams')
         self._params = params
+        self._gn_divisor = 1
         self.reset(rotor)
 
     # ------------------------------------------------------------------ set-up
@@ -1006,6 +1037,7 @@ class HelixTracker:
         self.acq_a = np.zeros(p.sign_events)
         self.hs, self.hi = new_health_state()
         self._scratch: tuple[np.ndarray, ...] | None = None
+        self.gp = None
         self._pack_params()
 
     def _pack_params(self) -> None:
@@ -1022,7 +1054,7 @@ class HelixTracker:
         tp[TP_RIN2] = p.r_in ** 2
         tp[TP_ROUT2] = p.r_out ** 2
         tp[TP_GNMIN] = p.gn_min_events
-        tp[TP_GNTARGET] = p.gn_target_events
+        tp[TP_GNTARGET] = self.gn_target_events
         tp[TP_TIMER] = p.pose_timer_us
         tp[TP_MAXEV] = p.pose_max_events
         tp[TP_ACQ_US] = min(p.sign_turns * 60e6 / rotor.rpm_shaft, float(p.sign_max_us))
@@ -1053,10 +1085,16 @@ class HelixTracker:
         tp[TP_FGATE] = p.motion_gate
         tp[TP_ACQGAIN] = p.pose_acq_gain
         self.tp = tp
-        self.hp = pack_health_params(p)
+        self.hp = pack_health_params(p, B, rotor.rpm_range)
         zeta = int(self.ist[IS_ZETA]) if self.ist[IS_ZETA] != 0 else 1
+        learnt = getattr(self, 'gp', None)
         self.gp = pack_gn_params(p, B, zeta)
         self.gp[G_FIXT] = float(self.ist[IS_FASTON])
+        if learnt is not None and p.pol_adapt and learnt[G_POLADAPT] != 0.0:
+            # the polarity offsets learnt so far are part of the estimate, not of the
+            # configuration: a parameter change must not reset them
+            for k in _GP_LEARNT:
+                self.gp[k] = learnt[k]
         _set_bands(self.gp, math.exp(self.q[0]))
         if self.acq_t.shape[0] != p.sign_events:
             # a new acquisition buffer size only matters while acquiring
@@ -1079,6 +1117,24 @@ class HelixTracker:
             raise ValueError('params must be a TrackerParams')
         self._params = value
         self._pack_params()
+
+    def set_gn_divisor(self, divisor: int) -> None:
+        """Divide the Gauss-Newton event target by ``divisor`` (the real-time stride).
+
+        Unlike assigning :attr:`params`, this touches nothing else of the
+        tracker, so the stride policy may change it between any two packets;
+        it survives :meth:`reset` and parameter changes.
+        """
+        if int(divisor) < 1:
+            raise ValueError('divisor must be >= 1')
+        self._gn_divisor = int(divisor)
+        self.tp[TP_GNTARGET] = self.gn_target_events
+
+    @property
+    def gn_target_events(self) -> int:
+        """The Gauss-Newton event target in force (configured / divisor; 0: every event)."""
+        target = self._params.gn_target_events
+        return max(1, target // self._gn_divisor) if target > 0 else 0
 
     # ------------------------------------------------------------------ processing
     def process(self, events: EventArrays, sample_t_us: np.ndarray | None = None,
@@ -1205,6 +1261,20 @@ class HelixTracker:
         _health_advance(self.hp, self.hs, self.hi, self.q, bool(self.ist[IS_ACQ] == 0),
                         float(self.fs[FS_OM]), float(self.fs[FS_P11]), int(self.ist[IS_ACCEPT]),
                         t)
+
+    def skip_gap(self) -> None:
+        """Declare that events were lost in transport before the next ones (dropped packets).
+
+        The health window in progress is discarded and the next event opens a
+        new one, so the gap is not judged as starvation (no events because
+        none arrived, not because the rotor is hidden). The estimate itself
+        is predicted across the gap as usual.
+        """
+        if self.hi[HI_T0] >= 0:
+            self.hi[HI_T0] = -1
+            self.hi[HI_NTIP] = 0
+            self.hi[HI_NOUT] = 0
+            self.hs[HS_COS] = 0.0
 
     def process_packets(self, events: EventArrays, pkt_end: np.ndarray, pkt_t_last: np.ndarray,
                         stride: int = 1, reset_deadline_us: int = -1) -> PacketRun:

@@ -20,6 +20,8 @@ WIDTH, HEIGHT = 1280, 720
 
 SCENARIOS: dict[str, str] = {
     'lone_constant': 'one 2-blade rotor at 10,000 RPM, tip radius 100 px, static camera',
+    'lone_1blade': 'one single-blade rotor (a lone blade, no counterweight) at 10,000 RPM, '
+                   'tip radius 100 px, static camera',
     'lone_ramp': 'one 2-blade rotor on linear ramps 3,000 <-> 15,000 RPM, static camera',
     'lone_sweep': "one 2-blade rotor on the paper's slow 30-80 % 'spiral path' sweep, "
                   'slow camera drift (level 1)',
@@ -39,7 +41,8 @@ SCENARIOS: dict[str, str] = {
     'quadcopter': 'demo default: quadcopter_4m at egomotion level 2',
 }
 
-DEFAULT_EGO = {'lone_constant': 0, 'lone_ramp': 0, 'lone_sweep': 1, 'lone_3blade': 2,
+DEFAULT_EGO = {'lone_constant': 0, 'lone_1blade': 0, 'lone_ramp': 0, 'lone_sweep': 1,
+               'lone_3blade': 2,
                'low_rpm': 1, 'low_rpm_shake': 6, 'quadcopter_2m': 1, 'quadcopter_3m': 1,
                'quadcopter_4m': 1,
                'background_only': 4, 'quadcopter': 2}
@@ -83,13 +86,13 @@ def _blade_shape(rng: np.random.Generator, blades: int) -> dict:
 
 
 def _lone(name: str, rng: np.random.Generator, duration_us: int) -> list:
-    blades = 3 if name == 'lone_3blade' else 2
+    blades = {'lone_3blade': 3, 'lone_1blade': 1}.get(name, 2)
     direction = -1 if name == 'lone_3blade' else 1
     shape = _blade_shape(rng, blades)
     center = (640.0 + rng.uniform(-30, 30), 360.0 + rng.uniform(-20, 20))
     radius = 100.0
     th0 = float(rng.uniform(0, 2 * math.pi))
-    if name == 'lone_constant':
+    if name in ('lone_constant', 'lone_1blade'):
         sched = RpmSchedule.constant(10_000.0, th0)
         shape['sweep_rad'] = 0.0
     elif name == 'lone_ramp':

@@ -1,0 +1,285 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Exit codes and one-line messages of ``helixtrack`` and ``helixtrack_node`` (issue #11.8).
+
+0 done, 1 nothing found, 2 bad command line or input, 3 a bag cut short
+(read up to the damage), 130 interrupted; every failure is one line on
+stderr, never a traceback.
+"""
+
+import csv
+import os
+from pathlib import Path
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from rosbags.rosbag2 import StoragePlugin, Writer
+
+from helixtrack_ros.cli import main
+from helixtrack_ros.io.bags import (
+    EVENT_PACKET_TYPE,
+    EventBagWriter,
+    ResultBagWriter,
+    count_messages,
+    iter_event_packets,
+    typestore,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def one_line(err: str) -> str:
+    """The only non-empty line of ``err`` (fails on tracebacks and on several lines)."""
+    assert 'Traceback' not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.fixture(scope='module')
+def scene(tmp_path_factory):
+    """A 0.1 s lone rotor scene (100 packets, 3 MB chunks of mcap)."""
+    out = tmp_path_factory.mktemp('scene')
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.1', '--seed', '3',
+                 '--out', str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope='module')
+def background(tmp_path_factory):
+    """0.15 s of background events without any rotor."""
+    out = tmp_path_factory.mktemp('background')
+    assert main(['simulate', '--scenario', 'background_only', '--duration', '0.15',
+                 '--seed', '1', '--out', str(out)]) == 0
+    return out
+
+
+def cut_copy(scene: Path, dest: Path, keep: 'float | int', metadata: bool = True) -> Path:
+    """A copy of the scene's bag with its mcap file cut to ``keep`` (fraction or bytes)."""
+    dest.mkdir(parents=True)
+    (src,) = (scene / 'events').glob('*.mcap')
+    data = src.read_bytes()
+    n = int(len(data) * keep) if isinstance(keep, float) else keep
+    (dest / src.name).write_bytes(data[:n])
+    if metadata:
+        shutil.copy(scene / 'events' / 'metadata.yaml', dest / 'metadata.yaml')
+    return dest
+
+
+def raw_event_bag(path: Path, payloads: list, encoding: str = 'evt3') -> Path:
+    """A bag of EventPackets with the given payloads (bytes) or raw CDR messages."""
+    if encoding == 'cdr':
+        w = Writer(path, version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP)
+        w.open()
+        conn = w.add_connection('/event_camera/events', EVENT_PACKET_TYPE, typestore=typestore())
+        for k, raw in enumerate(payloads):
+            w.write(conn, 1_000_000 + k, raw)
+        w.close()
+        return path
+    with EventBagWriter(path) as w:
+        for k, payload in enumerate(payloads):
+            w.write(1_000_000_000 + 1_000_000 * k, k, payload, encoding=encoding)
+    return path
+
+
+# ---------------------------------------------------------------------- documentation
+def test_exit_codes_are_defined_once_and_documented(capsys):
+    from helixtrack_ros.cli import ExitCode
+    assert {int(c) for c in ExitCode} == {0, 1, 2, 3, 130}
+    with pytest.raises(SystemExit) as exc:
+        main(['--help'])
+    assert exc.value.code == 0
+    help_text = capsys.readouterr().out
+    readme = (ROOT / 'README.md').read_text()
+    section = readme[readme.index('## The `helixtrack` command'):readme.index('## Running')]
+    for code in ExitCode:
+        assert re.search(rf'^  {int(code)}\s+\S', help_text, re.M), code
+        assert f'| {int(code)} |' in section, code
+    assert 'mcap recover' in help_text and 'mcap recover' in section
+
+
+# ---------------------------------------------------------------------- 1: nothing tracked
+def test_track_without_messages_on_the_topic_exits_1(scene, tmp_path, capsys):
+    bag = raw_event_bag(tmp_path / 'bag', [], encoding='cdr')
+    assert main(['track', str(bag), '--params', str(scene / 'params.yaml'),
+                 '--out', str(tmp_path / 'o')]) == 1
+    line = one_line(capsys.readouterr().err)
+    assert 'no rotor tracked' in line and 'no EventPacket message' in line
+
+
+def test_track_of_packets_without_events_exits_1(scene, tmp_path, capsys):
+    bag = raw_event_bag(tmp_path / 'bag', [b''] * 5)
+    assert main(['track', str(bag), '--params', str(scene / 'params.yaml'),
+                 '--out', str(tmp_path / 'o')]) == 1
+    assert 'hold no event' in one_line(capsys.readouterr().err)
+
+
+def test_track_with_every_packet_refused_exits_1(scene, tmp_path, capsys):
+    bag = raw_event_bag(tmp_path / 'bag', [b'\x00' * 64] * 5, encoding='bogus')
+    assert main(['track', str(bag), '--params', str(scene / 'params.yaml'),
+                 '--out', str(tmp_path / 'o')]) == 1
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err
+    assert 'every one of the 5 packets was refused' in err.splitlines()[-1]
+
+
+def test_track_without_params_and_no_rotor_in_view_exits_1(background, tmp_path, capsys):
+    assert main(['track', str(background / 'events'), '--out', str(tmp_path / 'o')]) == 1
+    line = one_line(capsys.readouterr().err)   # (and no matplotlib legend warning)
+    assert 'no rotor detected' in line and '--params' in line
+    assert (tmp_path / 'o' / 'rpm.csv').read_text().count('\n') == 1   # the header only
+
+
+def test_detect_finding_nothing_exits_1_with_one_line(background, tmp_path, capsys):
+    assert main(['detect', str(background / 'events'), '--out',
+                 str(tmp_path / 'p.yaml')]) == 1
+    assert 'no rotor found' in one_line(capsys.readouterr().err)
+
+
+# ---------------------------------------------------------------------- 2: bad input
+def test_topic_of_another_type_is_one_line_and_exit_2(tmp_path, capsys):
+    bag = tmp_path / 'results'
+    with ResultBagWriter(bag) as w:
+        w.write_diagnostics(1, [])
+    for cmd in (['track', str(bag), '--out', str(tmp_path / 'o')],
+                ['events', str(bag), '--out', str(tmp_path / 'e.npz')],
+                ['detect', str(bag), '--out', str(tmp_path / 'p.yaml')]):
+        assert main([*cmd, '--topic', '/diagnostics']) == 2, cmd
+        line = one_line(capsys.readouterr().err)
+        assert 'diagnostic_msgs/msg/DiagnosticArray' in line and EVENT_PACKET_TYPE in line
+
+
+def test_corrupt_message_is_one_line_and_exit_2(scene, tmp_path, capsys):
+    bag = raw_event_bag(tmp_path / 'bag', [b'\x00\x01\x00\x00' + b'\xff' * 7], encoding='cdr')
+    assert main(['events', str(bag), '--out', str(tmp_path / 'e.npz')]) == 2
+    assert 'corrupt EventPacket 0' in one_line(capsys.readouterr().err)
+    assert main(['track', str(bag), '--params', str(scene / 'params.yaml'),
+                 '--out', str(tmp_path / 'o')]) == 2
+    assert 'corrupt EventPacket 0' in one_line(capsys.readouterr().err)
+
+
+def test_unwritable_outputs_are_one_line_and_exit_2(scene, tmp_path, capsys):
+    a_file = tmp_path / 'a_file'
+    a_file.write_text('x')
+    bag, params = str(scene / 'events'), str(scene / 'params.yaml')
+    cases = [
+        (['track', bag, '--params', params, '--out', str(a_file)], 'is a file'),
+        (['track', bag, '--params', params, '--out', str(a_file / 'sub')], 'is a file'),
+        (['simulate', '--scenario', 'lone_constant', '--duration', '0.1', '--out',
+          '/proc/helixtrack_x'], 'cannot write to output directory /proc/helixtrack_x'),
+        (['demo', '--duration', '0.1', '--out', str(a_file)], 'is a file'),
+        (['events', bag, '--out', str(a_file / 'e.npz')], 'is a file'),
+        (['events', bag, '--out', str(tmp_path)], 'is a directory'),
+        (['detect', bag, '--out', str(tmp_path)], 'is a directory'),
+        (['detect', bag, '--out', '/proc/helixtrack_x.yaml'], 'cannot write'),
+    ]
+    for cmd, words in cases:
+        assert main(cmd) == 2, cmd
+        line = one_line(capsys.readouterr().err)
+        assert words in line, (cmd, line)
+    assert a_file.read_text() == 'x'
+
+
+@pytest.mark.parametrize('cmd', [
+    ['simulate', '--duration', '0', '--out', 'X'],
+    ['simulate', '--duration', '-1', '--out', 'X'],
+    ['simulate', '--duration', 'nan', '--out', 'X'],
+    ['demo', '--duration', '0', '--out', 'X'],
+    ['demo', '--skip', '-0.1', '--out', 'X'],
+    ['track', 'BAG', '--skip', '-1', '--out', 'X'],
+    ['detect', 'BAG', '--window', '0', '--out', 'X'],
+    ['detect', 'BAG', '--at-s', '-0.5', '--out', 'X'],
+])
+def test_durations_must_be_positive(cmd, tmp_path, capsys):
+    cmd = [str(tmp_path / 'x') if a == 'X' else str(tmp_path / 'bag') if a == 'BAG' else a
+           for a in cmd]
+    with pytest.raises(SystemExit) as exc:
+        main(cmd)
+    assert exc.value.code == 2
+    line = one_line(capsys.readouterr().err)
+    assert re.search(r'must be >=? 0 s', line) and '--help' in line
+    assert not (tmp_path / 'x').exists()
+
+
+def test_simulate_to_dir_refuses_a_zero_duration(tmp_path):
+    from helixtrack_ros.cli import CliError, simulate_to_dir
+    with pytest.raises(CliError, match='> 0'):
+        simulate_to_dir('lone_constant', 0.0, 0, tmp_path / 's', quiet=True)
+
+
+# ---------------------------------------------------------------------- 3: bag cut short
+def test_a_cut_mcap_file_reads_every_intact_packet_before_the_damage(scene, tmp_path):
+    from helixtrack_ros.io.bags import TruncatedBagError
+    full = list(iter_event_packets(scene / 'events'))
+    (src,) = (scene / 'events').glob('*.mcap')
+    for k, keep in enumerate([0.3, 0.62, 0.97]):
+        # the recorder killed: no metadata.yaml either (a lone .mcap in the directory)
+        bag = cut_copy(scene, tmp_path / f'cut{k}', keep, metadata=k != 1)
+        n = count_messages(bag)
+        got = []
+        with pytest.raises(TruncatedBagError) as exc:
+            got.extend(iter_event_packets(bag))
+        assert 0 < len(got) == n == exc.value.messages_read < len(full)
+        assert all(a.seq == b.seq and np.array_equal(a.events, b.events)
+                   for a, b in zip(got, full))
+        assert 'mcap recover' in str(exc.value)
+    # cut inside the summary (index) after the last message: nothing is lost
+    bag = cut_copy(scene, tmp_path / 'cut_summary', src.stat().st_size - 40)
+    assert [r.seq for r in iter_event_packets(bag)] == [r.seq for r in full]
+
+
+def test_track_of_a_cut_bag_keeps_what_precedes_the_damage_and_exits_3(scene, tmp_path,
+                                                                     capsys):
+    bag = cut_copy(scene, tmp_path / 'cut', 0.45)
+    out = tmp_path / 'o'
+    assert main(['track', str(bag), '--params', str(scene / 'params.yaml'), '--out',
+                 str(out)]) == 3
+    line = one_line(capsys.readouterr().err)
+    assert 'cut short' in line and 'mcap recover' in line
+    n = int(re.search(r'the (\d+) intact messages', line).group(1))
+    rows = list(csv.DictReader((out / 'rpm.csv').open()))
+    assert 10 < n < 100 and len(rows) == n   # one rotor: one row per packet
+    assert (out / 'rpm.png').exists()
+
+
+def test_events_and_detect_of_a_cut_bag_exit_3(scene, tmp_path, capsys):
+    bag = cut_copy(scene, tmp_path / 'cut', 0.45)
+    out = tmp_path / 'e.npz'
+    assert main(['events', str(bag), '--out', str(out)]) == 3
+    line = one_line(capsys.readouterr().err)
+    n = int(re.search(r'the (\d+) intact messages', line).group(1))
+    assert main(['events', str(scene / 'events'), '--out', str(tmp_path / 'full.npz')]) == 0
+    capsys.readouterr()
+    cut, full = np.load(out), np.load(tmp_path / 'full.npz')
+    assert 0 < len(cut['t_us']) < len(full['t_us'])
+    assert np.array_equal(cut['t_us'], full['t_us'][:len(cut['t_us'])])
+    assert n == count_messages(bag)
+    assert main(['detect', str(bag), '--out', str(tmp_path / 'p.yaml')]) == 3
+    assert 'mcap recover' in one_line(capsys.readouterr().err)
+
+
+def test_a_bag_cut_before_its_first_message_exits_3(scene, tmp_path, capsys):
+    bag = cut_copy(scene, tmp_path / 'cut', 100)
+    assert main(['events', str(bag), '--out', str(tmp_path / 'e.npz')]) == 3
+    line = one_line(capsys.readouterr().err)
+    assert 'the 0 intact messages' in line and 'mcap recover' in line
+
+
+# ---------------------------------------------------------------------- node
+@pytest.mark.parametrize('content', [
+    None, '/**:\n  ros__parameters:\n    rotor_names: [a\n   x: :\n', 'foo: 1\n'])
+def test_node_with_a_missing_or_broken_parameter_file_says_so_in_one_line(content, tmp_path):
+    path = tmp_path / ('missing.yaml' if content is None else 'broken.yaml')
+    if content is not None:
+        path.write_text(content)
+    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', ROS_DOMAIN_ID='77')
+    exe = Path(sys.executable).with_name('helixtrack_node')
+    proc = subprocess.run([str(exe), '--ros-args', '--params-file', str(path)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    line = one_line(proc.stderr + proc.stdout)
+    assert 'cannot start' in line and str(path) in line

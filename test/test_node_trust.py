@@ -1,0 +1,94 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The live node over loopback DDS never publishes a number the tracker does not stand behind.
+
+One node tracks a simulated quadcopter plus a configured rotor whose centre
+is off the sensor, under the real-time stride, while 19 packets of the
+stream never reach it (as when DDS drops them under load). Before issue #11:
+the lost packets left every rotor LOST with runaway RPMs published, and the
+off-sensor rotor published its initial RPM on every packet.
+"""
+
+from __future__ import annotations
+
+import math
+
+import node_fixtures as F  # noqa: N812
+import numpy as np
+import pytest
+
+F.require_real_node()
+pytest.importorskip('helixtrack_ros.sim')
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64  # noqa: E402
+
+FQN = '/trust/helixtrack'
+BASE_NS = 1_700_000_000_000_000_000
+DROPPED = range(200, 219)
+
+
+def test_lost_packets_and_an_off_sensor_rotor_over_dds(tmp_path):
+    from helixtrack_ros.io.params_file import rotor_params_tree
+    scene, packets, _ = F.sim_stream('quadcopter_4m', 0.4, seed=2, ego_level=3,
+                                     base_ns=BASE_NS)
+    rotors = scene.initial_rotor_params()
+    off = dict(rotors[0], name='off_sensor', center_px=[1500.0, 900.0])
+    tree = rotor_params_tree([*rotors, off])
+    tree['diagnostics_period_s'] = 0.1
+    tree['realtime_stride'] = True
+    params = F.write_params_file(tmp_path / 'params.yaml', tree)
+    proc = F.NodeProcess(['--params-file', str(params), '-r', '__ns:=/trust',
+                          '-r', '~/events:=/trust/events'], log_dir=tmp_path)
+    probe = F.Probe('trust_probe')
+    try:
+        probe.collect(JointState, FQN + '/rotors', depth=20000)
+        probe.collect(DiagnosticArray, FQN + '/health', depth=20000)
+        probe.collect(Float64, FQN + '/off_sensor/rpm', depth=20000)
+        probe.collect(DiagnosticArray, '/diagnostics')
+        pub = probe.events_publisher('/trust/events')
+        probe.wait_matched(pub, [FQN + '/rotors', FQN + '/health'], timeout=60)
+        seq = probe.prime(pub, lambda: F.node_saw_packets(probe, FQN),
+                          start_ns=BASE_NS - 10**9)
+        probe.clear(FQN + '/rotors')
+        probe.clear(FQN + '/health')
+        probe.clear(FQN + '/off_sensor/rpm')
+        play = F.load_play_bag().play
+        sent = []
+        for i, m in enumerate(packets):
+            m.seq = seq + i
+            if i not in DROPPED:
+                sent.append(m)
+        play(pub, sent, rate=0.3)
+        F.wait_until(lambda: len(probe.messages(FQN + '/rotors')) >= len(sent), 60,
+                     f'{len(sent)} outputs')
+        js = probe.messages(FQN + '/rotors')
+        hs = probe.messages(FQN + '/health')
+        assert len(hs) == len(js)
+        assert [F.stamp_ns(h) for h in hs] == [F.stamp_ns(j) for j in js]
+        names = list(js[0].name)
+        k_off = names.index('off_sensor')
+        # the off-sensor rotor: NaN on every topic, OUTSIDE on ~/health, from the start
+        assert all(math.isnan(j.velocity[k_off]) for j in js)
+        assert all(math.isnan(m.data) for m in probe.messages(FQN + '/off_sensor/rpm'))
+        off_states = {(h.status[k_off].values[0].value, h.status[k_off].level) for h in hs}
+        assert off_states == {('OUTSIDE', b'\x02')}, off_states
+        # the real rotors: every number after the loss is measured and right
+        t_gap = (F.stamp_ns(packets[DROPPED[-1] + 1]) - BASE_NS) // 1000
+        t_us = np.array([(F.stamp_ns(j) - BASE_NS) // 1000 for j in js])
+        after = t_us > t_gap
+        gt = scene.ground_truth(t_us[after])
+        for rotor in scene.rotors:
+            k = names.index(rotor.name)
+            states = {h.status[k].values[0].value for h, a in zip(hs, after) if a}
+            assert states == {'TRACKING'}, (rotor.name, states)
+            rpm = np.array([abs(j.velocity[k]) for j in js])[after] * 60 / (2 * math.pi)
+            err = np.mean(np.abs(rpm - gt[rotor.name]['rpm']) / gt[rotor.name]['rpm'])
+            assert err < 0.005, (rotor.name, err)
+        # whatever the state, a number is finite exactly when TRACKING
+        for j, h in zip(js, hs):
+            for k in range(len(names)):
+                assert math.isfinite(j.velocity[k]) == (h.status[k].level == b'\x00')
+    finally:
+        F.close_and_check(probe, proc)
