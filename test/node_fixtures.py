@@ -560,7 +560,7 @@ def load_play_bag():
 
 def sim_stream(scenario: str, duration_s: float, seed: int = 1, ego_level: int | None = None,
                packet_us: int = 1000, base_ns: int = 1_700_000_000_000_000_000,
-               thin: int = 1):
+               thin: int = 1, **scene_kw: Any):
     """Simulate a scene and encode it as EVT3 EventPackets like metavision_driver.
 
     Returns
@@ -570,6 +570,7 @@ def sim_stream(scenario: str, duration_s: float, seed: int = 1, ego_level: int |
         stamp = ``base_ns`` + first event time, frame ``camera``) and the
         sensor time [us] of each packet's last event. ``thin`` > 1 keeps every
         thin-th event (a sensor with fewer events per edge, at the same pace).
+        ``scene_kw`` go to ``make_scenario`` (e.g. ``hide_rotor``).
     """
     from event_camera_msgs.msg import EventPacket
 
@@ -577,7 +578,7 @@ def sim_stream(scenario: str, duration_s: float, seed: int = 1, ego_level: int |
     from helixtrack_ros.core.events import EventArrays
     from helixtrack_ros.sim import Simulator, make_scenario
 
-    scene = make_scenario(scenario, duration_s, ego_level, seed)
+    scene = make_scenario(scenario, duration_s, ego_level, seed, **scene_kw)
     ev = Simulator(scene, seed=seed).all_events()
     if thin > 1:
         ev = EventArrays(ev.t_us[::thin], ev.x[::thin], ev.y[::thin], ev.p[::thin])

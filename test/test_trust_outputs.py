@@ -136,14 +136,25 @@ def test_only_tracking_rotors_carry_numbers(quad):
     assert {RotorState.ACQUIRING, RotorState.TRACKING} <= seen
 
 
-def test_a_hidden_rotor_is_starved_within_50_ms_and_tracked_again_within_150_ms():
-    """Before: starved rotors kept publishing their last estimate."""
+@pytest.fixture(scope='module')
+def hidden():
     hide_s = (0.25, 0.30)
     scene = make_scenario('quadcopter_4m', duration_s=0.6, ego_level=1, seed=4,
                           hide_rotor=('front_left', *hide_s))
-    pkts = _encoded(scene, 4)
+    return hide_s, scene, _encoded(scene, 4)
+
+
+@pytest.mark.parametrize('stride', [1, 4])
+def test_a_hidden_rotor_is_starved_within_50_ms_and_tracked_again_within_150_ms(hidden, stride):
+    """Before: starved rotors kept publishing their last estimate. Also under the
+    real-time stride (every 4th event), in batches of 20 packets like the live node."""
+    hide_s, scene, pkts = hidden
     pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
-    results = pipe.process_packets(_raw(pkts, range(len(pkts))))
+    pipe.stride = stride
+    pipe._apply_gn_target()
+    results = []
+    for k in range(0, len(pkts), 20):
+        results += pipe.process_packets(_raw(pkts, range(k, min(k + 20, len(pkts)))))
     k = [r.name for r in scene.rotors].index('front_left')
     t = np.array([r.t_us for r in results])
     state = np.array([int(r.rotors[k].state) for r in results])
