@@ -125,12 +125,30 @@ def one_run(scene, packets, args, tmp: Path) -> dict:
         probe.clear(FQN + '/health')
         res = B._one_pace(probe, pub, proc, packets, args.pace, seq, joints, args)
         time.sleep(0.3)
-        res.update(score_run(scene, [m for _, m in list(joints)],
-                             [m for _, m in list(health)]))
+        js, hs = [m for _, m in list(joints)], [m for _, m in list(health)]
+        res.update(score_run(scene, js, hs))
+        if args.dump and (res['losses'] or not res['mare_pct'] < 0.5):
+            _dump(tmp / 'outputs.npz', scene, js, hs)
+            print(f'    outputs and node log kept in {tmp}', flush=True)
     finally:
         probe.close()
         proc.stop()
     return res
+
+
+def _dump(path: Path, scene, joints: list, health: list) -> None:
+    """Keep a bad run's outputs (per rotor: time, RPM, state) and the truth for study."""
+    names = list(joints[0].name)
+    data = {}
+    for name, (t_us, rpm, states) in _rotor_tracks(joints, health, names).items():
+        data[f'{name}_t_us'] = t_us
+        data[f'{name}_rpm'] = rpm
+        data[f'{name}_state'] = np.array(states)
+        inside = (t_us >= 0) & (t_us <= scene.duration_us)
+        data[f'{name}_gt'] = np.where(
+            inside, scene.ground_truth(np.clip(t_us, 0, scene.duration_us))[name]['rpm'],
+            np.nan)
+    np.savez(path, **data)
 
 
 def _fmt_rec(rec: list[float]) -> str:
@@ -153,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--max-batch', type=int, default=20)
     ap.add_argument('--lag-ms', type=float, default=50.0)
     ap.add_argument('--out', type=Path, default=None, help='append the table to this file')
+    ap.add_argument('--dump', action='store_true',
+                    help='keep the outputs of runs with a loss or a MArE over 0.5 %')
     args = ap.parse_args(argv)
     lines = [f'command: bench_trust.py {" ".join(sys.argv[1:] if argv is None else argv)}',
              '', '| scene | ego | runs | runs with a loss | losses | worst MArE [%] | '

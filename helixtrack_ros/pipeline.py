@@ -99,6 +99,12 @@ CORRUPT_UNKNOWN_FRACTION = 0.1
 CORRUPT_RUN_ACCEPT = 5
 
 
+def _ordinal(k: int) -> str:
+    """2 -> '2nd', 3 -> '3rd', 4 -> '4th', 11 -> '11th', 21 -> '21st'."""
+    suffix = 'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')
+    return f'{k}{suffix}'
+
+
 def _cores() -> int:
     """CPU cores this process may run on."""
     try:
@@ -1086,7 +1092,7 @@ class TrackingPipeline:
                 return WARN, f'recovering (re-detected): {reason}', state
             return WARN, reason, state
         if self.stride > 1:
-            return WARN, f'degraded: every {self.stride}-th event (real-time policy)', state
+            return WARN, f'degraded: every {_ordinal(self.stride)} event (real-time policy)', state
         return OK, 'tracking', state
 
     # ------------------------------------------------------------------ recovery
@@ -1319,7 +1325,7 @@ class TrackingPipeline:
         if c['packets_refused'] or c['decode_errors']:
             pipe_level, msg = WARN, 'bad packets seen'
         if self.stride > 1:
-            pipe_level, msg = WARN, f'behind real time: every {self.stride}-th event'
+            pipe_level, msg = WARN, f'behind real time: every {_ordinal(self.stride)} event'
         if not self._inits:
             pipe_level, msg = WARN, ('detecting rotors' if self.config.auto_detect
                                      else 'no rotors configured')

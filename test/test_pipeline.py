@@ -299,3 +299,11 @@ def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
     for _ in range(100):
         other._account_load(0.002, 1000)
     assert other.stride == 4
+
+
+@pytest.mark.parametrize('stride, words', [(2, '2nd'), (3, '3rd'), (4, '4th')])
+def test_diagnostics_name_the_stride_in_english(stride, words):
+    scene = make_scenario('lone_constant', 0.05, seed=5)
+    pipe = _pipe(scene)
+    pipe.stride = stride
+    assert pipe.diagnostics()[0]['message'] == f'behind real time: every {words} event'
