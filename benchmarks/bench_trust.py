@@ -109,6 +109,8 @@ def one_run(scene, packets, args, tmp: Path) -> dict:
     tree['diagnostics_period_s'] = 0.1
     tree['realtime_stride'] = True
     tree['max_batch_packets'] = int(args.max_batch)
+    if args.max_stride is not None:
+        tree['max_stride'] = int(args.max_stride)
     params = F.write_params_file(tmp / 'params.yaml', tree)
     proc = F.NodeProcess(['--params-file', str(params), '-r', '__ns:=/bench',
                           '-r', '~/events:=/bench/events'], log_dir=tmp)
@@ -169,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--duration', type=float, default=2.0, help='stream length [s]')
     ap.add_argument('--pace', type=float, default=1.0, help='1.0: real pace')
     ap.add_argument('--max-batch', type=int, default=20)
+    ap.add_argument('--max-stride', type=int, default=None,
+                    help="the node's max_stride (default: the node's default)")
     ap.add_argument('--lag-ms', type=float, default=50.0)
     ap.add_argument('--out', type=Path, default=None, help='append the table to this file')
     ap.add_argument('--dump', action='store_true',

@@ -434,6 +434,7 @@ class TrackingPipeline:
         self._inflight: _Inflight | None = None
         self._first_t_us: int | None = None
         self._last_out_t_us = 0
+        self._last_out_stamp_ns = 0
         #: rotors found by the start-up detection (auto_detect), for inspection
         self.detected: list[DetectedRotor] = []
         #: every detection used (start-up and re-detection): (sensor time, rotor name, it)
@@ -720,7 +721,6 @@ class TrackingPipeline:
             self._last_t_us = None
             self._restart_trackers()
         self._suspect_run = 0
-        self._last_stamp_ns = int(stamp_ns)
         self.counters['events_in'] += n
         if n == 0:
             # the rotors' states of the packet before (filled in when the batch is tracked)
@@ -742,8 +742,11 @@ class TrackingPipeline:
                 self.counters['time_gaps'] += 1
                 self._restart_trackers()
         if self._events_lost:
-            self._skip_gap()
+            self._skip_gap(t_first - self._last_t_us if self._last_t_us is not None else 0)
         self._time.update(int(stamp_ns), t_first)
+        # the header stamp of the packet whose events ended at _last_t_us (the leap check
+        # compares the two over the same packets, however many empty ones came between)
+        self._last_stamp_ns = int(stamp_ns)
         self._last_t_us = t_last
         if self._first_t_us is None:
             self._first_t_us = t_first
@@ -754,13 +757,13 @@ class TrackingPipeline:
                                       self._time.to_ros_ns(t_last)))
         return None
 
-    def _skip_gap(self) -> None:
+    def _skip_gap(self, gap_us: int) -> None:
         """Events were lost before this packet (dropped or refused packets): track what
         came before, then tell every rotor, so that the gap is not read as starvation."""
         self._events_lost = False
         self._flush()
         for tracker in self._trackers:
-            tracker.skip_gap()
+            tracker.skip_gap(gap_us)
 
     def _auto_detect(self, ev: EventArrays) -> None:
         """Collect the first ``detect_window_us`` of events, then find the rotors.
@@ -949,15 +952,17 @@ class TrackingPipeline:
         k = 0
         for pk in inf.pending:
             if pk.t_last < 0:
-                # an empty packet: the rotors' states of the packet before
+                # an empty packet: the rotors' states of the packet before, with the time
+                # and stamp of that state (nothing new was measured: no fresh stamp)
                 pk.results[pk.index] = PacketResult(
-                    stamp_ns=pk.stamp_ns, t_us=self._last_out_t_us, n_events=0,
+                    stamp_ns=self._last_out_stamp_ns, t_us=self._last_out_t_us, n_events=0,
                     rotors=self._last_outputs)
                 continue
             outputs = rows[k] if rows else []
             k += 1
             self._last_outputs = outputs
             self._last_out_t_us = pk.t_last
+            self._last_out_stamp_ns = pk.stamp_ns
             pk.results[pk.index] = PacketResult(
                 stamp_ns=pk.stamp_ns, t_us=pk.t_last, n_events=len(pk.ev), rotors=outputs,
                 events=pk.ev)

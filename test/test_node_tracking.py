@@ -96,7 +96,8 @@ def _mare(scene, joints, start_us: float, skip_us: float = 0.0) -> tuple[float, 
     t_us = np.array([(F.stamp_ns(j) - BASE_NS) / 1000.0 for j in joints])
     rpm = np.array([abs(j.velocity[list(j.name).index(name)]) * 60 / (2 * math.pi)
                     for j in joints])
-    keep = (t_us >= start_us + skip_us) & (t_us <= scene.duration_us)
+    # (NaN: a value withheld while the rotor is not TRACKING is not an error, nor used)
+    keep = (t_us >= start_us + skip_us) & (t_us <= scene.duration_us) & np.isfinite(rpm)
     off = int(np.sum(t_us > scene.duration_us) + np.sum(t_us < start_us - 50_000))
     if not keep.any():
         return math.inf, 0, off

@@ -23,6 +23,7 @@ from helixtrack_ros.core.health import (
     LOST,
     R_ACCEL,
     R_CENTRE_JUMP,
+    R_GAP,
     R_RPM_RANGE,
     TRACKING,
     RotorState,
@@ -83,27 +84,42 @@ def test_evt3_decoder_resynchronises_its_time_after_lost_packets(quad):
     assert dec.counters['resync_skipped'] > 0
 
 
-def test_dropped_packets_under_the_stride_keep_every_rotor_tracking(quad):
+@pytest.mark.parametrize('gap', [19, 150])
+def test_dropped_packets_under_the_stride_are_withheld_then_tracked_again(quad, gap):
     """Before: 19 dropped packets made all four rotors LOST (the decoder's stale time, then
-    the gap read as starvation), and their runaway RPM was published."""
+    the gap read as starvation), and their runaway RPM was published; 150 (more than the
+    leap bound of 0.1 s) had every later packet refused as a time leap, the last outputs
+    repeated. Now: withheld while the extrapolated state is re-validated, then measured."""
     scene, pkts = quad
     pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1,
                                            realtime_stride=True))
     pipe.stride = 4
     pipe._apply_gn_target()
-    kept = [i for i in range(len(pkts)) if not 200 <= i < 219]
+    g0, g1 = 120, 120 + gap
+    kept = [i for i in range(len(pkts)) if not g0 <= i < g1]
     results = []
     for k in range(0, len(kept), 20):
         results += pipe.process_packets(_raw(pkts, kept[k:k + 20]))
-    assert pipe.counters['packets_dropped'] == 19
-    after = [r for r in results if r.t_us > pkts[219][1]]
-    states = {int(o.state) for r in after for o in r.rotors}
-    assert states == {RotorState.TRACKING}, states
+    assert pipe.counters['packets_dropped'] == gap
+    assert pipe.counters['packets_corrupt'] == 0
+    t_gap = pkts[g1][1]
+    after = [r for r in results if r.t_us > t_gap]
+    assert len(after) == len(pkts) - g1
     t = np.array([r.t_us for r in after])
     gt = scene.ground_truth(t)
+    revalidate_us = 10_000 + gap * 1000 // 4 + 2 * 5000
     for k, rotor in enumerate(scene.rotors):
+        states = np.array([int(r.rotors[k].state) for r in after])
+        assert after[0].rotors[k].state == RotorState.DEGRADED
+        assert after[0].rotors[k].cause == R_GAP
+        assert RotorState.LOST not in states and RotorState.STARVED not in states
+        back = np.flatnonzero(states == RotorState.TRACKING)
+        assert len(back) and t[back[0]] - t_gap <= revalidate_us
+        assert (states[back[0]:] == RotorState.TRACKING).all()
         rpm = np.array([r.rotors[k].rpm_shaft for r in after])
-        assert np.mean(np.abs(rpm - gt[rotor.name]['rpm']) / gt[rotor.name]['rpm']) < 0.005
+        err = np.abs(rpm - gt[rotor.name]['rpm']) / gt[rotor.name]['rpm']
+        assert np.isnan(rpm[:back[0]]).all()
+        assert err[back[0]:].max() < 0.005, (rotor.name, err[back[0]:].max())
 
 
 # ------------------------------------------------------------------ withheld values

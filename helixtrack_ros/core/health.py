@@ -75,7 +75,8 @@ class RotorState(IntEnum):
 #: Short name of each reason code (no numbers: for per-packet status messages).
 CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'scale drift',
                'perspective drift', 'RPM uncertain', 'implausible RPM',
-               'implausible RPM change', 'implausible scale change', 'implausible centre step')
+               'implausible RPM change', 'implausible scale change', 'implausible centre step',
+               'events lost in transport')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -113,9 +114,10 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
     return RotorState.DEGRADED
 
 #: Reason codes (the first that applies, in this order of priority); the gates
-#: (R_RPM_RANGE and after) make a rotor LOST at once.
+#: (R_RPM_RANGE .. R_CENTRE_JUMP) make a rotor LOST at once; R_GAP: events were lost in
+#: transport, the extrapolated state must pass health_recover_us of good windows again.
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
- R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP) = range(12)
+ R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP) = range(13)
 
 # ---- health parameter vector --------------------------------------------------------------
 HP_WIN = 0
@@ -438,6 +440,8 @@ def reason_text(hi: np.ndarray, hs: np.ndarray) -> str:
         text = f'implausible scale change {100.0 * math.expm1(val):+.0f} %'
     elif cause == R_CENTRE_JUMP:
         text = f'implausible centre step: {val:.2f} tip radii per window (bound {ref:.2f})'
+    elif cause == R_GAP:
+        text = 'events lost in transport: re-validating'
     else:
         text = 'unknown'
     if level == LOST:

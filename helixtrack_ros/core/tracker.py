@@ -115,17 +115,23 @@ import numpy as np
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _exp_neg, _wrap_pi
 from helixtrack_ros.core.health import (
+    DEGRADED,
     HI_ACC0,
+    HI_CAUSE,
     HI_LEVEL,
     HI_NOUT,
     HI_NTIP,
+    HI_REASON,
     HI_T0,
     HP_OUT0,
     HP_OUT1,
     HP_TIP_IN,
     HP_WIN,
     HS_COS,
+    HS_GOOD_US,
     HS_RATE_REF,
+    R_GAP,
+    TRACKING,
     _health_advance,
     health_values,
     new_health_state,
@@ -1262,19 +1268,31 @@ class HelixTracker:
                         float(self.fs[FS_OM]), float(self.fs[FS_P11]), int(self.ist[IS_ACCEPT]),
                         t)
 
-    def skip_gap(self) -> None:
+    def skip_gap(self, gap_us: int = 0) -> None:
         """Declare that events were lost in transport before the next ones (dropped packets).
 
         The health window in progress is discarded and the next event opens a
         new one, so the gap is not judged as starvation (no events because
-        none arrived, not because the rotor is hidden). The estimate itself
-        is predicted across the gap as usual.
+        none arrived, not because the rotor is hidden). The estimate is
+        predicted across the gap as usual, but a TRACKING rotor becomes
+        DEGRADED until good windows confirm it: ``health_recover_us`` plus a
+        quarter of the gap ``gap_us`` (the sensor time lost), since the longer
+        the extrapolation (and, under camera motion, the pose's), the longer
+        the estimate takes to settle (benchmarks/RESULTS.md, "Trust under
+        load").
         """
         if self.hi[HI_T0] >= 0:
             self.hi[HI_T0] = -1
             self.hi[HI_NTIP] = 0
             self.hi[HI_NOUT] = 0
             self.hs[HS_COS] = 0.0
+        if self.ist[IS_ACQ] == 0 and self.hi[HI_LEVEL] == TRACKING:
+            # the state was extrapolated over the gap (after 0.1 s the RPM can be off by
+            # several %): not measured until health_recover_us of good windows again
+            self.hi[HI_LEVEL] = DEGRADED
+            self.hi[HI_CAUSE] = R_GAP
+            self.hi[HI_REASON] = R_GAP
+            self.hs[HS_GOOD_US] = -0.25 * max(int(gap_us), 0)
 
     def process_packets(self, events: EventArrays, pkt_end: np.ndarray, pkt_t_last: np.ndarray,
                         stride: int = 1, reset_deadline_us: int = -1) -> PacketRun:

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Soak: the live node fed a looped simulated quadcopter at real pace for many minutes.
+
+The 4 m quadcopter is simulated for one period T with a static camera and
+shaft-speed schedules made periodic in T (sweep frequencies on multiples of
+1 / T, mean speeds a whole number of turns per T), so that the looped
+stream is seamless: sensor time runs on (it wraps its 24 bits every 16.8 s
+as a camera's does), each loop's events are re-encoded with their time
+shifted by k T, and the RPM and blade phase continue exactly across the
+loop boundary.
+
+Reported per minute: the node's resident memory (RSS), its packet-in ->
+publish latency p50 / p99 (its own diagnostics), packets sent / published /
+refused / dropped, and rotor states other than TRACKING after the first
+lock (losses: LOST or STARVED).
+
+Run by hand (idle machine)::
+
+    .venv/bin/python benchmarks/bench_soak.py --minutes 10 --out benchmarks/results/soak.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'test'))
+
+import node_fixtures as F  # noqa: E402, N812
+
+FQN = '/soak/helixtrack'
+BASE_NS = 1_700_000_000_000_000_000
+
+
+def periodic_scene(period_s: float, seed: int):
+    """quadcopter_4m, static camera, its RPM schedules made periodic in ``period_s``."""
+    from dataclasses import replace
+
+    from helixtrack_ros.sim import make_scenario
+    scene = make_scenario('quadcopter_4m', period_s, 0, seed)
+    for r in scene.rotors:
+        s = r.schedule
+        freqs = tuple(max(1.0, round(f * period_s)) / period_s for f in s.sine_freq_hz)
+        turns = round(s.knots_rpm[0] / 60.0 * period_s)
+        r.schedule = replace(s, knots_rpm=(turns * 60.0 / period_s,), sine_freq_hz=freqs)
+    return scene
+
+
+class Counts:
+    """Thread-safe tallies of the node's outputs (nothing kept per message)."""
+
+    def __init__(self, n_rotors: int) -> None:
+        self.lock = threading.Lock()
+        self.rotors = 0
+        self.locked = [False] * n_rotors
+        self.not_tracking = [0] * n_rotors
+        self.losses = [0] * n_rotors
+        self.state = ['?'] * n_rotors
+        self.diag: list[dict[str, str]] = []
+
+    def on_health(self, msg) -> None:
+        with self.lock:
+            for k, st in enumerate(msg.status):
+                s = st.values[0].value
+                if s == 'TRACKING':
+                    self.locked[k] = True
+                elif self.locked[k]:
+                    self.not_tracking[k] += 1
+                    if s in ('LOST', 'STARVED') and self.state[k] not in ('LOST', 'STARVED'):
+                        self.losses[k] += 1
+                self.state[k] = s
+
+    def on_rotors(self, _msg) -> None:
+        with self.lock:
+            self.rotors += 1
+
+    def on_diag(self, msg) -> None:
+        for st in msg.status:
+            if st.name == f'helixtrack: node {FQN}':
+                with self.lock:
+                    self.diag.append({kv.key: kv.value for kv in st.values})
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024.0
+    return math.nan
+
+
+def _subscribe(probe, counts: Counts) -> None:
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import JointState
+    qos = QoSProfile(depth=1000)
+    probe.node.create_subscription(DiagnosticArray, FQN + '/health', counts.on_health, qos)
+    probe.node.create_subscription(JointState, FQN + '/rotors', counts.on_rotors, qos)
+    probe.node.create_subscription(DiagnosticArray, '/diagnostics', counts.on_diag, qos)
+
+
+def _minute_row(minute: int, rss: list[float], counts: Counts, sent: int, diag0: int) -> str:
+    with counts.lock:
+        diags = counts.diag[diag0:]
+        last = counts.diag[-1] if counts.diag else {}
+        p50 = [float(d.get('latency_ms_p50', 'nan')) for d in diags]
+        p99 = [float(d.get('latency_ms_p99', 'nan')) for d in diags]
+        p50 = [v for v in p50 if math.isfinite(v)]
+        p99 = [v for v in p99 if math.isfinite(v)]
+        published = counts.rotors
+        losses = sum(counts.losses)
+        not_tracking = sum(counts.not_tracking)
+    return (f'| {minute} | {np.median(rss):.0f} | {np.median(p50) if p50 else math.nan:.2f} | '
+            f'{np.median(p99) if p99 else math.nan:.2f} | {sent} | {published} | '
+            f'{last.get("packets_refused", "?")} | {last.get("packets_dropped", "?")} | '
+            f'{not_tracking} | {losses} |')
+
+
+def run(args: argparse.Namespace) -> list[str]:
+    from event_camera_msgs.msg import EventPacket
+    from rclpy.serialization import serialize_message
+
+    from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
+    from helixtrack_ros.core.events import EventArrays
+    from helixtrack_ros.io.params_file import rotor_params_tree
+    from helixtrack_ros.sim import Simulator
+
+    scene = periodic_scene(args.period, args.seed)
+    ev = Simulator(scene, seed=args.seed).all_events()
+    cuts = packetize(ev.t_us, 1000)
+    period_us = int(round(args.period * 1e6))
+    tmp = Path(tempfile.mkdtemp(prefix='bench_soak_'))
+    tree = rotor_params_tree(scene.initial_rotor_params())
+    tree['realtime_stride'] = True
+    tree['diagnostics_period_s'] = 1.0
+    params = F.write_params_file(tmp / 'params.yaml', tree)
+    proc = F.NodeProcess(['--params-file', str(params), '-r', '__ns:=/soak',
+                          '-r', '~/events:=/soak/events'], log_dir=tmp)
+    probe = F.Probe('soak_probe')
+    counts = Counts(len(scene.rotors))
+    lines = [f'command: bench_soak.py {" ".join(sys.argv[1:])}',
+             f'stream: quadcopter_4m, static camera, {len(ev) / args.period / 1e6:.1f} M '
+             f'events/s, looped every {args.period:.1f} s',
+             '', '| minute | node RSS [MB] | latency p50 [ms] | latency p99 [ms] | packets '
+             'sent | published | refused | dropped | rotor outputs not TRACKING | losses |',
+             '|---|---|---|---|---|---|---|---|---|---|']
+    print('\n'.join(lines), flush=True)
+    try:
+        _subscribe(probe, counts)
+        pub = probe.events_publisher('/soak/events')
+        probe.wait_matched(pub, [FQN + '/rotors', '/diagnostics'], timeout=120)
+        seq = probe.prime(pub, lambda: bool(counts.diag) and int(
+            counts.diag[-1].get('packets', 0)) > 0, start_ns=BASE_NS - 10**9)
+        enc = Evt3Encoder()
+        msg = EventPacket()
+        msg.header.frame_id = 'camera'
+        msg.width, msg.height, msg.encoding = scene.width, scene.height, 'evt3'
+        wall0 = time.perf_counter()
+        end_s = args.minutes * 60.0
+        sent, minute, rss, diag0 = 0, 1, [], len(counts.diag)
+        next_rss = 0.0
+        loop = 0
+        while True:
+            shift = loop * period_us
+            for a, b in cuts:
+                t_first = int(ev.t_us[a]) + shift
+                target = wall0 + t_first * 1e-6
+                now = time.perf_counter()
+                if target > now:
+                    time.sleep(target - now)
+                part = ev.slice(a, b)
+                ns = BASE_NS + t_first * 1000
+                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
+                msg.seq = seq
+                seq += 1
+                msg.events = enc.encode(EventArrays(part.t_us + shift, part.x, part.y,
+                                                    part.p))
+                pub.publish(serialize_message(msg))
+                sent += 1
+                elapsed = time.perf_counter() - wall0
+                if elapsed >= next_rss:
+                    rss.append(_rss_mb(proc.proc.pid))
+                    next_rss += 5.0
+                if elapsed >= 60.0 * minute or elapsed >= end_s:
+                    time.sleep(1.2)     # the minute's last diagnostics
+                    row = _minute_row(minute, rss, counts, sent, diag0)
+                    lines.append(row)
+                    print(row, flush=True)
+                    minute += 1
+                    rss, diag0 = [], len(counts.diag)
+                if elapsed >= end_s:
+                    return lines
+            loop += 1
+    finally:
+        probe.close()
+        proc.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--minutes', type=float, default=10.0)
+    ap.add_argument('--period', type=float, default=2.0, help='loop period [s]')
+    ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--out', type=Path, default=None, help='append the table to this file')
+    args = ap.parse_args(argv)
+    lines = run(args)
+    if args.out is not None:
+        with args.out.open('a') as fh:
+            fh.write('\n'.join(lines) + '\n\n')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
