@@ -58,6 +58,7 @@ from helixtrack_ros.core.health import (
     reason_text,
     rotor_state,
 )
+from helixtrack_ros.core.homography import homography_from_paper_q
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import (
     OUT_OMEGA,
@@ -1062,9 +1063,7 @@ class TrackingPipeline:
                     events=int(row[PK_N]), level=level, message=message, health=health,
                     state=state, cause=int(run.health_int[k, HI_CAUSE])))
                 continue
-            s, c, sn = row[OUT_Q], math.cos(row[OUT_Q + 1]), math.sin(row[OUT_Q + 1])
-            hom = np.array([[s * c, -s * sn, row[OUT_Q + 2]], [s * sn, s * c, row[OUT_Q + 3]],
-                            [row[OUT_Q + 4], row[OUT_Q + 5], 1.0]])
+            hom = homography_from_paper_q(*row[OUT_Q:OUT_Q + 6])
             outs.append(RotorOutput(
                 name=name, t_us=int(t_last[k]), phase_rad=row[OUT_PHASE],
                 omega_rad_s=row[OUT_OMEGA], rpm_shaft=row[OUT_RPM],

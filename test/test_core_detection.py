@@ -13,6 +13,7 @@ from reference import naive_detection as nd
 from helixtrack_ros.core import detection as det
 from helixtrack_ros.core.detection import DetectedRotor, DetectionParams, detect_rotors
 from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.homography import homography_from_paper_q
 from helixtrack_ros.core.params import RotorInit
 from helixtrack_ros.sim import (
     RotorSpec,
@@ -136,7 +137,7 @@ def _circle_image(h, n=90):
 def test_ellipse_fit_and_small_tilt_homography():
     center, radius, psi = (830.0, 260.0), 70.0, 0.7
     p = tilt_perspective(center, radius, psi, 0.18)
-    h = det._q_matrix(radius, psi, center[0], center[1], p[0], p[1])
+    h = homography_from_paper_q(radius, psi, center[0], center[1], p[0], p[1])
     x, y = _circle_image(h)
     rng = np.random.default_rng(0)
     coef = det._fit_conic(x + rng.normal(0, 0.05, x.size), y + rng.normal(0, 0.05, y.size))
@@ -150,7 +151,7 @@ def test_ellipse_fit_and_small_tilt_homography():
     w_true = (cp * p[0] - sp * p[1], sp * p[0] + cp * p[1])
     np.testing.assert_allclose((w1, w2), w_true, rtol=0.03, atol=2e-5)
     # a round disc keeps p = 0
-    x, y = _circle_image(det._q_matrix(50.0, 0.0, 300.0, 200.0, 0.0, 0.0))
+    x, y = _circle_image(homography_from_paper_q(50.0, 0.0, 300.0, 200.0, 0.0, 0.0))
     c, m, axes = det._conic_ellipse(det._fit_conic(x, y))
     assert det._q_from_ellipse(c, m, axes, 0.02) == pytest.approx((50.0, 300.0, 200.0, 0, 0),
                                                                    abs=1e-6)

@@ -44,6 +44,12 @@ def test_pipeline_and_cli_do_not_import_rclpy():
         assert 'rclpy' not in _imports(ROOT / 'helixtrack_ros' / name), name
 
 
+def test_drawing_and_latency_modules_are_ros_free():
+    for name in ('debug_image.py', 'latency.py'):
+        bad = _imports(ROOT / 'helixtrack_ros' / name) & ROS_MODULES
+        assert not bad, f'{name} imports {sorted(bad)}'
+
+
 def test_every_source_file_has_the_licence_header():
     missing = []
     for pattern in ('helixtrack_ros/**/*.py', 'test/**/*.py', 'launch/*.py', 'scripts/*',

@@ -242,7 +242,7 @@ def test_debug_image(rig, stream):
     print(f'debug image: {on} bright and {off} dark pixels')
     assert off > 1000 and on > 1000                    # events of ~10 ms drawn
     # the tracked tip circle is drawn: bright pixels lie on the projected unit circle
-    from helixtrack_ros.node import ellipse_points
+    from helixtrack_ros.debug_image import ellipse_points
     H = scene.ground_truth(np.array([scene.duration_us]))[scene.rotors[0].name]['H'][0]
     pts = np.rint(ellipse_points(H, 90)).astype(int)
     inside = (pts[:, 0] >= 0) & (pts[:, 0] < img.width) & (pts[:, 1] >= 0) \

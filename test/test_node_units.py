@@ -1,11 +1,10 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""Node pieces without DDS traffic: drawing, parameter declaration, packet handling."""
+"""Node pieces without DDS traffic: parameter declaration, packet handling."""
 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import node_fixtures as F  # noqa: N812
 import numpy as np
@@ -18,55 +17,6 @@ import rclpy  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from helixtrack_ros import node as hn  # noqa: E402
-
-
-# ---------------------------------------------------------------------- drawing
-def test_draw_text_and_unknown_glyph():
-    img = np.zeros((20, 40), np.uint8)
-    hn.draw_text(img, '18', 1, 1, 255, scale=1)
-    # '1' is 010/110/010/010/111 at x = 1..3
-    assert img[1:6, 1:4].tolist() == [[0, 255, 0], [255, 255, 0], [0, 255, 0], [0, 255, 0],
-                                      [255, 255, 255]]
-    assert img[1:6, 5:8].sum() == 255 * 13          # '8' has 13 dots
-    other = np.zeros_like(img)
-    hn.draw_text(other, '#', 1, 1, 255, scale=1)
-    q = np.zeros_like(img)
-    hn.draw_text(q, '?', 1, 1, 255, scale=1)
-    assert np.array_equal(other, q)
-    hn.draw_text(img, '888', 35, 17, 255, scale=3)  # clipped at the border, no error
-
-
-def test_ellipse_points_follow_the_homography():
-    H = np.array([[80.0, 0, 400], [0, 40.0, 300], [0, 0, 1]])
-    pts = hn.ellipse_points(H, n=64)
-    assert pts.shape == (64, 2)
-    u = (pts[:, 0] - 400) / 80
-    v = (pts[:, 1] - 300) / 40
-    assert np.allclose(u ** 2 + v ** 2, 1.0)
-    # a point behind the camera is dropped
-    Hp = np.array([[1.0, 0, 0], [0, 1, 0], [2.0, 0, 1]])
-    assert len(hn.ellipse_points(Hp, n=64)) < 64
-
-
-@pytest.mark.parametrize('encoding', ['mono8', 'rgb8'])
-def test_render_debug_image(encoding):
-    rotor = F.FakeRotor(homography=np.array([[50.0, 0, 100], [0, 50, 80], [0, 0, 1]]),
-                        rpm_shaft=6012.4, level=1)
-    bad = F.FakeRotor(homography=np.full((3, 3), np.nan), rpm_shaft=math.nan, level=2)
-    x = np.array([10, 20, 5000], np.uint16)
-    y = np.array([10, 20, 10], np.uint16)
-    p = np.array([1, 0, 1], np.uint8)
-    img = hn.render_debug_image(200, 160, [(x, y, p)], [rotor, bad], encoding)
-    assert img.shape == ((160, 200, 3) if encoding == 'rgb8' else (160, 200))
-    on, off, ring = img[10, 10], img[20, 20], img[80, 150]
-    if encoding == 'rgb8':
-        assert tuple(on) == (255, 255, 255) and tuple(off) == (0, 0, 0)
-        assert tuple(ring) == hn._LEVEL_RGB[1]
-    else:
-        assert on == 255 and off == 0 and ring == 255
-    # the RPM label sits above the ellipse
-    label = img[16:26, 60:140]
-    assert (label != 128).any()
 
 
 # ---------------------------------------------------------------------- the node in-process
@@ -173,20 +123,6 @@ def test_output_bytes_equal_serialized_messages(frame_id, names):
         tpl.fill(v[:-1], 0)
     with pytest.raises(ValueError):              # the sentinels are not in this message
         PatchableCdr(serialize_message(Float64(data=1.0)), 1)
-
-
-def test_latency_histogram_percentiles():
-    rng = np.random.default_rng(3)
-    lat_us = rng.gamma(2.0, 400.0, 5000).astype(int)
-    h = hn.LatencyHistogram()
-    assert math.isnan(h.percentile_ms(50))
-    for v in lat_us:
-        h.add(int(v))
-    h.add(250_000)                                  # beyond the last bin: counted there
-    for q in (50, 90, 99):
-        exact = np.percentile(np.append(lat_us, 250_000), q, method='inverted_cdf') / 1000
-        assert exact <= h.percentile_ms(q) <= exact + 0.01
-    assert h.percentile_ms(100) == 100.0 and h.max_us == 250_000 and h.n == 5001
 
 
 def test_packet_handling_counts_problems(context):
@@ -299,25 +235,3 @@ def test_debug_parameter_changes_take_effect(context):
         assert not res[0].successful and 'q_jerk must be > 0' in res[0].reason
     finally:
         node.destroy_node()
-
-
-@pytest.mark.parametrize('encoding', ['mono8', 'rgb8'])
-def test_render_debug_image_draws_detections_dashed_with_a_label(encoding):
-    det = SimpleNamespace(center_px=(100.0, 70.0), radius_px=40.0, psi_rad=0.3,
-                          perspective=(0.0, 0.0), blades=3, direction=-1, rpm_shaft=4200.0)
-    img = hn.render_debug_image(200, 160, [], [], encoding, [('rotor_0', det)])
-    grey = (np.all(img == 128, axis=-1) if encoding == 'rgb8' else img == 128)
-    ring = ~grey[70 - 45:70 + 45, 100 - 45:100 + 45]
-    assert ring.any()
-    # dashed: along the circle, drawn and empty stretches alternate
-    ang = np.linspace(0, 2 * np.pi, 360, endpoint=False)
-    rows = np.rint(70 + 40 * np.sin(ang)).astype(int)
-    cols = np.rint(100 + 40 * np.cos(ang)).astype(int)
-    on = ~grey[rows, cols]
-    assert 0.3 < on.mean() < 0.9
-    # the label sits below the ellipse
-    assert (~grey[112:124, :]).any()
-    if encoding == 'rgb8':
-        assert (img == np.array(hn._DETECTION_RGB, np.uint8)).all(axis=-1).any()
-    H = hn.detection_homography(det)
-    assert np.allclose(H @ [0, 0, 1], [100, 70, 1])

@@ -46,6 +46,7 @@ from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.homography import homography_from_paper_q
 
 __all__ = ['DetectedRotor', 'DetectionParams', 'detect_rotors']
 
@@ -214,8 +215,9 @@ class DetectedRotor:
 
     def homography(self) -> np.ndarray:
         """The 3x3 rotor-plane -> image homography of the paper's Eq. (1)."""
-        return _q_matrix(self.radius_px, self.psi_rad, self.center_px[0], self.center_px[1],
-                         self.perspective[0], self.perspective[1])
+        return homography_from_paper_q(self.radius_px, self.psi_rad, self.center_px[0],
+                                       self.center_px[1], self.perspective[0],
+                                       self.perspective[1])
 
     def to_params_dict(self, name: str) -> dict:
         """Rotor entry in the parameter-file layout (as ``Scene.initial_rotor_params``).
@@ -236,12 +238,6 @@ class DetectedRotor:
                 'blades': int(self.blades), 'direction': int(self.direction),
                 'psi_rad': float(self.psi_rad),
                 'perspective': [float(self.perspective[0]), float(self.perspective[1])]}
-
-
-def _q_matrix(s: float, psi: float, tx: float, ty: float, p31: float,
-              p32: float) -> np.ndarray:
-    c, n = math.cos(psi), math.sin(psi)
-    return np.array([[s * c, -s * n, tx], [s * n, s * c, ty], [p31, p32, 1.0]])
 
 
 # ------------------------------------------------------------------ numba kernels
@@ -1153,7 +1149,7 @@ def detect_rotors(events: EventArrays, width: int = 1280, height: int = 720,
                < 0.8 * (r_new + math.sqrt(o['axes'][0] * o['axes'][1])) for o in cands):
             continue
         s, tx, ty, w1, w2 = _q_from_ellipse(c, m, axes, prm.squash_min)
-        h0 = _q_matrix(s, 0.0, tx, ty, w1, w2)
+        h0 = homography_from_paper_q(s, 0.0, tx, ty, w1, w2)
         cands.append({'c': c, 'm': m, 'axes': axes, 'q': (s, tx, ty, w1, w2), 'H0': h0,
                       'minv': np.linalg.inv(m)})
         if len(cands) >= prm.max_candidates:

@@ -182,6 +182,17 @@ def pack_pose(q_core: np.ndarray) -> np.ndarray:
     return pose
 
 
+def homography_from_paper_q(s: float, psi: float, tx: float, ty: float, p31: float,
+                            p32: float) -> np.ndarray:
+    """H of Eq. (1) from the paper's q = [s, psi, tx, ty, p31, p32] (s itself, not log s).
+
+    The one place outside the numba kernels that writes Eq. (1) out; values
+    are taken as given (no checks), so a NaN pose gives a NaN matrix.
+    """
+    c, sn = math.cos(psi), math.sin(psi)
+    return np.array([[s * c, -s * sn, tx], [s * sn, s * c, ty], [p31, p32, 1.0]])
+
+
 def homography(q_core: np.ndarray) -> np.ndarray:
     """H(q) of Eq. (1): 3x3 matrix mapping rotor plane to image.
 
@@ -191,9 +202,7 @@ def homography(q_core: np.ndarray) -> np.ndarray:
         [log s, psi, tx, ty, p31, p32].
     """
     q = _check_q(q_core, 'q_core')
-    s = math.exp(q[0])
-    c, sn = math.cos(q[1]), math.sin(q[1])
-    return np.array([[s * c, -s * sn, q[2]], [s * sn, s * c, q[3]], [q[4], q[5], 1.0]])
+    return homography_from_paper_q(math.exp(q[0]), q[1], q[2], q[3], q[4], q[5])
 
 
 def homography_inverse(q_core: np.ndarray) -> np.ndarray:

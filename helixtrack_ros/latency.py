@@ -1,0 +1,59 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Packet-in -> publish latency statistics of the node, ROS-free.
+
+A fixed-bin histogram keeps adding a latency O(1) and memory constant for
+any run length; percentiles are read off its cumulative counts.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+
+class LatencyHistogram:
+    """Packet-in -> publish latencies in 10 us bins up to 100 ms (the last bin open)."""
+
+    BIN_US = 10
+    BINS = 10_000
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(self.BINS, np.int64)
+        self.n = 0
+        self.max_us = 0
+
+    def add(self, latency_us: int) -> None:
+        """Count one latency [us]."""
+        self.counts[min(max(latency_us, 0) // self.BIN_US, self.BINS - 1)] += 1
+        self.n += 1
+        self.max_us = max(self.max_us, latency_us)
+
+    def percentile_ms(self, q: float) -> float:
+        """The q-th percentile [ms]: the upper edge of its bin, at most the largest
+        latency seen (so in the open last bin: that largest one); NaN when empty."""
+        if self.n == 0:
+            return math.nan
+        rank = max(1, math.ceil(q / 100.0 * self.n))
+        k = int(np.searchsorted(np.cumsum(self.counts), rank))
+        edge_us = (k + 1) * self.BIN_US if k < self.BINS - 1 else self.max_us
+        return min(edge_us, self.max_us) / 1000.0
+
+
+class PeriodCounters:
+    """Counters over one diagnostics period (packets, events, callback time, latency)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new period: zero every counter, restart its wall clock."""
+        self.wall0 = time.monotonic()
+        self.packets = 0
+        self.events = 0
+        self.cb_s = 0.0
+        self.cb_max_s = 0.0
+        self.sensor_us = 0
+        self.latency = LatencyHistogram()

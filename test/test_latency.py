@@ -1,0 +1,44 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The node's latency statistics (ROS-free)."""
+
+import math
+
+import numpy as np
+
+from helixtrack_ros.latency import LatencyHistogram, PeriodCounters
+
+
+def test_latency_histogram_percentiles():
+    rng = np.random.default_rng(3)
+    lat_us = rng.gamma(2.0, 400.0, 5000).astype(int)
+    h = LatencyHistogram()
+    assert math.isnan(h.percentile_ms(50))
+    for v in lat_us:
+        h.add(int(v))
+    h.add(250_000)                                  # beyond the last bin: counted there
+    for q in (50, 90, 99):
+        exact = np.percentile(np.append(lat_us, 250_000), q, method='inverted_cdf') / 1000
+        assert exact <= h.percentile_ms(q) <= exact + 0.01
+    # the open last bin reads as the largest latency seen, not as its 100 ms edge
+    assert h.percentile_ms(100) == 250.0 and h.max_us == 250_000 and h.n == 5001
+
+
+def test_a_percentile_never_exceeds_the_largest_latency():
+    """Before: the upper edge of a bin (2.62 ms) above the largest latency (2.61 ms)."""
+    h = LatencyHistogram()
+    for v in (1000, 2000, 2613):
+        h.add(v)
+    assert h.percentile_ms(99) == 2.613 == h.max_us / 1000
+    for v in range(10_000):
+        h.add(200_000 + v)
+    assert h.percentile_ms(50) == 209.999
+
+
+def test_period_counters_reset_starts_a_new_period():
+    w = PeriodCounters()
+    w.packets, w.events, w.cb_s = 3, 400, 0.5
+    w.latency.add(120)
+    w.reset()
+    assert (w.packets, w.events, w.cb_s, w.cb_max_s, w.sensor_us) == (0, 0, 0.0, 0.0, 0)
+    assert w.latency.n == 0
