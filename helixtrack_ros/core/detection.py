@@ -41,12 +41,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+import warnings
 
 from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.homography import homography_from_paper_q
+
+_RANK_WARNING = getattr(getattr(np, 'exceptions', np), 'RankWarning', Warning)
 
 __all__ = ['DetectedRotor', 'DetectionParams', 'detect_rotors']
 
@@ -1030,7 +1033,10 @@ def _rotation(z: np.ndarray, n: np.ndarray, bin_us: int, t0: int, t_end: int,
     if not np.any(wg > 0):
         return None
     ph = np.unwrap(np.angle(yg))
-    coef = np.polyfit(tg, ph, 2, w=np.sqrt(wg))
+    with warnings.catch_warnings():
+        # a poorly conditioned fit (few weighted bins) is judged by its consistency below
+        warnings.simplefilter('ignore', _RANK_WARNING)
+        coef = np.polyfit(tg, ph, 2, w=np.sqrt(wg))
     fit = np.polyval(coef, tg)
     consistency = float(np.abs(np.sum(yg * np.exp(-1j * fit))) / np.sum(wg))
     omega_end = omega + float(coef[1])

@@ -130,6 +130,7 @@ from helixtrack_ros.core.health import (
     HS_COS,
     HS_GOOD_US,
     HS_RATE_REF,
+    LOST,
     R_GAP,
     TRACKING,
     _health_advance,
@@ -1286,12 +1287,14 @@ class HelixTracker:
             self.hi[HI_NTIP] = 0
             self.hi[HI_NOUT] = 0
             self.hs[HS_COS] = 0.0
-        if self.ist[IS_ACQ] == 0 and self.hi[HI_LEVEL] == TRACKING:
+        if self.ist[IS_ACQ] == 0 and self.hi[HI_LEVEL] != LOST:
             # the state was extrapolated over the gap (after 0.1 s the RPM can be off by
-            # several %): not measured until health_recover_us of good windows again
-            self.hi[HI_LEVEL] = DEGRADED
-            self.hi[HI_CAUSE] = R_GAP
-            self.hi[HI_REASON] = R_GAP
+            # several %): not measured until good windows confirm it again (also when it
+            # was DEGRADED already: the good time before the gap no longer counts)
+            if self.hi[HI_LEVEL] == TRACKING:
+                self.hi[HI_LEVEL] = DEGRADED
+                self.hi[HI_CAUSE] = R_GAP
+                self.hi[HI_REASON] = R_GAP
             self.hs[HS_GOOD_US] = -0.25 * max(int(gap_us), 0)
 
     def process_packets(self, events: EventArrays, pkt_end: np.ndarray, pkt_t_last: np.ndarray,
