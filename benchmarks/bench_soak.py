@@ -125,6 +125,24 @@ def _minute_row(minute: int, rss: list[float], counts: Counts, sent: int, diag0:
             f'{not_tracking} | {losses} |')
 
 
+def _account(counts: Counts, sent: int, timeout_s: float = 60.0) -> str:
+    """Wait until every packet sent is published, refused or counted as dropped (or
+    ``timeout_s``); the closing accounting line."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with counts.lock:
+            last = counts.diag[-1] if counts.diag else {}
+            published = counts.rotors
+        refused = int(last.get('packets_refused', 0))
+        dropped = int(last.get('packets_dropped', 0))
+        if published + refused + dropped >= sent or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    missing = sent - published - refused - dropped
+    return (f'\naccounting: {sent} packets sent = {published} published + {refused} refused + '
+            f'{dropped} dropped (counted by the node){"" if missing == 0 else f"; {missing} unaccounted"}')
+
+
 def run(args: argparse.Namespace) -> list[str]:
     from event_camera_msgs.msg import EventPacket
     from rclpy.serialization import serialize_message
@@ -136,6 +154,9 @@ def run(args: argparse.Namespace) -> list[str]:
 
     scene = periodic_scene(args.period, args.seed)
     ev = Simulator(scene, seed=args.seed).all_events()
+    if args.thin > 1:
+        ev = EventArrays(ev.t_us[::args.thin], ev.x[::args.thin], ev.y[::args.thin],
+                         ev.p[::args.thin])
     cuts = packetize(ev.t_us, 1000)
     period_us = int(round(args.period * 1e6))
     tmp = Path(tempfile.mkdtemp(prefix='bench_soak_'))
@@ -198,6 +219,8 @@ def run(args: argparse.Namespace) -> list[str]:
                     minute += 1
                     rss, diag0 = [], len(counts.diag)
                 if elapsed >= end_s:
+                    lines.append(_account(counts, sent))
+                    print(lines[-1], flush=True)
                     return lines
             loop += 1
     finally:
@@ -210,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--minutes', type=float, default=10.0)
     ap.add_argument('--period', type=float, default=2.0, help='loop period [s]')
     ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--thin', type=int, default=1,
+                    help='keep every thin-th event (a sensor with fewer events per edge)')
     ap.add_argument('--out', type=Path, default=None, help='append the table to this file')
     args = ap.parse_args(argv)
     lines = run(args)

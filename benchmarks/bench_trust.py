@@ -158,8 +158,10 @@ def _fmt_rec(rec: list[float]) -> str:
         return '-'
     finite = [r for r in rec if math.isfinite(r)]
     never = len(rec) - len(finite)
-    text = f'max {max(finite):.0f} ms' if finite else ''
-    return text + (f', {never} never' if never else '')
+    parts = [f'max {max(finite):.0f} ms'] if finite else []
+    if never:
+        parts.append(f'{never} never')
+    return ', '.join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
