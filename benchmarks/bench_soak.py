@@ -139,8 +139,9 @@ def _account(counts: Counts, sent: int, timeout_s: float = 60.0) -> str:
             break
         time.sleep(0.5)
     missing = sent - published - refused - dropped
+    tail = '' if missing == 0 else f'; {missing} unaccounted'
     return (f'\naccounting: {sent} packets sent = {published} published + {refused} refused + '
-            f'{dropped} dropped (counted by the node){"" if missing == 0 else f"; {missing} unaccounted"}')
+            f'{dropped} dropped (counted by the node){tail}')
 
 
 def run(args: argparse.Namespace) -> list[str]:
