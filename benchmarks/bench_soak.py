@@ -125,23 +125,30 @@ def _minute_row(minute: int, rss: list[float], counts: Counts, sent: int, diag0:
             f'{not_tracking} | {losses} |')
 
 
-def _account(counts: Counts, sent: int, timeout_s: float = 60.0) -> str:
-    """Wait until every packet sent is published, refused or counted as dropped (or
-    ``timeout_s``); the closing accounting line."""
+def _account(counts: Counts, sent: int, primed: int, timeout_s: float = 60.0) -> str:
+    """Wait until the node has seen every packet sent, taken or counted as dropped (or
+    ``timeout_s``); the closing accounting line, from the node's own counters.
+
+    The probe's count of ``~/rotors`` messages is printed beside it: a reliable
+    subscriber can still miss messages that left the publisher's keep-last
+    history before they were acknowledged, so it may fall short under load.
+    """
     deadline = time.monotonic() + timeout_s
     while True:
         with counts.lock:
             last = counts.diag[-1] if counts.diag else {}
-            published = counts.rotors
+            seen_by_probe = counts.rotors
+        taken = int(last.get('packets', 0)) - primed     # (the priming packets came first)
         refused = int(last.get('packets_refused', 0))
         dropped = int(last.get('packets_dropped', 0))
-        if published + refused + dropped >= sent or time.monotonic() > deadline:
+        if taken + dropped >= sent or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    missing = sent - published - refused - dropped
+    missing = sent - taken - dropped
     tail = '' if missing == 0 else f'; {missing} unaccounted'
-    return (f'\naccounting: {sent} packets sent = {published} published + {refused} refused + '
-            f'{dropped} dropped (counted by the node){tail}')
+    return (f'\naccounting (node counters): {sent} packets sent = {taken - refused} tracked '
+            f'and published + {refused} refused + {dropped} dropped{tail}; the probe received '
+            f'{seen_by_probe} ~/rotors messages')
 
 
 def run(args: argparse.Namespace) -> list[str]:
@@ -182,6 +189,7 @@ def run(args: argparse.Namespace) -> list[str]:
         probe.wait_matched(pub, [FQN + '/rotors', '/diagnostics'], timeout=120)
         seq = probe.prime(pub, lambda: bool(counts.diag) and int(
             counts.diag[-1].get('packets', 0)) > 0, start_ns=BASE_NS - 10**9)
+        primed = seq
         enc = Evt3Encoder()
         msg = EventPacket()
         msg.header.frame_id = 'camera'
@@ -220,7 +228,7 @@ def run(args: argparse.Namespace) -> list[str]:
                     minute += 1
                     rss, diag0 = [], len(counts.diag)
                 if elapsed >= end_s:
-                    lines.append(_account(counts, sent))
+                    lines.append(_account(counts, sent, primed))
                     print(lines[-1], flush=True)
                     return lines
             loop += 1

@@ -4,6 +4,7 @@
 
 import numpy as np
 import pytest
+from reference.replay import Replay
 from reference.synthetic_rotor import make_rotor_events
 
 from helixtrack_ros.core.events import EventArrays
@@ -11,14 +12,6 @@ from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import FS_VX, IS_FASTON, HelixTracker
 from helixtrack_ros.evaluation import track_scene
 from helixtrack_ros.sim import Simulator, make_scenario
-
-
-class _Replay:
-    def __init__(self, chunks):
-        self._chunks = chunks
-
-    def chunks(self, chunk_us=1000):
-        return iter(self._chunks)
 
 
 @pytest.fixture(scope='module')
@@ -31,13 +24,13 @@ def shaky_low_rpm():
 
 def test_paper_pose_trigger_loses_the_shaky_low_rpm_rotor(shaky_low_rpm):
     scene, chunks = shaky_low_rpm
-    res, _ = track_scene(scene, _Replay(chunks), params=TrackerParams(pose_fast_us=0))
+    res, _ = track_scene(scene, Replay(chunks), params=TrackerParams(pose_fast_us=0))
     assert res[0].errors.mare_pct > 20.0
 
 
 def test_fast_step_with_motion_model_tracks_it(shaky_low_rpm):
     scene, chunks = shaky_low_rpm
-    res, _ = track_scene(scene, _Replay(chunks))
+    res, _ = track_scene(scene, Replay(chunks))
     assert res[0].errors.mare_pct <= 5.0
     assert res[0].center_error_px < 10.0
 

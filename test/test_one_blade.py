@@ -9,19 +9,12 @@ left the rotor), and the detector reported the rotor as B = 2.
 
 import numpy as np
 import pytest
+from reference.replay import Replay
 
 from helixtrack_ros.core.detection import detect_rotors
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.evaluation import track_scene
 from helixtrack_ros.sim import Simulator, make_scenario
-
-
-class _Replay:
-    def __init__(self, chunks):
-        self._chunks = chunks
-
-    def chunks(self, chunk_us=1000):
-        return iter(self._chunks)
 
 
 @pytest.fixture(scope='module')
@@ -33,7 +26,7 @@ def lone_blade():
 
 def test_lone_blade_tracked_within_half_a_percent(lone_blade):
     scene, chunks = lone_blade
-    res, _ = track_scene(scene, _Replay(chunks))
+    res, _ = track_scene(scene, Replay(chunks))
     r = res[0]
     assert r.errors.mare_pct < 0.5, r.errors
     assert r.center_error_px < 3.0 and abs(r.scale_error_pct) < 3.0
