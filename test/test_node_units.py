@@ -181,7 +181,11 @@ def test_packets_as_bytes_equal_packets_as_messages_and_garbage_is_counted(conte
             c = node.counters
             assert c['packets'] == 4 and c['seq_gaps'] == 0
             assert c['unreadable_messages'] == (4 if as_bytes else 0)
-            assert (node.node_status()['level'] == 1) == as_bytes
+            status = node.node_status()
+            # garbage makes the node WARN; (a slow first packet on a busy machine can make it
+            # WARN for load instead, which says nothing about the garbage)
+            if not status['message'].startswith('behind real time'):
+                assert (status['level'] == 1) == as_bytes, status['message']
             outputs.append(pubs)
         finally:
             node.destroy_node()
