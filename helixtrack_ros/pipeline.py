@@ -18,8 +18,9 @@ batch while the rotors run (:meth:`TrackingPipeline.process_stream`).
 
 Health and recovery (beyond the paper, whose tracker "does not perform
 automatic reinitialization after failure", Limitations): each tracker
-judges its own health (:mod:`helixtrack_ros.core.health`); the rotor's
-status is OK / WARN / ERROR for TRACKING / DEGRADED / LOST with the reason.
+judges its own health (:mod:`helixtrack_ros.core.health`); each output
+carries a ``RotorState`` and numbers only while TRACKING (NaN otherwise),
+and its diagnostic status is OK / WARN / ERROR with the reason.
 When a rotor is LOST the pipeline buffers the events of a search region
 around its last good pose (the r_out circle plus ``recovery_margin`` tip
 radii), runs :func:`~helixtrack_ros.core.detection.detect_rotors` on it once
@@ -27,8 +28,8 @@ the buffer spans enough time (1.5 shaft turns, at least
 ``recovery_min_us``, at most ``recovery_window_us``) and every
 ``recovery_retry_us`` after that, and re-initialises the tracker from the
 detection nearest to the last good pose that is not another tracked rotor
-(same name and blade count; the rotation direction it had). A tracker that
-finds its rotor again by itself (health TRACKING) ends the search.
+(same name and blade count; the rotation direction it had). While it is
+searched for, the rotor's tracker does not run.
 """
 
 from __future__ import annotations
