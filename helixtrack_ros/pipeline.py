@@ -279,6 +279,15 @@ class RotorOutput:
     cause: int = 0
 
 
+def _withheld(name: str, t_us: int, events: int, level: int, message: str, health: int,
+              state: RotorState, cause: int) -> RotorOutput:
+    """The output of a rotor that is not TRACKING: every number NaN, the state and why."""
+    return RotorOutput(name=name, t_us=t_us, phase_rad=math.nan, omega_rad_s=math.nan,
+                       rpm_shaft=math.nan, rpm_shaft_std=math.nan, homography=_NAN_HOMOGRAPHY,
+                       events=events, level=level, message=message, health=health,
+                       state=state, cause=cause)
+
+
 @dataclass
 class PacketResult:
     """Outcome of one packet: per-rotor states or the reason it was refused."""
@@ -1013,10 +1022,8 @@ class TrackingPipeline:
         text = f'{tracker.health_reason}; re-detecting'
         if self._rec[r].reset:
             text, state = 'recovering (re-detected)', RotorState.ACQUIRING
-        return RotorOutput(name=self._inits[r].name, t_us=t_last, phase_rad=math.nan,
-                           omega_rad_s=math.nan, rpm_shaft=math.nan, rpm_shaft_std=math.nan,
-                           homography=_NAN_HOMOGRAPHY, events=0, level=ERROR, message=text,
-                           health=tracker.health, state=state, cause=cause)
+        return _withheld(self._inits[r].name, t_last, 0, ERROR, text, tracker.health, state,
+                         cause)
 
     def _outputs_of(self, r: int, run: PacketRun, t_last: np.ndarray,
                     last_packet: tuple[EventArrays, int]) -> list[RotorOutput]:
@@ -1051,18 +1058,15 @@ class TrackingPipeline:
             elif recovery and k == run.done - 1:
                 self._recover_one(r, *last_packet)
             # (the health reason is text only a rotor not TRACKING needs)
+            cause = int(run.health_int[k, HI_CAUSE])
             level, message, state = self._rotor_status(
-                row[OUT_Q + 2], row[OUT_Q + 3], row[OUT_RPM], health,
-                int(run.health_int[k, HI_CAUSE]), int(row[PK_N]),
+                row[OUT_Q + 2], row[OUT_Q + 3], row[OUT_RPM], health, cause, int(row[PK_N]),
                 '' if health == TRACKING else reason_text(run.health_int[k],
                                                           run.health_float[k]),
                 row[PK_BOX:PK_BOX + 4], rec)
             if state != RotorState.TRACKING:
-                outs.append(RotorOutput(
-                    name=name, t_us=int(t_last[k]), phase_rad=math.nan, omega_rad_s=math.nan,
-                    rpm_shaft=math.nan, rpm_shaft_std=math.nan, homography=_NAN_HOMOGRAPHY,
-                    events=int(row[PK_N]), level=level, message=message, health=health,
-                    state=state, cause=int(run.health_int[k, HI_CAUSE])))
+                outs.append(_withheld(name, int(t_last[k]), int(row[PK_N]), level, message,
+                                      health, state, cause))
                 continue
             hom = homography_from_paper_q(*row[OUT_Q:OUT_Q + 6])
             outs.append(RotorOutput(
