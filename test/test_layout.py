@@ -69,3 +69,15 @@ def test_setup_installs_launch_and_config():
     for line in ('helixtrack = helixtrack_ros.cli:main',
                  'helixtrack_node = helixtrack_ros.node:main'):
         assert line in setup
+
+
+def test_jit_options_are_defined_only_in_core_jit():
+    """Every kernel takes its numba options from core/jit.py, never its own."""
+    offenders = []
+    for path in (ROOT / 'helixtrack_ros').rglob('*.py'):
+        if path.name == 'jit.py':
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Name) and node.id == 'njit':
+                offenders.append(f'{path.name}:{node.lineno}')
+    assert not offenders, f'numba options written outside core/jit.py: {offenders}'

@@ -56,7 +56,6 @@ its variables in registers, and unsigned indices spare negative-index
 checks. About 4 ns per event on driver-like packets (benchmarks/bench_decode.py).
 """
 
-from numba import njit
 import numpy as np
 
 from helixtrack_ros.codecs.types import (
@@ -66,6 +65,7 @@ from helixtrack_ros.codecs.types import (
     payload_as_uint8,
 )
 from helixtrack_ros.core.events import EventArrays, EventBuffer
+from helixtrack_ros.core.jit import kernel
 
 #: Largest sensor size EVT 3.0 can address (11-bit coordinates).
 EVT3_MAX_SIZE = 2048
@@ -130,7 +130,7 @@ def new_state() -> np.ndarray:
     return s
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, out_t, out_x, out_y,
                  out_p, tr_t, tr_v, tr_id):
     """Decode native-order 16-bit EVT 3.0 words, updating ``state`` and ``counters``.

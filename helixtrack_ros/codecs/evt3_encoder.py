@@ -27,7 +27,6 @@ stream is a TIME_HIGH.
 
 from collections.abc import Sequence
 
-from numba import njit
 import numpy as np
 
 from helixtrack_ros.codecs.evt3 import (
@@ -42,6 +41,7 @@ from helixtrack_ros.codecs.evt3 import (
     VECT_BASE_X,
 )
 from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.jit import kernel
 
 #: Longest gap between TIME_HIGH words the encoder leaves (TIME_HIGH steps).
 TIME_HIGH_FILL_STEPS = 1024
@@ -51,7 +51,7 @@ _E_T = 1     # time last written (-1: none yet)
 _E_Y = 2     # row the decoder holds (-1: unknown)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
     """Write EVT 3.0 words of events and triggers into ``out``; returns the count."""
     n = t.shape[0]
@@ -131,7 +131,7 @@ def _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
     return k
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _sorted_from(a, lo):
     """True if ``a`` is non-decreasing and starts at or after ``lo``."""
     prev = lo

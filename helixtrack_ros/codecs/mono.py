@@ -20,7 +20,6 @@ events. As for EVT 3.0, event times are kept non-decreasing within a stream
 ``time_clamped``), and events outside the sensor are dropped and counted.
 """
 
-from numba import njit
 import numpy as np
 
 from helixtrack_ros.codecs.types import (
@@ -30,6 +29,7 @@ from helixtrack_ros.codecs.types import (
     payload_as_uint8,
 )
 from helixtrack_ros.core.events import EventArrays, EventBuffer
+from helixtrack_ros.core.jit import kernel
 
 #: Largest sensor size the mono words can address (15-bit y).
 MONO_MAX_SIZE = 1 << 15
@@ -40,7 +40,7 @@ _C_OOB = _C['out_of_bounds']
 _C_CLAMPED = _C['time_clamped']
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _mono_decode(words, time_base_ns, width, height, floor_us, counters):
     """Decode 64-bit mono words; returns the arrays, their length and the new floor."""
     n = words.shape[0]

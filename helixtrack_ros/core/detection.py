@@ -43,11 +43,11 @@ from dataclasses import dataclass
 import math
 import warnings
 
-from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.homography import homography_from_paper_q
+from helixtrack_ros.core.jit import kernel
 
 _RANK_WARNING = getattr(getattr(np, 'exceptions', np), 'RankWarning', Warning)
 
@@ -244,7 +244,7 @@ class DetectedRotor:
 
 
 # ------------------------------------------------------------------ numba kernels
-@njit(cache=True, nogil=True)
+@kernel
 def _cell_counts(t_us, x, y, t0_us, step_us, n_sub, cell_of_x, cell_of_y, out):
     """Event counts per (sub-window, cell row, cell column).
 
@@ -275,7 +275,7 @@ def _cell_counts(t_us, x, y, t0_us, step_us, n_sub, cell_of_x, cell_of_y, out):
             out[k, cy, cx] += 1.0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _compensate(t_us, x, y, knot0_us, knot_step_us, sx, sy, x0, y0, x1, y1, t0_us, bin_us,
                 n_bins, block_of_x, block_of_y, row_of, xc, yc, pix, series):
     """Move events to the window end, round to pixels, count them, fill block series.
@@ -317,7 +317,7 @@ def _compensate(t_us, x, y, knot0_us, knot_step_us, sx, sy, x0, y0, x1, y1, t0_u
                 series[b, r] += 1.0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _angular_hist(t_us, xc, yc, t0_us, bin_us, n_bins, pix_code, out):
     """Event counts per (time bin, disc-sector code); ``pix_code[y, x] < 0`` = no disc.
 
@@ -341,7 +341,7 @@ def _angular_hist(t_us, xc, yc, t0_us, bin_us, n_bins, pix_code, out):
         out[b, code] += 1.0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _chamfer_distance(mask, out):
     """Chamfer (1, sqrt 2) distance of every masked cell to the nearest unmasked cell.
 

@@ -17,8 +17,9 @@ kernels (:func:`_guard_kernel_cache`).
 import math
 import os
 
-from numba import njit
 import numpy as np
+
+from helixtrack_ros.core.jit import fma, fma_inline, kernel
 
 _KERNEL_MODULES = ('fastmath', 'homography', 'phase_ekf', 'rotation_sign', 'pose_gn', 'tracker',
                    'health')
@@ -81,7 +82,7 @@ _C6 = 2.057358775256216e-09
 _C7 = -9.62980296776416e-12
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _atan2_poly(y: float, x: float) -> float:
     """atan2(y, x) in [-pi, pi] by octant reduction and a degree-15 polynomial.
 
@@ -106,7 +107,7 @@ def _atan2_poly(y: float, x: float) -> float:
     return -a if y < 0.0 else a
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _cos_poly(e: float) -> float:
     """cos(e) for e in [-pi, pi] (even polynomial, error < 1e-9)."""
     e2 = e * e
@@ -117,14 +118,14 @@ def _cos_poly(e: float) -> float:
             + ((_C4 + _C5 * e2) + (_C6 + _C7 * e2) * e4) * e8)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _wrap_pi(a: float) -> float:
     """wrap_pi(a) = mod(a + pi, 2 pi) - pi, in [-pi, pi)."""
     # np.floor stays a float (math.floor is an int in numba: two conversions more)
     return a - TWO_PI * np.floor((a + PI) * INV_TWO_PI)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _sigmoid(x: float) -> float:
     """Logistic function, overflow-safe."""
     if x >= 0.0:
@@ -133,7 +134,7 @@ def _sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _softplus(s: float, tau: float) -> float:
     """softplus_tau(s) = tau log(1 + exp(s / tau)), overflow-safe."""
     x = s / tau
@@ -174,13 +175,13 @@ def cos_poly(e: np.ndarray) -> np.ndarray:
     return out.reshape(e.shape)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _atan2_many(y, x, out):
     for i in range(y.shape[0]):
         out[i] = _atan2_poly(y[i], x[i])
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _cos_many(e, out):
     for i in range(e.shape[0]):
         out[i] = _cos_poly(e[i])
@@ -198,7 +199,7 @@ _POW2_NEG = np.array([2.0 ** -k for k in range(64)])
 LOG2E = 1.4426950408889634
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _exp_neg(x: float) -> float:
     """exp(x) for x <= 0 (relative error < 3e-9; 0 below -43): 2^-(n + 1) 2^(1 - frac)."""
     y = -x * LOG2E
@@ -225,13 +226,13 @@ def exp_neg(x: np.ndarray) -> np.ndarray:
     return out.reshape(x.shape)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _exp_many(x, out):
     for i in range(x.shape[0]):
         out[i] = _exp_neg(x[i])
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _softplus_sigmoid(s: float, tau: float):
     """(softplus_tau(s), sigmoid(s / tau)) from one fast exp (error < 1e-8 relative)."""
     x = s / tau

@@ -45,10 +45,10 @@ from collections.abc import Sequence
 from enum import IntEnum
 import math
 
-from numba import njit
 import numpy as np
 
 from helixtrack_ros.core import fastmath  # noqa: F401  (drops stale kernel caches)
+from helixtrack_ros.core.jit import kernel
 from helixtrack_ros.core.params import TrackerParams
 
 #: Health levels.
@@ -231,7 +231,7 @@ def new_health_state() -> tuple[np.ndarray, np.ndarray]:
     return hs, hi
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _gate(hp, hs, q, om, t_end):
     """Plausibility gates of a locked rotor at a window close: (reason, value, bound).
 
@@ -267,7 +267,7 @@ def _gate(hp, hs, q, om, t_end):
     return R_OK, 0.0, 0.0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):
     """Close the health window ending at ``t_end`` and update the level.
 
@@ -392,7 +392,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):
         hs[HS_NREF] = nref + 1.0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _health_advance(hp, hs, hi, q, locked, om, P11, n_acc, t):
     """Close every health window that ends at or before ``t`` (events up to ``t`` seen).
 

@@ -14,15 +14,16 @@ The numba kernels work on a packed pose vector (``_POSE_LEN`` floats):
 
 import math
 
-from numba import njit
 import numpy as np
+
+from helixtrack_ros.core.jit import fma, fma_inline
 
 _POSE_LEN = 15
 # 1 / w used for a point on the horizon (w = 0) of the projective division
 _INV_W0 = 1e300
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _pack_pose(q, pose):
     """Fill the packed pose from q_core (Eq. 1 and its adjugate)."""
     s = math.exp(q[0])
@@ -50,7 +51,7 @@ def _pack_pose(q, pose):
     pose[14] = a * a + b * b
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _backwarp1(pose, zx, zy):
     """u = pi(adj(H) [z; 1]); returns (u_x, u_y, w) with w the third component.
 
@@ -65,7 +66,7 @@ def _backwarp1(pose, zx, zy):
     return ux, uy, w
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _forward1(pose, ux, uy):
     """z = pi(H [u; 1]) (Eq. 2); a point u on the horizon (w = 0) goes far away (1e300)."""
     w = pose[4] * ux + pose[5] * uy + 1.0
@@ -76,7 +77,7 @@ def _forward1(pose, ux, uy):
     return zx, zy
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _du_dq_s(a, b, p, r, zx, zy, ux, uy):
     """Analytic du/dq_core at an event z with back-warped u, as 12 scalars (row-major 2x6).
 
@@ -116,7 +117,7 @@ def _du_dq_s(a, b, p, r, zx, zy, ux, uy):
             i10 * d4x + i11 * d4y, i10 * d5x + i11 * d5y)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _du_dq(pose, zx, zy, ux, uy, J):
     """Fill J (2x6) with du/dq_core (see :func:`_du_dq_s`)."""
     j = _du_dq_s(pose[0], pose[1], pose[4], pose[5], zx, zy, ux, uy)
@@ -125,7 +126,7 @@ def _du_dq(pose, zx, zy, ux, uy, J):
         J[1, k] = j[6 + k]
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _backwarp_many(pose, x, y, u):
     for i in range(x.shape[0]):
         ux, uy, _ = _backwarp1(pose, float(x[i]), float(y[i]))
@@ -133,7 +134,7 @@ def _backwarp_many(pose, x, y, u):
         u[i, 1] = uy
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _jacobian_many(pose, x, y, u, J):
     for i in range(x.shape[0]):
         zx = float(x[i])

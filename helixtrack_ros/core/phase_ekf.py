@@ -18,13 +18,13 @@ nearly harmless; with sigma0^2 = 1 / kappa both agree on the predicted phase.
 
 import math
 
-from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.fastmath import _cos_poly
+from helixtrack_ros.core.jit import fma, fma_inline
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _predict_s(phi, om, al, P00, P01, P02, P11, P12, P22, dt, q):
     """x <- F x, P <- F P F^T + Q_d over dt [s] (Sec. 3.3, exact for any dt >= 0)."""
     h = 0.5 * dt * dt
@@ -50,7 +50,7 @@ def _predict_s(phi, om, al, P00, P01, P02, P11, P12, P22, dt, q):
     return phi_n, om_n, al, n00, n01, n02, n11, n12, n22
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _update_s(phi, om, al, P00, P01, P02, P11, P12, P22, eps, R):
     """EKF update with C = [1, 0, 0]: K = P C^T / (C P C^T + R), x <- x - K eps (Sec. 3.4)."""
     inv_s = 1.0 / (P00 + R)
@@ -71,7 +71,7 @@ def _update_s(phi, om, al, P00, P01, P02, P11, P12, P22, eps, R):
     return phi, om, al, n00, n01, n02, n11, n12, n22
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _update_fold_s(phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sigma0):
     """Joint update with all events of one timestamp (Sec. 3.4, folded).
 
@@ -93,34 +93,34 @@ def _update_fold_s(phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sigma0):
             P02 - k0 * P02, P11 - k1 * P01, P12 - k1 * P02, P22 - k2 * P02)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _gate_log(eps, r, kappa, inv_2sr2):
     """log(w_vm w_ring) = kappa (cos eps - 1) - (r - 1)^2 / (2 sigma_ring^2) (Sec. 3.4)."""
     d = r - 1.0
     return kappa * (_cos_poly(eps) - 1.0) - d * d * inv_2sr2
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _meas_var(w, sigma0, floor):
     """R = sigma0^2 / max(w_vm w_ring, eps) (Sec. 3.4)."""
     return sigma0 / max(w, floor)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _predict_arr(x, P, dt, q):
     r = _predict_s(x[0], x[1], x[2], P[0, 0], P[0, 1], P[0, 2], P[1, 1], P[1, 2], P[2, 2],
                    dt, q)
     _store(x, P, r)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _update_arr(x, P, eps, R):
     r = _update_s(x[0], x[1], x[2], P[0, 0], P[0, 1], P[0, 2], P[1, 1], P[1, 2], P[2, 2],
                   eps, R)
     _store(x, P, r)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _store(x, P, r):
     x[0] = r[0]
     x[1] = r[1]

@@ -49,7 +49,6 @@ edge events reach down to the hub (the release drifts 20-30 % there):
 
 import math
 
-from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.fastmath import (
@@ -68,6 +67,7 @@ from helixtrack_ros.core.homography import (
     _forward1,
     _pack_pose,
 )
+from helixtrack_ros.core.jit import fma, fma_inline, kernel
 from helixtrack_ros.core.params import TrackerParams
 
 # ---- GN parameter vector (float64) -------------------------------------------------------
@@ -186,7 +186,7 @@ def pack_gn_params(params: TrackerParams, blades: int, zeta: int) -> np.ndarray:
     return g
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _set_bands(prm, scale_px):
     """Apply the pixel floor bto_min_px / s to the BTO band widths and offset."""
     floor = prm[G_MINPX] / max(scale_px, 1e-9)
@@ -195,7 +195,7 @@ def _set_bands(prm, scale_px):
     prm[G_SB] = max(prm[G_SB0], floor)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'}, inline='always')
+@fma_inline
 def _event_jac_s(a, b, p, r31, bz, zx, zy, ux, uy, r):
     """J_phi (6) and J_r (6) of one event as 12 scalars (S1).
 
@@ -219,7 +219,7 @@ def _event_jac_s(a, b, p, r31, bz, zx, zy, ux, uy, r):
             cr * j03 + sr * j13, cr * j04 + sr * j14, cr * j05 + sr * j15)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _event_jac(pose, prm, zx, zy, ux, uy, r, J, jphi, jr):
     """Fill J = du/dq, J_r = d r / dq and J_phi = d eps_phi / dq (S1) for one event."""
     _du_dq(pose, zx, zy, ux, uy, J)
@@ -234,7 +234,7 @@ _COS_9PI8 = math.cos(9.0 * math.pi / 8.0)
 _SIN_9PI8 = math.sin(9.0 * math.pi / 8.0)
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, theta, eps, w, pol):
     """Add one event's residuals to the normal equations (S1, upper triangle).
 
@@ -402,7 +402,7 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, theta, eps, w, pol):
     acc[kp + 1] += wr * math.copysign(math.sqrt(max(1.0 - ce * ce, 0.0)), eraw)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _bto_add(A, g, acc, prm, weight):
     """Add the BTO penalty's GN terms and return its value.
 
@@ -457,7 +457,7 @@ def _bto_add(A, g, acc, prm, weight):
     return value
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _cholesky_solve(A, b, x):
     """Solve A x = b for symmetric positive definite 6x6 A (in place on a copy)."""
     n = 6
@@ -487,7 +487,7 @@ def _cholesky_solve(A, b, x):
     return True
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _system(acc, prm, q, A, g):
     """Full GN system at q: accumulated data terms + BTO + regulariser (S1)."""
     for i in range(6):
@@ -505,7 +505,7 @@ def _system(acc, prm, q, A, g):
     g[5] += lr * q[5]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _tip_shift(q, step):
     """Largest image displacement [px] of 16 tip points (|u| = 1) under q -> q + step."""
     pa = np.empty(_POSE_LEN)
@@ -528,7 +528,7 @@ def _tip_shift(q, step):
     return worst
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _solve(acc, prm, q, pose, keep_gradient):
     """One damped GN step on the accumulated batch; then forget (Sec. 3.5).
 
@@ -611,7 +611,7 @@ def _solve(acc, prm, q, pose, keep_gradient):
     return changed
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _accumulate_batch(acc, prm, pose, x, y, p, phi_eff):
     """Accumulate every in-annulus event of a batch at fixed per-event phi_eff."""
     bz = prm[G_B]
@@ -636,7 +636,7 @@ def _accumulate_batch(acc, prm, pose, x, y, p, phi_eff):
     return used
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _event_terms_kernel(pose, prm, x, y, p, phi_eff, res, jac):
     """Per-event residuals (phi, r, pol, in, out), gate w and their Jacobians (S1)."""
     J = np.empty((2, 6))

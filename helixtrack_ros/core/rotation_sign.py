@@ -22,25 +22,25 @@ search returns phi at t_ref and the best omega, so the EKF starts locked
 
 import math
 
-from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.fastmath import _atan2_poly, _wrap_pi
+from helixtrack_ros.core.jit import kernel, kernel_inline
 
 
-@njit(cache=True, nogil=True, inline='always')
+@kernel_inline
 def _signed_azimuth(ux, uy, zeta):
     """theta_zeta(u) = atan2(zeta u_y, u_x) (Sec. 3.2)."""
     return _atan2_poly(zeta * uy, ux)
 
 
-@njit(cache=True, nogil=True, inline='always')
+@kernel_inline
 def _phase_residual(phi_eff, blades, theta):
     """eps = wrap_pi(phi_eff - B theta_zeta(u)) (Eq. 3)."""
     return _wrap_pi(phi_eff - blades * theta)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _score_grid(t_s, a, n, blades, zeta, omega_lo, d_omega, n_grid, scores, phases):
     """Mean resultant length and angle of B zeta a_k - omega (t_k - t_ref) per grid omega.
 
@@ -67,7 +67,7 @@ def _score_grid(t_s, a, n, blades, zeta, omega_lo, d_omega, n_grid, scores, phas
         phases[j] = math.atan2(im[j], re[j])
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _acquire(t_s, a, n, blades, direction, omega0, span, margin, span_s, out):
     """Decide zeta and the phase / rate at t_ref from the acquisition buffer.
 

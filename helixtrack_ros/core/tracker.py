@@ -109,7 +109,6 @@ import math
 import time
 from typing import NamedTuple
 
-from numba import njit
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
@@ -140,6 +139,7 @@ from helixtrack_ros.core.health import (
     reason_text,
 )
 from helixtrack_ros.core.homography import _INV_W0, _POSE_LEN, _pack_pose, homography
+from helixtrack_ros.core.jit import fma, kernel, kernel_inline
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s
 from helixtrack_ros.core.pose_gn import (
@@ -294,14 +294,14 @@ class TrackerState(NamedTuple):
     health_reason: str = 'tracking'
 
 
-@njit(cache=True, nogil=True, inline='always')
+@kernel_inline
 def _adjugate(pose):
     """adj(H) of the packed pose as nine scalars (row-major; the back-warp of Sec. 3.1)."""
     return (pose[6], pose[7], pose[8], pose[9], pose[10], pose[11], pose[12], pose[13],
             pose[14])
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _emit(k, t, tp, fs, ist, q, out_t, out_v):
     """Write the state at time t into output row k (Sec. 3.6).
 
@@ -338,7 +338,7 @@ def _emit(k, t, tp, fs, ist, q, out_t, out_v):
         out_v[k, OUT_Q + j] = q[j]
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
     """Decide rotation sign, phase and rate from the acquisition buffer (Sec. 3.2)."""
     n = ist[IS_ACQ_N]
@@ -382,7 +382,7 @@ def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
     ist[IS_GN_STRIDE] = 1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _kf_init(tp, fs, s_px):
     """Initial covariance of the motion Kalman filter (diagonal)."""
     for k in range(16):
@@ -395,7 +395,7 @@ def _kf_init(tp, fs, s_px):
     fs[FS_KP + 15] = vv
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _centroid_step(tp, fs, q, pose):
     """Move the centre by pose_acq_gain times the mean disc event (rotor plane -> image)."""
     n = fs[FS_AC + 2]
@@ -419,7 +419,7 @@ def _centroid_step(tp, fs, q, pose):
     _pack_pose(q, pose)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _fast_step(acc, tp, fs, q, pose, motion, dt_us):
     """Fast translation step from the phase-term system of the last dt_us; True if applied.
 
@@ -606,7 +606,7 @@ def _fast_step(acc, tp, fs, q, pose, motion, dt_us):
     return True
 
 
-@njit(cache=True, nogil=True, fastmath={'contract'})
+@fma
 def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi, mode,
              sample_t, out_t, out_v):
     """Run the tracker over one batch; returns the number of output rows written.
@@ -948,7 +948,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     return k_out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe):
     fs[FS_PHI] = phi
     fs[FS_OM] = om
@@ -1414,7 +1414,7 @@ PK_BOX = OUT_LEN + 9        # 4: routing box (x0, y0, x1, y1)
 PK_LEN = OUT_LEN + 13
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadline_us,
                      tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi,
                      r_out, margin_px, cos_a, sin_a, bi, bt, bx, by, bp, out_v, out_hi, out_hs):
@@ -1476,7 +1476,7 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
     return n_pk
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _route(t_us, xs, ys, ps, e0, e1, x0, y0, x1, y1, stride, bi, bt, bx, by, bp):
     """Copy every stride-th event of e0:e1 inside [x0, x1] x [y0, y1] to bt, bx, by, bp.
 
@@ -1521,7 +1521,7 @@ _BBOX_COS = np.cos(np.linspace(0.0, TWO_PI, 73))
 _BBOX_SIN = np.sin(np.linspace(0.0, TWO_PI, 73))
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _bbox_kernel(q, r_out, margin_px, cos_a, sin_a, out):
     """Bounds of the projected r_out circle z = pi(H(q) [r_out cos a, r_out sin a, 1])."""
     s = math.exp(q[0])

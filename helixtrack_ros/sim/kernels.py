@@ -17,8 +17,9 @@ times are refined with the exact quadratic shape of ``theta`` within the block.
 
 import math
 
-from numba import njit
 import numpy as np
+
+from helixtrack_ros.core.jit import kernel_inline, numpy_errors, numpy_errors_inline
 
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -53,7 +54,7 @@ def seed_state(*keys: int) -> np.ndarray:
     return np.array([h], np.uint64)
 
 
-@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+@numpy_errors_inline
 def _next(st):
     s = st[0] + _GOLD
     st[0] = s
@@ -62,13 +63,13 @@ def _next(st):
     return z ^ (z >> _S31)
 
 
-@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+@numpy_errors_inline
 def _rand(st):
     """Uniform in [0, 1)."""
     return float(_next(st) >> _S11) * _INV53
 
 
-@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+@numpy_errors_inline
 def _rand_at(key, idx):
     """Uniform in [0, 1): the idx-th draw of the counter-based stream ``key``."""
     z = key + np.uint64(idx) * _GOLD
@@ -78,7 +79,7 @@ def _rand_at(key, idx):
     return float(z >> _S11) * _INV53
 
 
-@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+@numpy_errors_inline
 def _hash_at(key, idx):
     """The idx-th 64-bit word of the counter-based stream ``key``."""
     z = key + np.uint64(idx) * _GOLD
@@ -94,7 +95,7 @@ _S32 = np.uint64(32)
 _S48 = np.uint64(48)
 
 
-@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+@numpy_errors_inline
 def _gauss_word(z):
     """Approximately standard normal (Irwin-Hall of four 16-bit uniforms), within +-3.46."""
     a = float(z & _M16) + float((z >> _S16) & _M16) + float((z >> _S32) & _M16) \
@@ -102,13 +103,13 @@ def _gauss_word(z):
     return (a * (1.0 / 65536.0) - 2.0) * 1.7320508075688772
 
 
-@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+@numpy_errors_inline
 def _gauss4(st):
     """Approximately standard normal (Irwin-Hall of 4), bounded to +-3.46."""
     return (_rand(st) + _rand(st) + _rand(st) + _rand(st) - 2.0) * 1.7320508075688772
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _poisson(st, lam):
     if lam <= 0.0:
         return 0
@@ -124,7 +125,7 @@ def _poisson(st, lam):
     return k
 
 
-@njit(cache=True, nogil=True, inline='always')
+@kernel_inline
 def _put3(out_t, out_x, out_y, out_p, n, t1, t2, t3, x, y, pol):
     """Write the three event slots n..n+2 of one crossing (times floored to us)."""
     out_t[n] = int(math.floor(t1))
@@ -136,7 +137,7 @@ def _put3(out_t, out_x, out_y, out_p, n, t1, t2, t3, x, y, pol):
         out_p[n + k] = pol
 
 
-@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+@numpy_errors_inline
 def _emit_counter(key, c, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, n):
     """Append ``n_ev`` (0..3) events of one threshold crossing near time ``tc``.
 
@@ -153,7 +154,7 @@ def _emit_counter(key, c, tc, n_ev, pol, x, y, sen, out_t, out_x, out_y, out_p, 
     return n + n_ev
 
 
-@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+@numpy_errors_inline
 def _blade_width(r, hub, c_root, c_peak, c_tip):
     """Full angular blade width at rotor-plane radius r (chord piecewise linear in r)."""
     if r <= hub:
@@ -173,7 +174,7 @@ def _blade_width(r, hub, c_root, c_peak, c_tip):
 N_WTAB = 1024
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _width_table(geo):
     """Blade width sampled on [r_lo, r_hi] (N_WTAB + 1 points) plus range and scale."""
     hub = geo[GEO_HUB]
@@ -187,7 +188,7 @@ def _width_table(geo):
     return tab, r_lo, N_WTAB / (r_hi - r_lo)
 
 
-@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+@numpy_errors_inline
 def _width_at(tab, r_lo, scale, r):
     f = (r - r_lo) * scale
     if f <= 0.0:
@@ -208,14 +209,14 @@ def _width_at(tab, r_lo, scale, r):
 N_CO = 14
 
 
-@njit(cache=True, nogil=True, error_model='numpy', inline='always')
+@numpy_errors_inline
 def _uv(g, fx, fy):
     w = g[2, 0] * fx + g[2, 1] * fy + g[2, 2]
     return ((g[0, 0] * fx + g[0, 1] * fy + g[0, 2]) / w,
             (g[1, 0] * fx + g[1, 1] * fy + g[1, 2]) / w)
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk, bk, xk, yk,
                  coef, ic):
     """Fill ``coef[ic]`` (n_iv, N_CO) for one pixel; False when it never meets the blades.
@@ -313,7 +314,7 @@ def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk
     return m_any > 0.0
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _find_crossings(coef, i, iv_b, fr_b, theta_b, inv_period, rec_i, rec_c, m):
     """Append the crossing records of pixel ``i`` from index ``m``; new count.
 
@@ -343,7 +344,7 @@ def _find_crossings(coef, i, iv_b, fr_b, theta_b, inv_period, rec_i, rec_c, m):
     return m
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _crossing_records(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec_i, rec_c,
                       nrec, rec_t, rec_n, rec_cnt):
     """Time, event count and lattice count of the first crossing of every record.
@@ -404,7 +405,7 @@ def _crossing_records(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec
     return max_cnt
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _extra_crossings(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec_i, rec_c,
                      nrec, rec_t, rec_n, rec_cnt, refine, wtab, wr_lo, wscale):
     """Rare cases: refine crossings of fast-moving pixels, add multi-lattice crossings.
@@ -465,7 +466,7 @@ def _extra_crossings(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec_
     return m
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _emit_records(px, py, rec_i, rec_c, nrec, rec_t, rec_n, key, ctr, sen, out_t, out_x,
                   out_y, out_p, n):
     """Write the events of all records (0-3 each); the caller checked the room.
@@ -493,7 +494,7 @@ def _emit_records(px, py, rec_i, rec_c, nrec, rec_t, rec_n, key, ctr, sen, out_t
     return n
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _tile_events(coef, p0, p1, px, py, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr,
                  refine, wtab, wr_lo, wscale, sen, rec, out_t, out_x, out_y, out_p, n):
     """Events of pixels ``p0:p1`` of ``coef``; returns (fill level or -1, new counter)."""
@@ -517,7 +518,7 @@ def _tile_events(coef, p0, p1, px, py, iv_b, fr_b, theta_b, q_bend, t_b, geo, ke
 TILE = 256
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _records(n_pix, n_b):
     """Scratch arrays for the crossing records of ``n_pix`` pixels over ``n_b`` boundaries."""
     # at most two crossing blocks per boundary and pixel, plus room for multi-crossings
@@ -526,7 +527,7 @@ def _records(n_pix, n_b):
             np.empty(size, np.int64), np.empty(size, np.int64))
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _refine(coef, i, ka, fa, kbb, fb, s, v, th_a, th_b, qb, edge, dg, period, geo, wtab,
             wr_lo, wscale):
     """One secant step of a crossing fraction ``s`` on the exact edge phase."""
@@ -550,7 +551,7 @@ def _refine(coef, i, ka, fa, kbb, fb, s, v, th_a, th_b, qb, edge, dg, period, ge
     return s
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def _bend(theta_b, theta_m):
     """Quadratic bend of theta within each block: theta(s) = lin(s) + q s (1 - s)."""
     q = np.empty(theta_m.shape[0])
@@ -559,7 +560,7 @@ def _bend(theta_b, theta_m):
     return q
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def rotor_geometry(g_knots, static, box, geo, margin_r):
     """Per-pixel edge-phase coefficients of the pixels of ``box`` that meet the blades.
 
@@ -589,7 +590,7 @@ def rotor_geometry(g_knots, static, box, geo, margin_r):
     return px[:m].copy(), py[:m].copy(), coef[:m].copy()
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def rotor_events(px, py, coef, iv_b, fr_b, theta_b, theta_m, t_b, geo, refine, sen, st,
                  out_t, out_x, out_y, out_p, n0):
     """Blade-edge events of precomputed pixels (see :func:`rotor_geometry`).
@@ -615,7 +616,7 @@ def rotor_events(px, py, coef, iv_b, fr_b, theta_b, theta_m, t_b, geo, refine, s
     return n
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def rotor_segment(g_knots, iv_b, fr_b, theta_b, theta_m, t_b, box, geo, margin_r, sen, st,
                   out_t, out_x, out_y, out_p, n0):
     """Blade-edge events of one rotor over one segment under a moving camera.
@@ -680,7 +681,7 @@ def rotor_segment(g_knots, iv_b, fr_b, theta_b, theta_m, t_b, box, geo, margin_r
     return n
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, reach_px, sen, st,
                   out_t, out_x, out_y, out_p, n0):
     """Events of static scene edges moved by the camera over one segment.
@@ -768,7 +769,7 @@ def edges_segment(xy, normal, contrast, weight, m_b, t_b, width, height, reach_p
     return n
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def noise_segment(t0, t1, width, height, ba_rate_hz, hot_xy, hot_rate_hz, st,
                   out_t, out_x, out_y, out_p, n0):
     """Uniform background-activity noise and hot pixels over ``[t0, t1)`` us.
@@ -802,7 +803,7 @@ def noise_segment(t0, t1, width, height, ba_rate_hz, hot_xy, hot_rate_hz, st,
     return n
 
 
-@njit(cache=True, nogil=True, error_model='numpy')
+@numpy_errors
 def sort_emit(t, x, y, p, t_emit, t_end, last_t, width, refr_us):
     """Stable counting sort by time, then the per-pixel refractory filter.
 
