@@ -32,7 +32,7 @@ setup(
     entry_points={
         'console_scripts': [
             'helixtrack = helixtrack_ros.cli:main',
-            'helixtrack_node = helixtrack_ros.node:main',
+            'helixtrack_node = helixtrack_ros.ros.main:main',
         ],
     },
 )

@@ -405,10 +405,17 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
     if params_path is None:
         config = PipelineConfig(auto_detect=True)
     else:
+        unknown: list[str] = []
         try:
-            config = PipelineConfig.from_yaml(params_path)
-        except (FileNotFoundError, ValueError) as exc:
+            config = PipelineConfig.from_yaml(params_path, unknown=unknown)
+        except FileNotFoundError as exc:
             raise CliError(str(exc)) from None
+        except ValueError as exc:
+            raise CliError(f'{params_path}: {exc}') from None
+        if unknown:
+            # the node says the same of the same file
+            print(f'helixtrack: ignoring unknown parameters in {params_path} (typo, or rotor '
+                  f'not in rotor_names?): {", ".join(sorted(unknown))}', file=sys.stderr)
     if not config.rotors and not config.auto_detect:
         raise CliError(f'{params_path}: rotor_names is empty (list the rotors to track, '
                        'or set auto_detect: true)')

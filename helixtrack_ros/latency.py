@@ -57,3 +57,29 @@ class PeriodCounters:
         self.cb_max_s = 0.0
         self.sensor_us = 0
         self.latency = LatencyHistogram()
+
+    def count_packet(self, t_us: int, n_events: int, last_t_us: int | None) -> None:
+        """A packet published: its events, and the sensor time since the last one."""
+        if last_t_us is not None and 0 < t_us - last_t_us < 1_000_000:
+            self.sensor_us += int(t_us - last_t_us)
+        self.packets += 1
+        self.events += int(n_events)
+
+    def values(self, since_start: LatencyHistogram) -> tuple[dict[str, str], float]:
+        """The period's rates, load and latency percentiles as diagnostic values, and the
+        load (callback time per sensor time)."""
+        wall = max(time.monotonic() - self.wall0, 1e-9)
+        sensor_s = self.sensor_us * 1e-6
+        load = self.cb_s / sensor_s if sensor_s > 0 else 0.0
+        return {
+            'events_per_s_in': f'{self.events / wall:.0f}',
+            'packets_per_s_in': f'{self.packets / wall:.1f}',
+            'processing_load': f'{load:.3f}',
+            'callback_ms_mean': f'{1e3 * self.cb_s / max(self.packets, 1):.3f}',
+            'callback_ms_max': f'{1e3 * self.cb_max_s:.3f}',
+            'latency_ms_p50': f'{self.latency.percentile_ms(50):.2f}',
+            'latency_ms_p99': f'{self.latency.percentile_ms(99):.2f}',
+            'latency_ms_max': f'{self.latency.max_us / 1000:.2f}',
+            'latency_ms_p50_since_start': f'{since_start.percentile_ms(50):.2f}',
+            'latency_ms_p99_since_start': f'{since_start.percentile_ms(99):.2f}',
+        }, load

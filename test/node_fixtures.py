@@ -133,18 +133,19 @@ def wait_until(pred: Callable[[], Any], timeout: float, what: str = 'condition',
 
 
 # ---------------------------------------------------------------------- stand-in pipeline
-FAKE_DESCRIPTIONS: dict[str, tuple[str, str, Any, Any]] = {
-    'tracker.q_jerk': ('phase EKF process noise', 'rad^2/s^5', 0.0, None),
-    'tracker.kappa': ('von Mises concentration', '', 0.1, 1000.0),
-    'tracker.min_events': ('events before a pose solve', '', 1, 1_000_000),
-    'tracker.estimate_pose': ('run the pose solver', '', None, None),
-    'realtime_stride': ('stride when behind', '', None, None),
-    'max_stride': ('largest stride', '', 1, 64),
-}
-FAKE_DEFAULTS: dict[str, Any] = {
-    'tracker.q_jerk': 400.0, 'tracker.kappa': 22.0, 'tracker.min_events': 2000,
-    'tracker.estimate_pose': True, 'realtime_stride': True, 'max_stride': 8,
-}
+def _fake_parameters() -> dict[str, Any]:
+    from helixtrack_ros.pipeline.config import ParamSpec
+    return {
+        'tracker.q_jerk': ParamSpec(400.0, 'phase EKF process noise', 'rad^2/s^5', 0.0, None),
+        'tracker.kappa': ParamSpec(22.0, 'von Mises concentration', '', 0.1, 1000.0),
+        'tracker.min_events': ParamSpec(2000, 'events before a pose solve', '', 1, 1_000_000),
+        'tracker.estimate_pose': ParamSpec(True, 'run the pose solver'),
+        'realtime_stride': ParamSpec(True, 'stride when behind'),
+        'max_stride': ParamSpec(8, 'largest stride', '', 1, 64),
+    }
+
+
+FAKE_PARAMETERS: dict[str, Any] = _fake_parameters()
 
 
 class FakeRotor:
@@ -164,6 +165,7 @@ class FakeResult:
         self.stamp_ns, self.t_us, self.n_events = stamp_ns, t_us, n_events
         self.rotors = rotors or []
         self.error = error
+        self.events = None
 
 
 class FakePipeline:
@@ -225,6 +227,12 @@ class FakePipeline:
                  'hardware_id': 'helixtrack',
                  'values': {k: str(v) for k, v in self.counters.items()} | {'stride': '1'}}]
 
+    def note_backlog(self, waiting: int) -> None:
+        self.backlog = waiting
+
+    def recent_detections(self, span_us: int) -> list:
+        return []
+
     def update_tracker_params(self, changes: dict[str, Any]) -> None:
         for k, v in changes.items():
             if k not in self.tracker:
@@ -238,7 +246,7 @@ class FakePipeline:
 
 
 STANDIN_KWARGS: dict[str, Any] = dict(pipeline_factory=FakePipeline, warmup=lambda: 0.0,
-                                      descriptions=FAKE_DESCRIPTIONS, defaults=FAKE_DEFAULTS)
+                                      parameters=FAKE_PARAMETERS)
 
 
 def standin_main() -> int:
@@ -519,6 +527,7 @@ TWO_ROTORS: dict[str, Any] = {
                        'blades': 3, 'direction': -1},
     },
     'tracker': {'q_jerk': 300},
+    'rotor_topics_hz': 0.0,          # per-rotor topics with every packet
 }
 
 

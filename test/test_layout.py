@@ -39,8 +39,10 @@ def test_core_imports_only_numpy_numba_and_stdlib():
 
 
 def test_pipeline_and_cli_do_not_import_rclpy():
-    for name in ('pipeline.py', 'cli.py'):
-        assert 'rclpy' not in _imports(ROOT / 'helixtrack_ros' / name), name
+    pkg = ROOT / 'helixtrack_ros'
+    paths = [pkg / 'cli.py', *(pkg / 'pipeline').glob('*.py')]
+    for path in paths:
+        assert not _imports(path) & ROS_MODULES, path.name
 
 
 def test_drawing_and_latency_modules_are_ros_free():
@@ -67,7 +69,7 @@ def test_setup_installs_launch_and_config():
     assert (ROOT / 'config' / 'helixtrack.yaml').is_file()
     assert (ROOT / 'resource' / 'helixtrack_ros').is_file()
     for line in ('helixtrack = helixtrack_ros.cli:main',
-                 'helixtrack_node = helixtrack_ros.node:main'):
+                 'helixtrack_node = helixtrack_ros.ros.main:main'):
         assert line in setup
 
 

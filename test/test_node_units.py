@@ -13,10 +13,12 @@ import pytest
 pytest.importorskip('rclpy')
 pytest.importorskip('event_camera_msgs.msg')
 
+from event_camera_msgs.msg import EventPacket  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
-from helixtrack_ros import node as hn  # noqa: E402
+from helixtrack_ros.ros import node as hn  # noqa: E402
+from helixtrack_ros.ros.outputs import homography_message  # noqa: E402
 
 
 # ---------------------------------------------------------------------- the node in-process
@@ -102,7 +104,7 @@ def test_output_bytes_equal_serialized_messages(frame_id, names):
     j.name = names
     j.position, j.velocity = list(sentinels(2 * n)[:n]), list(sentinels(2 * n)[n:])
     tpl = PatchableCdr(serialize_message(j), 2 * n, has_header=True)
-    h = hn._homography_message()
+    h = homography_message()
     h.data = sentinels(9)
     htpl = PatchableCdr(serialize_message(h), 9)
     ftpl = PatchableCdr(serialize_message(Float64(data=sentinels(1)[0])), 1)
@@ -130,7 +132,7 @@ def test_packet_handling_counts_problems(context):
     try:
         sent = []
         pubs = []
-        node._pub_rotors.publish = lambda m: pubs.append((F.stamp_ns(_joint(m)),
+        node._outputs.rotors.publish = lambda m: pubs.append((F.stamp_ns(_joint(m)),
                                                           list(_joint(m).velocity)))
         for m in F.fake_packets(3, seq0=10):
             node._on_packet(m)
@@ -166,7 +168,7 @@ def test_packets_as_bytes_equal_packets_as_messages_and_garbage_is_counted(conte
         node = _make(context, F.TWO_ROTORS)
         try:
             pubs = []
-            node._pub_rotors.publish = lambda m, pubs=pubs: pubs.append(
+            node._outputs.rotors.publish = lambda m, pubs=pubs: pubs.append(
                 (F.stamp_ns(_joint(m)), _joint(m).header.frame_id, list(_joint(m).velocity)))
             seen = []
             real = node._pipe.process_packet
@@ -197,11 +199,11 @@ def test_queued_packets_are_tracked_together_and_published_one_by_one(context):
     node = _make(context, F.TWO_ROTORS)
     try:
         pubs = []
-        node._pub_rotors.publish = lambda m: pubs.append(F.stamp_ns(_joint(m)))
+        node._outputs.rotors.publish = lambda m: pubs.append(F.stamp_ns(_joint(m)))
         msgs = F.fake_packets(8, seq0=0)
         # a real backlog: the packets wait in the node's own subscription queue
         other = rclpy.create_node('backlog', context=context)
-        pub = other.create_publisher(hn.EventPacket, node._sub.topic_name, hn.EVENTS_QOS)
+        pub = other.create_publisher(EventPacket, node._sub.topic_name, hn.EVENTS_QOS)
         F.wait_until(lambda: pub.get_subscription_count() > 0, 10.0, 'discovery')
         for m in msgs[1:]:
             pub.publish(m)
@@ -226,16 +228,49 @@ def test_queued_packets_are_tracked_together_and_published_one_by_one(context):
 def test_debug_parameter_changes_take_effect(context):
     node = _make(context, F.TWO_ROTORS)
     try:
-        assert node._debug_timer is None
+        assert node._debug.timer is None
         res = node.set_parameters([Parameter('debug_image_hz', value=5.0)])
-        assert res[0].successful and node._debug_timer is not None
+        assert res[0].successful and node._debug.timer is not None
         res = node.set_parameters([Parameter('debug_image_hz', value=100.0)])
         assert not res[0].successful
         res = node.set_parameters([Parameter('debug_image_hz', value=0)])
-        assert res[0].successful and node._debug_timer is None
+        assert res[0].successful and node._debug.timer is None
         res = node.set_parameters([Parameter('tracker.q_jerk', value=1.0)])
         assert res[0].successful and node._pipe.tracker['q_jerk'] == 1.0
         res = node.set_parameters([Parameter('tracker.q_jerk', value=0.0)])
         assert not res[0].successful and 'q_jerk must be > 0' in res[0].reason
+    finally:
+        node.destroy_node()
+
+
+def test_per_rotor_topics_follow_their_rate_and_any_state_change_at_once(context):
+    """~/rotors and ~/health go with every packet; ~/<rotor>/rpm at rotor_topics_hz of
+    sensor time, and with the very packet whose state differs (a NaN is never late)."""
+    tree = dict(F.TWO_ROTORS, rotor_topics_hz=100.0)
+    node = _make(context, tree)
+    try:
+        joint, rpm = [], []
+        node._outputs.rotors.publish = lambda m: joint.append(F.stamp_ns(_joint(m)))
+        node._outputs._rpm[0].publish = lambda m: rpm.append(len(joint))
+        packets = F.fake_packets(60, seq0=0)           # 1 ms apart
+        for m in packets[:45]:
+            node._on_packet(m)
+        assert len(joint) == 45
+        assert rpm == [1, 11, 21, 31, 41]              # every 10 ms of sensor time
+        real = node._pipe.process_packet
+
+        def lost(*a, **k):
+            res = real(*a, **k)
+            res.rotors[1].state = 2                    # rear_right LOST from here
+            return res
+
+        node._pipe.process_packet = lost
+        node._on_packet(packets[45])
+        node._on_packet(packets[46])
+        assert rpm[-2:] == [41, 46]                    # the change at once, then the rate
+        node.set_parameters([Parameter('rotor_topics_hz', value=0.0)])
+        node._on_packet(packets[47])
+        node._on_packet(packets[48])
+        assert rpm[-2:] == [48, 49]                    # 0: every packet
     finally:
         node.destroy_node()

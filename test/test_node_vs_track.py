@@ -48,6 +48,7 @@ def test_node_outputs_equal_what_helixtrack_track_writes(tmp_path):
     tree = yaml.safe_load(info['params'].read_text())['/**']['ros__parameters']
     tree['realtime_stride'] = False
     tree['diagnostics_period_s'] = 0.1
+    tree['rotor_topics_hz'] = 0.0      # per-rotor topics with every packet, as results.mcap
     params = F.write_params_file(tmp_path / 'node.yaml', tree)
     play = F.load_play_bag()
     packets = [deserialize_message(raw, EventPacket)

@@ -239,7 +239,7 @@ def test_jobs_run_every_call_once_and_raise_a_helpers_error():
     from concurrent.futures import ThreadPoolExecutor
     import threading
 
-    from helixtrack_ros.pipeline import _Jobs
+    from helixtrack_ros.pipeline.batching import Jobs
 
     seen = []
     lock = threading.Lock()
@@ -250,7 +250,7 @@ def test_jobs_run_every_call_once_and_raise_a_helpers_error():
         return k * k
 
     with ThreadPoolExecutor(3) as pool:
-        jobs = _Jobs([(k, call, (k,)) for k in range(200)])
+        jobs = Jobs([(k, call, (k,)) for k in range(200)])
         jobs.helpers = [pool.submit(jobs.drain) for _ in range(3)]
         assert jobs.wait() == [(k, k * k) for k in range(200)]
         assert sorted(k for k, _ in seen) == list(range(200))
@@ -260,7 +260,7 @@ def test_jobs_run_every_call_once_and_raise_a_helpers_error():
                 raise RuntimeError('rotor 5 failed')
             return k
 
-        jobs = _Jobs([(k, boom, (k,)) for k in range(10)])
+        jobs = Jobs([(k, boom, (k,)) for k in range(10)])
         jobs.helpers = [pool.submit(jobs.drain) for _ in range(2)]
         with pytest.raises(RuntimeError, match='rotor 5'):
             jobs.wait()
@@ -273,7 +273,7 @@ def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
     pipe = TrackingPipeline(config)
 
     def gn_targets(p):
-        return {t.gn_target_events for t in p._trackers}
+        return {t.gn_target_events for t in p._bank.trackers}
 
     # a replay slower than real time: processing takes 2x the sensor time, no queue
     for _ in range(100):
@@ -305,5 +305,5 @@ def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
 def test_diagnostics_name_the_stride_in_english(stride, words):
     scene = make_scenario('lone_constant', 0.05, seed=5)
     pipe = _pipe(scene)
-    pipe.stride = stride
+    pipe.set_stride(stride)
     assert pipe.diagnostics()[0]['message'] == f'behind real time: every {words} event'

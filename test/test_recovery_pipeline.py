@@ -8,6 +8,7 @@ import pytest
 from helixtrack_ros.core.health import LOST, TRACKING
 from helixtrack_ros.evaluation import rotor_inits_from_scene
 from helixtrack_ros.pipeline import ERROR, OK, PipelineConfig, TrackingPipeline
+from helixtrack_ros.pipeline.config import parameter_table
 from helixtrack_ros.sim import Simulator, make_scenario
 
 
@@ -88,7 +89,7 @@ def test_recovery_can_be_switched_off_and_is_configurable(big_jump):
                                           'recovery_window_us': 80_000,
                                           'recovery_margin': 0.5})
     assert (cfg.recovery, cfg.recovery_window_us, cfg.recovery_margin) == (False, 80_000, 0.5)
-    assert 'recovery_retry_us' in PipelineConfig.parameter_descriptions()
+    assert 'recovery_retry_us' in parameter_table()
 
 
 def test_background_re_detection_recovers_without_stalling_a_packet(big_jump):

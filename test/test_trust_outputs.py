@@ -93,8 +93,7 @@ def test_dropped_packets_under_the_stride_are_withheld_then_tracked_again(quad, 
     scene, pkts = quad
     pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1,
                                            realtime_stride=True))
-    pipe.stride = 4
-    pipe._apply_gn_target()
+    pipe.set_stride(4)
     g0, g1 = 120, 120 + gap
     kept = [i for i in range(len(pkts)) if not g0 <= i < g1]
     results = []
@@ -166,8 +165,7 @@ def test_a_hidden_rotor_is_starved_within_50_ms_and_tracked_again_within_150_ms(
     real-time stride (every 4th event), in batches of 20 packets like the live node."""
     hide_s, scene, pkts = hidden
     pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
-    pipe.stride = stride
-    pipe._apply_gn_target()
+    pipe.set_stride(stride)
     results = []
     for k in range(0, len(pkts), 20):
         results += pipe.process_packets(_raw(pkts, range(k, min(k + 20, len(pkts)))))

@@ -1,0 +1,27 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Packet processing shared by the ROS node and the offline CLI.
+
+:class:`TrackingPipeline` turns raw ``EventPacket`` payloads into per-rotor
+outputs; :class:`PipelineConfig` configures it. The parts, one job each:
+``config`` (parameters), ``records`` (packets in, outputs out), ``intake``
+(decode, sequence, time checks), ``batching`` (batches and threads),
+``rotors`` (tracking a batch), ``outputs`` (what a consumer is handed),
+``recovery`` (LOST rotors), ``startup`` (auto-detection), ``realtime`` (the
+live stride) and ``diagnostics``; ``docs/ARCHITECTURE.md`` draws them.
+"""
+
+from helixtrack_ros.pipeline.config import PipelineConfig
+from helixtrack_ros.pipeline.records import (
+    ERROR,
+    OK,
+    WARN,
+    PacketResult,
+    RawPacket,
+    RotorOutput,
+    StreamBatch,
+)
+from helixtrack_ros.pipeline.tracking_pipeline import TrackingPipeline
+
+__all__ = ['ERROR', 'OK', 'WARN', 'PacketResult', 'PipelineConfig', 'RawPacket',
+           'RotorOutput', 'StreamBatch', 'TrackingPipeline']

@@ -1,0 +1,168 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Batches of packets and the threads that track their rotors.
+
+Each rotor runs through all packets of a batch in one kernel call, the
+rotors of a batch in parallel threads (the kernels release the GIL). The
+results stay one per packet (``docs/ARCHITECTURE.md``, "Data flow").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+import itertools
+import os
+from typing import Any
+
+import numpy as np
+
+from helixtrack_ros.core.events import EventArrays, EventBuffer
+
+#: Packets with more events than this run their rotors in parallel threads.
+PARALLEL_MIN_EVENTS = 2000
+
+
+def cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):    # not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class Pending:
+    """A decoded packet waiting to be tracked with the rest of its batch."""
+
+    results: list[Any]                   # the result list of its batch ...
+    index: int                           # ... and its place there
+    ev: EventArrays
+    t_last: int                          # -1: an empty packet
+    stamp_ns: int
+
+
+class Jobs:
+    """The rotors' kernel calls of one batch, each run by whichever thread is free.
+
+    Worker threads and the waiting caller take the calls one at a time from
+    a shared counter: a batch costs one hand-off per helper thread, not one
+    per rotor, and no thread waits for a slow rotor while another rotor is
+    left undone.
+    """
+
+    def __init__(self, calls: list[tuple[int, Callable[..., Any], tuple]]) -> None:
+        self.calls = calls
+        self.results: list[Any] = [None] * len(calls)
+        self._next = itertools.count()      # next() is atomic under the GIL
+        self.helpers: list[Future] = []
+
+    def drain(self) -> None:
+        """Run calls until none is left."""
+        calls = self.calls
+        while True:
+            k = next(self._next)
+            if k >= len(calls):
+                return
+            _, fn, args = calls[k]
+            self.results[k] = fn(*args)
+
+    def wait(self) -> list[tuple[int, Any]]:
+        """Help until every call is done; (rotor, result) per call (a call's error is raised)."""
+        self.drain()
+        for f in self.helpers:
+            f.result()
+        return [(r, res) for (r, _, _), res in zip(self.calls, self.results)]
+
+
+@dataclass
+class Inflight:
+    """A batch whose rotors are being tracked in the worker threads."""
+
+    pending: list[Pending]
+    ev: EventArrays | None = None
+    ends: np.ndarray | None = None
+    t_last: np.ndarray | None = None
+    stride: int = 1
+    runs: list[Any] = field(default_factory=list)   # PacketRun or None per rotor
+    jobs: Jobs | None = None                        # the runs still in the threads
+
+    def packet(self, k: int) -> EventArrays:
+        """The events of the batch's k-th packet with events."""
+        ends = self.ends
+        return self.ev.slice(int(ends[k - 1]) if k else 0, int(ends[k]))
+
+
+class RotorThreads:
+    """Worker threads for the rotors' kernel calls.
+
+    ``threads`` threads run rotors at once (0: one per core, at most one per
+    rotor and 8), the calling thread among them when it waits for the batch
+    (the node). Offline the calling thread meanwhile reads, decodes and
+    writes; with ``threads`` 0 one worker per rotor then starts (the
+    operating system shares the cores), and the caller joins when it waits.
+    A hand-off to a sleeping thread costs about as much as tracking a small
+    packet, hence one hand-off per helper and batch (:class:`Jobs`).
+    """
+
+    def __init__(self) -> None:
+        self.pool: ThreadPoolExecutor | None = None
+        self.size = 0
+        self.workers = 1
+
+    def resize(self, threads: int, n_rotors: int) -> None:
+        """Threads for ``n_rotors`` rotors (the pool is made once, when first needed)."""
+        self.workers = max(1, min(threads if threads > 0 else cores(), n_rotors, 8))
+        size = min(n_rotors, 8) if threads == 0 else min(threads, 8)
+        if self.pool is None and self.workers > 1:
+            self.pool = ThreadPoolExecutor(max_workers=size,
+                                           thread_name_prefix='helixtrack-rotors')
+            self.size = size
+
+    def start(self, calls: list[tuple[int, Callable[..., Any], tuple]], n_events: int,
+              caller_joins: bool) -> Jobs:
+        """Hand a batch's calls to the threads (large batches), or leave them to the caller.
+
+        ``caller_joins``: the caller waits for the results right away and takes
+        calls too, so one helper fewer is woken.
+        """
+        jobs = Jobs(calls)
+        helpers = (min(self.workers, len(calls)) - 1 if caller_joins
+                   else min(self.size, len(calls)))
+        if self.pool is not None and n_events > PARALLEL_MIN_EVENTS and helpers > 0:
+            jobs.helpers = [self.pool.submit(jobs.drain) for _ in range(helpers)]
+        return jobs
+
+    def close(self) -> None:
+        """Stop the threads."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+            self.pool = None
+
+
+class BatchBuffers:
+    """The memory that decoded batches are written into, reused once nothing refers to it.
+
+    Reusing matters: fresh memory costs a page fault per 4 KiB on first touch
+    (about as much as the decoding itself).
+    """
+
+    def __init__(self) -> None:
+        self._buffers: list[EventBuffer] = []
+
+    def take(self, capacity: int) -> EventBuffer:
+        """A buffer of at least ``capacity`` events that no result or batch uses."""
+        free = [b for b in self._buffers if not b.in_use()]
+        fits = [b for b in free if b.capacity >= capacity]
+        if fits:
+            buf = fits[0]
+            buf.reset()
+            # spare ones beyond two are let go (memory)
+            spare = [b for b in free if b is not buf][:2]
+            self._buffers = [b for b in self._buffers if b.in_use()] + spare + [buf]
+            return buf
+        # with headroom: the next batches are about as large; free ones too small go
+        buf = EventBuffer(capacity + capacity // 4)
+        self._buffers = [b for b in self._buffers if b not in free] + [buf]
+        return buf

@@ -1,0 +1,216 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The pipeline's configuration and the one table of its parameters.
+
+:class:`PipelineConfig` is what a :class:`TrackingPipeline` needs.
+Its parameters, the tracker's (``tracker.<name>``) and the rotors'
+(``rotors.<name>.<field>``, :data:`ROTOR_FIELDS`) are described once here;
+the node declares them from :func:`parameter_table` and both the node and
+the CLI check values with :func:`check_value` / :func:`coerce_rotor_field`,
+so that both accept and refuse the same things with the same message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+import math
+from typing import Any, NamedTuple
+
+from helixtrack_ros.core.params import RotorInit, TrackerParams
+from helixtrack_ros.io.params_file import load_ros_params
+
+#: Rotor parameters: field -> (default, or None when required; description).
+ROTOR_FIELDS: dict[str, tuple[Any, str]] = {
+    'center_px': (None, 'rotor centre in the image [px], [x, y]'),
+    'radius_px': (None, 'blade tip radius in the image [px]'),
+    'rpm': (None, 'initial shaft speed [RPM]'),
+    'blades': (2, 'blade count B'),
+    'direction': (0, 'rotation direction: +1, -1, or 0 = estimate it'),
+    'psi_rad': (0.0, 'in-plane rotation of the rotor plane [rad]'),
+    'perspective': ([0.0, 0.0], 'perspective terms [p31, p32] of the homography'),
+    'rpm_range': ([0.0, 0.0], 'plausible shaft RPM [min, max] of this rotor; [0, 0]: '
+                  'tracker.gate_rpm_min / gate_rpm_max'),
+}
+_PAIR_FIELDS = ('center_px', 'perspective', 'rpm_range')
+_INT_ROTOR_FIELDS = ('blades', 'direction')
+
+
+class ParamSpec(NamedTuple):
+    """One scalar parameter: its default (whose type is the parameter's), text and range."""
+
+    default: bool | int | float
+    description: str
+    unit: str = ''
+    lo: float | None = None
+    hi: float | None = None
+
+    @property
+    def label(self) -> str:
+        """The description with unit and range, as a parameter descriptor shows it."""
+        text = f'{self.description} [{self.unit}]' if self.unit else self.description
+        bounds = [f'{k} {v}' for k, v in (('min', self.lo), ('max', self.hi)) if v is not None]
+        return f'{text} ({", ".join(bounds)})' if bounds else text
+
+
+def _param(default: Any, description: str, unit: str = '', lo: float | None = None,
+           hi: float | None = None) -> Any:
+    """A PipelineConfig field that is also a parameter (its spec in the field metadata)."""
+    return field(default=default, metadata={'spec': (description, unit, lo, hi)})
+
+
+@dataclass
+class PipelineConfig:
+    """Everything a :class:`TrackingPipeline` needs, from one parameter file.
+
+    ``rotors`` are tracked in output order with the shared ``tracker``
+    parameters; every other field is a parameter of the same name (its
+    description in the field). ``realtime_stride`` is the live policy: when
+    processing falls behind, trackers get every k-th routed event and the
+    Gauss-Newton event target is divided by k. ``detect_in_background``
+    (live) runs re-detections of LOST rotors in a thread so that the other
+    rotors' packets do not wait; the results then depend on timing.
+    """
+
+    rotors: list[RotorInit] = field(default_factory=list)
+    tracker: TrackerParams = field(default_factory=TrackerParams)
+    realtime_stride: bool = _param(
+        False, 'feed trackers every k-th event when processing falls behind')
+    max_stride: int = _param(4, 'largest event stride of the real-time policy', '', 1, 64)
+    threads: int = _param(0, 'threads that run rotors at once (0 = one per CPU core, at most '
+                          'one per rotor)', '', 0, 16)
+    auto_detect: bool = _param(False, 'detect rotors from the stream when none are given')
+    recovery: bool = _param(True, 're-detect and re-initialise a LOST rotor')
+    recovery_min_us: int = _param(25_000, 'shortest span of events a re-detection uses', 'us',
+                                  1000, 1e7)
+    recovery_window_us: int = _param(100_000, 'longest span of events a re-detection uses',
+                                     'us', 1000, 1e7)
+    recovery_retry_us: int = _param(25_000, 'stream time between re-detection attempts', 'us',
+                                    1000, 1e7)
+    recovery_margin: float = _param(1.0, 'the search region grows the r_out circle by this',
+                                    'tip radii', 0.0, 10.0)
+    detect_in_background: bool = False
+
+    @staticmethod
+    def from_ros_params(params: dict[str, Any],
+                        unknown: list[str] | None = None) -> PipelineConfig:
+        """Build a config from flat ROS parameters (``rotors.<name>.<field>``).
+
+        Keys that are no parameter are appended to ``unknown`` (when given).
+
+        Raises
+        ------
+        ValueError
+            A rotor is incomplete or a value has the wrong type or is out of
+            range; the message names the parameter.
+        """
+        table = parameter_table()
+        rotors = _rotors_from_params(params)
+        values: dict[str, Any] = {}
+        for key, value in params.items():
+            if key in table:
+                reason = check_value(table[key], value)
+                if reason:
+                    raise ValueError(f'parameter {key}: {reason}')
+                values[key] = type(table[key].default)(value)
+            elif unknown is not None and not _is_rotor_key(key, params):
+                unknown.append(key)
+        tracker = TrackerParams.from_dict({k[len('tracker.'):]: v for k, v in values.items()
+                                           if k.startswith('tracker.')})
+        own = {k: v for k, v in values.items() if not k.startswith('tracker.')}
+        return PipelineConfig(rotors=rotors, tracker=tracker, **own)
+
+    @staticmethod
+    def from_yaml(path: str, node_name: str = 'helixtrack',
+                  unknown: list[str] | None = None) -> PipelineConfig:
+        """Read a ROS 2 parameter file (see :mod:`helixtrack_ros.io.params_file`)."""
+        return PipelineConfig.from_ros_params(load_ros_params(path, node_name), unknown)
+
+
+def parameter_table(base: PipelineConfig | None = None) -> dict[str, ParamSpec]:
+    """Every scalar parameter (``tracker.*`` and the pipeline's) with defaults from ``base``."""
+    base = base or PipelineConfig()
+    defaults = base.tracker.to_dict()
+    out = {f'tracker.{k}': ParamSpec(defaults[k], *v)
+           for k, v in TrackerParams.describe().items()}
+    for f in fields(PipelineConfig):
+        if 'spec' in f.metadata:
+            out[f.name] = ParamSpec(getattr(base, f.name), *f.metadata['spec'])
+    return out
+
+
+def check_value(spec: ParamSpec, value: Any) -> str | None:
+    """Why ``value`` is refused for a parameter of this spec (None when acceptable)."""
+    kind = type(spec.default)
+    if kind is bool:
+        return None if isinstance(value, bool) else f'must be true or false, not {value!r}'
+    if kind is int and not (isinstance(value, int) and not isinstance(value, bool)):
+        return f'must be an integer, not {value!r}'
+    return check_range(value, spec.lo, spec.hi)
+
+
+def check_range(value: Any, lo: float | None, hi: float | None) -> str | None:
+    """Why ``value`` is not a finite number within [lo, hi] (None when it is)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f'must be a number, not {value!r}'
+    if not math.isfinite(float(value)):
+        return f'must be finite, not {value!r}'
+    if lo is not None and value < lo:
+        return f'{value} is below the minimum {lo}'
+    if hi is not None and value > hi:
+        return f'{value} is above the maximum {hi}'
+    return None
+
+
+def coerce_rotor_field(key: str, value: Any) -> Any:
+    """A rotor parameter's value in its type (pairs as lists), or ValueError naming it."""
+    name = key.rsplit('.', 1)[1]
+    try:
+        if name in _PAIR_FIELDS:
+            if isinstance(value, (str, bytes)):
+                raise ValueError
+            pair = [_number(v) for v in value]
+            if len(pair) != 2:
+                raise ValueError
+            return pair
+        if name in _INT_ROTOR_FIELDS:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(_number(value))
+        return _number(value)
+    except (TypeError, ValueError):
+        raise ValueError(f'parameter {key} has a bad value: {value!r}') from None
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, (str, bool)) or value is None:
+        raise ValueError
+    return float(value)
+
+
+def _is_rotor_key(key: str, params: dict[str, Any]) -> bool:
+    if key == 'rotor_names':
+        return True
+    parts = key.split('.')
+    names = params.get('rotor_names') or []
+    return (len(parts) == 3 and parts[0] == 'rotors' and parts[1] in names
+            and parts[2] in ROTOR_FIELDS)
+
+
+def _rotors_from_params(params: dict[str, Any]) -> list[RotorInit]:
+    """The RotorInits of ``rotor_names``, each field checked by :func:`coerce_rotor_field`."""
+    names = list(params.get('rotor_names', []) or [])
+    rotors = []
+    for name in names:
+        values = {}
+        for key, (default, _) in ROTOR_FIELDS.items():
+            full = f'rotors.{name}.{key}'
+            value = params.get(full, default)
+            if value is None:
+                raise ValueError(f'parameter {full} is missing for rotor "{name}"')
+            values[key] = coerce_rotor_field(full, value)
+        rotors.append(RotorInit(
+            name=str(name), center_px=tuple(values['center_px']),
+            radius_px=values['radius_px'], rpm_shaft=values['rpm'], blades=values['blades'],
+            direction=values['direction'], psi_rad=values['psi_rad'],
+            perspective=tuple(values['perspective']), rpm_range=tuple(values['rpm_range'])))
+    return rotors

@@ -1,0 +1,74 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The pipeline's statuses for ``/diagnostics``: one for the pipeline, one per rotor.
+
+Plain dicts (name, level, message, hardware_id, values) so that the node
+turns them into ``diagnostic_msgs`` and the CLI prints or stores them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from helixtrack_ros.core.detection import DetectedRotor
+from helixtrack_ros.pipeline.outputs import ordinal
+from helixtrack_ros.pipeline.realtime import StridePolicy
+from helixtrack_ros.pipeline.records import OK, WARN, RotorOutput
+
+if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.pipeline.rotors import RotorBank
+
+
+def pipeline_status(counters: dict[str, int], policy: StridePolicy, bank: RotorBank,
+                    detected: list[DetectedRotor]) -> dict[str, Any]:
+    """The pipeline's own status: counters, rates, load, stride and start-up detections."""
+    c = counters
+    sensor_s = max(policy.sensor_us * 1e-6, 1e-9)
+    level, msg = OK, 'ok'
+    if c['packets_refused'] or c['decode_errors']:
+        level, msg = WARN, 'bad packets seen'
+    if policy.stride > 1:
+        level, msg = WARN, f'behind real time: every {ordinal(policy.stride)} event'
+    if not bank.inits:
+        level, msg = WARN, ('detecting rotors' if bank.config.auto_detect
+                            else 'no rotors configured')
+    values = {k: str(v) for k, v in c.items()}
+    values.update({
+        'events_per_s_in': f'{c["events_in"] / sensor_s:.0f}',
+        'load': f'{policy.load:.3f}',
+        'stride': str(policy.stride),
+        'gn_target_events': str(bank.trackers[0].gn_target_events if bank.trackers else 0),
+        'backlog_packets': f'{policy.backlog_ema:.1f}',
+    })
+    for i, d in enumerate(detected):
+        # what the start-up detection found (auto_detect), for inspection
+        values[f'detected_rotor_{i}'] = (
+            f'centre ({d.center_px[0]:.1f}, {d.center_px[1]:.1f}) px, radius '
+            f'{d.radius_px:.1f} px, {d.blades} blades, direction {d.direction:+d}, '
+            f'{d.rpm_shaft:.0f} RPM, score {d.score:.2f}')
+    return {'name': 'helixtrack: pipeline', 'level': level, 'message': msg,
+            'hardware_id': 'helixtrack', 'values': values}
+
+
+def rotor_statuses(bank: RotorBank, policy: StridePolicy,
+                   last_outputs: list[RotorOutput]) -> list[dict[str, Any]]:
+    """One status per rotor: its last output's level and message, estimates and health."""
+    sensor_s = max(policy.sensor_us * 1e-6, 1e-9)
+    out = []
+    lasts = last_outputs or [None] * len(bank.inits)
+    for (init, tracker, rec), last in zip(bank.statuses(), lasts):
+        st = tracker.state
+        level, message = (last.level, last.message) if last else (WARN, 'no data yet')
+        values = {
+            'rpm_shaft': f'{st.rpm_shaft:.1f}',
+            'rpm_shaft_std': f'{st.rpm_shaft_std:.1f}',
+            'events_per_s': f'{st.events_in / sensor_s:.0f}',
+            'pose_updates': str(st.pose_updates),
+            'direction': str(st.direction),
+            'recoveries': str(rec.recoveries),
+            'recovery_attempts': str(rec.attempts),
+        }
+        values.update(tracker.health_values())
+        out.append({'name': f'helixtrack: rotor {init.name}', 'level': level,
+                    'message': message, 'hardware_id': init.name, 'values': values})
+    return out

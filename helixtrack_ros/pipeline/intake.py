@@ -1,0 +1,202 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Packet intake: decode, check sequence numbers and sensor time, refuse garbage.
+
+:class:`PacketIntake` turns one raw packet into its decoded events and what
+the trackers must do before them (:class:`Admission`): start over after a
+camera restart or a long gap, or skip the time of lost packets so that the
+gap is not read as starvation. The decoder's stream state is rolled back
+over a refused packet, and resynchronised after lost ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
+from helixtrack_ros.codecs.time_sync import TimeMapper
+from helixtrack_ros.core.events import EventArrays, EventBuffer
+
+#: A backward jump of sensor time larger than this is a camera restart.
+RESTART_JUMP_US = 60_000
+#: A forward jump larger than this is a gap: trackers restart their phase lock.
+GAP_US = 500_000
+#: A packet whose sensor time leaps this much further than its header stamp is garbage
+#: (refused however often it happens while the header stamps move).
+CORRUPT_LEAP_US = 100_000
+#: A packet with more than this fraction of unknown word codes is garbage.
+CORRUPT_UNKNOWN_FRACTION = 0.1
+#: After this many suspect packets in a row the time leap is taken as real.
+CORRUPT_RUN_ACCEPT = 5
+#: Decoder counters of words that carried no valid event.
+_DECODER_ERROR_COUNTERS = ('skipped_unknown', 'out_of_bounds', 'odd_bytes', 'before_time_high')
+
+INTAKE_COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'events_in',
+                   'time_backwards', 'time_gaps', 'camera_restarts', 'decode_errors',
+                   'packets_corrupt')
+
+
+class Admission(NamedTuple):
+    """What one packet brought: its events, or why it was refused, and what to do first.
+
+    ``restart``: the trackers start over from their estimates (camera restart
+    or a long gap); ``gap_us`` (not None): events were lost before this
+    packet, the trackers skip that much time; ``stamp_ns``: the ROS time of
+    the packet's last event (events) or its header stamp (empty packet).
+    """
+
+    error: str | None
+    events: EventArrays | None = None
+    restart: bool = False
+    gap_us: int | None = None
+    stamp_ns: int = 0
+
+
+class PacketIntake:
+    """Decodes packets of one stream and keeps its sequence and time bookkeeping."""
+
+    def __init__(self, counters: dict[str, int]) -> None:
+        self.counters = counters
+        for key in INTAKE_COUNTERS:
+            counters.setdefault(key, 0)
+        self.decoder: Any = None
+        self.decoder_key: tuple | None = None
+        self.time = TimeMapper()
+        self.last_seq: int | None = None
+        #: sensor time of the last accepted event, and of the first one
+        self.last_t_us: int | None = None
+        self.first_t_us: int | None = None
+        self._last_stamp_ns: int | None = None
+        self._suspect_run = 0
+        #: packets were dropped or refused since the last accepted one
+        self._events_lost = False
+        self._decoder_stale = False
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        """(width, height) of the stream (1280 x 720 before the first packet)."""
+        return (self.decoder_key[1], self.decoder_key[2]) if self.decoder_key else (1280, 720)
+
+    def admit(self, out: EventBuffer, payload: bytes | np.ndarray, encoding: str, width: int,
+              height: int, is_bigendian: bool, stamp_ns: int, seq: int,
+              time_base: int = 0) -> Admission:
+        """Decode one packet into ``out`` and check it (see :class:`Admission`)."""
+        self.counters['packets'] += 1
+        self._count_seq(int(seq))
+        try:
+            decoder = self._get_decoder(encoding, int(width), int(height))
+        except UnsupportedEncodingError as exc:
+            self.counters['packets_refused'] += 1
+            return Admission(str(exc))
+        except ValueError as exc:
+            self.counters['packets_refused'] += 1
+            return Admission(f'bad packet: {exc}')
+        if self._decoder_stale:
+            # the stream state of the decoder is stale after lost packets
+            decoder.resync()
+            self._decoder_stale = False
+        before = decoder.counters
+        snapshot = decoder.snapshot()
+        mark = out.n
+        try:
+            ev = decoder.decode(payload, is_bigendian=bool(is_bigendian),
+                                time_base=int(time_base), out=out).events
+        except ValueError as exc:
+            self.counters['packets_refused'] += 1
+            return Admission(f'undecodable payload: {exc}')
+        after = decoder.counters
+        self.counters['decode_errors'] += _errors(after) - _errors(before)
+        reason, final = self._corrupt_reason(ev, before, after, int(stamp_ns))
+        if reason is not None and (final or self._suspect_run < CORRUPT_RUN_ACCEPT):
+            # roll the stream state back so that the garbage does not shift later times
+            decoder.restore(snapshot)
+            out.truncate(mark)
+            self.counters['packets_corrupt'] += 1
+            self._suspect_run += 1
+            self._events_lost = self._decoder_stale = True
+            return Admission(f'corrupt payload dropped (seq {seq}): {reason}')
+        restart = reason is not None
+        if restart:
+            # the leap persists over several packets: it is real (camera restart or a
+            # clock jump), so start over from here
+            self.counters['camera_restarts'] += 1
+            self.time.reset()
+            self.last_t_us = None
+        self._suspect_run = 0
+        self.counters['events_in'] += len(ev)
+        if len(ev) == 0:
+            return Admission(None, ev, restart, None, int(stamp_ns))
+        return self._accept(ev, restart, int(stamp_ns))
+
+    def _accept(self, ev: EventArrays, restart: bool, stamp_ns: int) -> Admission:
+        """Time bookkeeping of a packet with events: restarts, gaps, the ROS stamp."""
+        t_first = int(ev.t_us[0])
+        if self.last_t_us is not None:
+            if t_first < self.last_t_us - RESTART_JUMP_US:
+                # camera restart: sensor time starts again; keep the rotor estimates
+                self.counters['camera_restarts'] += 1
+                self.time.reset()
+                restart = True
+            elif t_first < self.last_t_us:
+                self.counters['time_backwards'] += 1
+            elif t_first > self.last_t_us + GAP_US:
+                self.counters['time_gaps'] += 1
+                restart = True
+        gap_us = None
+        if self._events_lost:
+            self._events_lost = False
+            gap_us = t_first - self.last_t_us if self.last_t_us is not None else 0
+        self.time.update(stamp_ns, t_first)
+        # the header stamp of the packet whose events ended at last_t_us (the leap check
+        # compares the two over the same packets, however many empty ones came between)
+        self._last_stamp_ns = stamp_ns
+        self.last_t_us = int(ev.t_us[-1])
+        if self.first_t_us is None:
+            self.first_t_us = t_first
+        return Admission(None, ev, restart, gap_us, self.time.to_ros_ns(self.last_t_us))
+
+    def _count_seq(self, seq: int) -> None:
+        if self.last_seq is not None and seq != self.last_seq + 1:
+            self.counters['seq_gaps'] += 1
+            if seq > self.last_seq:
+                self.counters['packets_dropped'] += int(seq - self.last_seq - 1)
+                self._events_lost = self._decoder_stale = True
+        self.last_seq = seq
+
+    def _get_decoder(self, encoding: str, width: int, height: int) -> Any:
+        key = (encoding, width, height)
+        if key != self.decoder_key:
+            self.decoder = make_decoder(encoding, width, height)
+            self.decoder_key = key
+        return self.decoder
+
+    def _corrupt_reason(self, ev: EventArrays, before: dict[str, int], after: dict[str, int],
+                        stamp_ns: int) -> tuple[str | None, bool]:
+        """Say why a decoded packet looks like garbage (None when it looks sane), and
+        whether that is final (never to be taken as a restart).
+
+        Two signs: many words of codes no sensor sends (real streams have at
+        most a little 0x9 padding), or sensor time leaping more than
+        CORRUPT_LEAP_US further ahead than the header stamps moved (random
+        TIME_HIGH words). A sensor clock never leaps forward by itself (a
+        restarted camera starts again near zero), so while the header stamps
+        move such a leap is refused every time: no output can carry a time
+        beyond the accepted stream.
+        """
+        words = after.get('words', 0) - before.get('words', 0)
+        unknown = after.get('skipped_unknown', 0) - before.get('skipped_unknown', 0)
+        if words >= 16 and unknown > CORRUPT_UNKNOWN_FRACTION * words:
+            return f'{unknown} of {words} words have unknown codes', True
+        if len(ev) and self.last_t_us is not None and self._last_stamp_ns is not None:
+            leap_us = int(ev.t_us[-1]) - self.last_t_us
+            host_us = (stamp_ns - self._last_stamp_ns) // 1000
+            if leap_us > max(CORRUPT_LEAP_US, host_us + CORRUPT_LEAP_US):
+                return (f'sensor time leapt {leap_us / 1e6:.3f} s while the header stamp '
+                        f'moved {host_us / 1e6:.3f} s'), host_us > 0
+        return None, False
+
+
+def _errors(c: dict[str, int]) -> int:
+    return int(sum(c.get(k, 0) for k in _DECODER_ERROR_COUNTERS))

@@ -1,0 +1,140 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""A rotor's outputs after each packet: its state, and numbers only while TRACKING.
+
+The one place that decides what a consumer is handed (README "Trusting the
+numbers"): geometry checks (centre in the image, region overlapping it),
+then the tracker's own health, then the real-time stride.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.health import (
+    HI_CAUSE,
+    HI_LEVEL,
+    LOST,
+    R_STARVED,
+    TRACKING,
+    RotorState,
+    reason_text,
+    rotor_state,
+)
+from helixtrack_ros.core.homography import homography_from_paper_q
+from helixtrack_ros.core.tracker import (
+    OUT_OMEGA,
+    OUT_PHASE,
+    OUT_Q,
+    OUT_RPM,
+    OUT_STD,
+    PK_BOX,
+    PK_N,
+    PK_QCORE,
+    PK_RPM_EKF,
+    PK_ZETA,
+    PacketRun,
+)
+from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withheld
+from helixtrack_ros.pipeline.recovery import RotorRecovery
+
+if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.pipeline.rotors import RotorBank
+
+
+def ordinal(k: int) -> str:
+    """2 -> '2nd', 3 -> '3rd', 4 -> '4th', 11 -> '11th', 21 -> '21st'."""
+    suffix = 'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')
+    return f'{k}{suffix}'
+
+
+def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: float,
+                 health: int, cause: int, events: int, reason: str, box: Sequence[float],
+                 rec: RotorRecovery | None = None) -> tuple[int, str, RotorState]:
+    """Diagnostic level, message and output state: geometry checks, then health."""
+    x0, y0, x1, y1 = (int(v) for v in box)
+    w, h = size
+    inside = 0 <= cx < w and 0 <= cy < h
+    state = rotor_state(health, cause, inside, events)
+    if not inside:
+        return ERROR, 'rotor centre left the image', state
+    if not math.isfinite(rpm):
+        return ERROR, 'state is not finite', RotorState.LOST
+    if x1 < 0 or y1 < 0 or x0 >= w or y0 >= h:
+        return ERROR, 'rotor region outside the image', RotorState.OUTSIDE
+    if health == LOST:
+        extra = '; re-detecting' if rec is not None and rec.searching else ''
+        return ERROR, reason + extra, state
+    if health != TRACKING:
+        if rec is not None and rec.reset:
+            return WARN, f'recovering (re-detected): {reason}', state
+        return WARN, reason, state
+    if stride > 1:
+        return WARN, f'degraded: every {ordinal(stride)} event (real-time policy)', state
+    return OK, 'tracking', state
+
+
+def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> RotorOutput:
+    """Output of a LOST rotor during its search after a packet: NaN, and a search step.
+
+    Its tracker does not run: its estimate is not trusted, and running it
+    would cost time that the live node does not have.
+    """
+    rec = bank.recs[r]
+    rec.step(bank, r, ev, t_last)
+    tracker = bank.trackers[r]
+    cause = int(tracker.hi[HI_CAUSE])
+    state = RotorState.STARVED if cause == R_STARVED else RotorState.LOST
+    text = f'{tracker.health_reason}; re-detecting'
+    if rec.reset:
+        text, state = 'recovering (re-detected)', RotorState.ACQUIRING
+    return withheld(bank.inits[r].name, t_last, 0, ERROR, text, tracker.health, state, cause)
+
+
+def outputs_of(bank: RotorBank, r: int, run: PacketRun, t_last: np.ndarray, stride: int,
+               last_packet: tuple[EventArrays, int]) -> list[RotorOutput]:
+    """RotorOutputs of a kernel run, with the recovery step of each packet.
+
+    A TRACKING row records the last good pose (for a later search); the
+    last row, when not TRACKING, runs the recovery step on ``last_packet``
+    (its events and sample time; earlier rows cannot need it: the kernel
+    stops at a LOST rotor) before its status is read, as the
+    packet-by-packet order has it.
+    """
+    rec = bank.recs[r]
+    name = bank.inits[r].name
+    recovery = bank.config.recovery
+    size = bank.image_size()
+    rows = run.values[:run.done].tolist()           # Python floats: cheap to index
+    levels = run.health_int[:run.done, HI_LEVEL].tolist()
+    outs = []
+    for k in range(run.done):
+        row = rows[k]
+        health = levels[k]
+        if recovery and health == TRACKING:
+            rec.note_good(row[PK_QCORE:PK_QCORE + 6], row[PK_RPM_EKF], int(row[PK_ZETA]))
+        elif recovery and k == run.done - 1:
+            rec.step(bank, r, *last_packet)
+        # (the health reason is text only a rotor not TRACKING needs)
+        cause = int(run.health_int[k, HI_CAUSE])
+        level, message, state = rotor_status(
+            size, stride, row[OUT_Q + 2], row[OUT_Q + 3], row[OUT_RPM], health, cause,
+            int(row[PK_N]),
+            '' if health == TRACKING else reason_text(run.health_int[k], run.health_float[k]),
+            row[PK_BOX:PK_BOX + 4], rec)
+        if state != RotorState.TRACKING:
+            outs.append(withheld(name, int(t_last[k]), int(row[PK_N]), level, message,
+                                 health, state, cause))
+            continue
+        hom = homography_from_paper_q(*row[OUT_Q:OUT_Q + 6])
+        outs.append(RotorOutput(
+            name=name, t_us=int(t_last[k]), phase_rad=row[OUT_PHASE],
+            omega_rad_s=row[OUT_OMEGA], rpm_shaft=row[OUT_RPM],
+            rpm_shaft_std=row[OUT_STD], homography=hom, events=int(row[PK_N]),
+            level=level, message=message, health=health))
+    return outs

@@ -1,0 +1,229 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Recovery of a LOST rotor: search around its last good pose, re-detect, re-initialise.
+
+Beyond the paper, whose tracker "does not perform automatic reinitialization
+after failure" (Limitations). When a rotor is LOST its
+:class:`RotorRecovery` buffers the events of a search region around the last
+good pose (the r_out circle plus ``recovery_margin`` tip radii), runs
+:func:`~helixtrack_ros.core.detection.detect_rotors` on it once the buffer
+spans enough time (1.5 shaft turns, at least ``recovery_min_us``, at most
+``recovery_window_us``) and every ``recovery_retry_us`` after that, and
+re-initialises the tracker from the detection nearest to the last good pose
+that is not another tracked rotor (same name and blade count; the rotation
+direction it had). While it is searched for, the rotor's tracker does not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import replace
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
+from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.health import LOST, TRACKING
+from helixtrack_ros.core.params import RotorInit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.pipeline.rotors import RotorBank
+
+#: A re-initialised rotor that is not TRACKING this long after the window is searched again.
+RESET_GRACE_US = 100_000
+
+
+class RotorRecovery:
+    """Recovery state and steps of one rotor (module docstring)."""
+
+    def __init__(self) -> None:
+        self.good_q: np.ndarray | None = None   # last q_core / RPM / direction while TRACKING
+        self.good_rpm = 0.0
+        self.good_dir = 0
+        self.searching = False                  # LOST: buffering events of the search region
+        self.region: tuple[int, int, int, int] = (0, 0, 0, 0)
+        self.buf: list[EventArrays] = []
+        self.next_try_us = 0
+        self.reset = False                      # re-initialised, not TRACKING yet
+        self.reset_us = 0
+        self.recoveries = 0
+        self.attempts = 0
+        self.detecting: Future | None = None    # a re-detection running in the background
+
+    def note_good(self, q_core: Sequence[float], rpm_shaft: float, direction: int) -> None:
+        """The rotor is TRACKING: remember its pose for a later search, stop any search."""
+        if self.good_q is None:
+            self.good_q = np.empty(6)
+        self.good_q[:] = q_core
+        self.good_rpm = rpm_shaft
+        self.good_dir = direction
+        self.forget()
+
+    def forget(self) -> None:
+        """Stop searching (tracking again, or every rotor restarted)."""
+        self.searching = False
+        self.reset = False
+        self.buf = []
+        self.detecting = None
+
+    def deadline_us(self, window_us: int) -> int:
+        """Sensor time by which a re-initialised rotor must track (-1: none)."""
+        return self.reset_us + window_us + RESET_GRACE_US if self.reset else -1
+
+    def step(self, bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> None:
+        """Recovery step of rotor r after a packet of events ``ev`` ending at ``t_last``."""
+        cfg = bank.config
+        tracker = bank.trackers[r]
+        health = tracker.health
+        if health == TRACKING:
+            self.note_good(tracker.q, tracker.rpm_shaft, tracker.direction)
+            return
+        if self.reset and t_last - self.reset_us > cfg.recovery_window_us + RESET_GRACE_US:
+            # re-initialised but never TRACKING (e.g. no phase lock): search again
+            health = LOST
+        if health != LOST:
+            return
+        if not self.searching:
+            # search around the last good pose, with events from now on
+            self.searching = True
+            self.reset = False
+            self.buf = []
+            last = self.last_good(bank.inits[r])
+            self.region = _search_region(last, bank.image_size(), cfg.tracker.r_out
+                                         + cfg.recovery_margin)
+            self.next_try_us = t_last + _min_span_us(last, cfg)
+            return
+        if self.detecting is not None:
+            # a re-detection running in the background: apply it once done
+            if self.detecting.done():
+                found, self.detecting = self.detecting.result(), None
+                self.apply(bank, r, found, t_last)
+            return
+        events = self._buffer(bank, r, ev, t_last)
+        if events is None:
+            return
+        self.attempts += 1
+        bank.counters['recovery_attempts'] += 1
+        w, h = bank.image_size()
+        if cfg.detect_in_background:
+            self.detecting = bank.detector().submit(detect_rotors, events, w, h,
+                                                    region=self.region)
+            return
+        self.apply(bank, r, detect_rotors(events, w, h, region=self.region), t_last)
+
+    def _buffer(self, bank: RotorBank, r: int, ev: EventArrays,
+                t_last: int) -> EventArrays | None:
+        """Buffer the search region's events; those to detect on when an attempt is due."""
+        cfg = bank.config
+        x0, y0, x1, y1 = self.region
+        m = (ev.x >= x0) & (ev.x <= x1) & (ev.y >= y0) & (ev.y <= y1)
+        # activity of the region without the discs of the rotors still tracked
+        own = m.copy()
+        for o, other in enumerate(bank.trackers):
+            if o != r and other.health != LOST:
+                q = other.q
+                rad = 1.1 * math.exp(q[0])
+                own &= (ev.x - q[2]) ** 2 + (ev.y - q[3]) ** 2 > rad * rad
+        n_region = int(np.count_nonzero(own))
+        span_ms = max((t_last - int(ev.t_us[0])) * 1e-3, 1.0)
+        if n_region < 0.25 * bank.trackers[r].rate_ref * span_ms:
+            # too few events for a rotor (it is hidden): nothing to detect yet; a
+            # detection uses only events since the rotor can be there again
+            self.buf = []
+            self.next_try_us = max(self.next_try_us, t_last + _min_span_us(
+                self.last_good(bank.inits[r]), cfg))
+            return None
+        self.buf.append(EventArrays(ev.t_us[m], ev.x[m], ev.y[m], ev.p[m]))
+        while self.buf and int(self.buf[0].t_us[-1]) < t_last - cfg.recovery_window_us:
+            self.buf.pop(0)
+        if t_last < self.next_try_us or not self.buf:
+            return None
+        self.next_try_us = t_last + cfg.recovery_retry_us
+        events = EventArrays.concatenate(self.buf)
+        k = int(np.searchsorted(events.t_us, t_last - cfg.recovery_window_us))
+        return events.slice(k, len(events))
+
+    def apply(self, bank: RotorBank, r: int, found: list[DetectedRotor], t_last: int) -> None:
+        """Re-initialise rotor r from the detection that is it again (if any)."""
+        picked = self._pick(bank, r, found, self.last_good(bank.inits[r]))
+        if picked is None:
+            return
+        init, det = picked
+        bank.note_detections([(t_last, init.name, det)])
+        bank.trackers[r].reset(init)
+        self.searching = False
+        self.reset = True
+        self.reset_us = t_last
+        self.buf = []
+        self.recoveries += 1
+        bank.counters['recoveries'] += 1
+
+    def last_good(self, init: RotorInit) -> RotorInit:
+        """The rotor as it was when last TRACKING (``init`` if never)."""
+        if self.good_q is None:
+            return init
+        q = self.good_q
+        return replace(init, center_px=(float(q[2]), float(q[3])),
+                       radius_px=math.exp(float(q[0])), psi_rad=float(q[1]),
+                       perspective=(float(q[4]), float(q[5])),
+                       rpm_shaft=max(self.good_rpm, 1.0), direction=self.good_dir)
+
+    @staticmethod
+    def _pick(bank: RotorBank, r: int, found: list[DetectedRotor],
+              last: RotorInit) -> tuple[RotorInit, DetectedRotor] | None:
+        """The detection that is rotor r again and its RotorInit (None if none fits)."""
+        best = None
+        best_d = math.inf
+        reach = bank.config.tracker.r_out + bank.config.recovery_margin
+        for det in found:
+            if not 0.6 <= det.radius_px / max(last.radius_px, 1e-9) <= 1.6:
+                continue
+            if _taken(bank, r, det):
+                continue
+            d = math.hypot(det.center_px[0] - last.center_px[0],
+                           det.center_px[1] - last.center_px[1]) / last.radius_px
+            if d < best_d and d <= reach:
+                best, best_d = det, d
+        if best is None:
+            return None
+        blades = bank.inits[r].blades
+        # the detector measures the blade-pass frequency; the blade count is configured
+        rpm = (best.blade_pass_hz * 60.0 / blades if best.blade_pass_hz > 0
+               else best.rpm_shaft * best.blades / blades)
+        direction = last.direction if last.direction != 0 else int(best.direction)
+        init = replace(bank.inits[r],
+                       center_px=(float(best.center_px[0]), float(best.center_px[1])),
+                       radius_px=float(best.radius_px), rpm_shaft=float(max(rpm, 1.0)),
+                       direction=direction, psi_rad=float(best.psi_rad),
+                       perspective=(float(best.perspective[0]), float(best.perspective[1])))
+        return init, best
+
+
+def _taken(bank: RotorBank, r: int, det: DetectedRotor) -> bool:
+    """Another rotor that is still tracked owns this detection."""
+    for o, other in enumerate(bank.trackers):
+        if o == r or other.health == LOST:
+            continue
+        q = other.q
+        if math.hypot(det.center_px[0] - q[2], det.center_px[1] - q[3]) < 0.6 * math.exp(q[0]):
+            return True
+    return False
+
+
+def _search_region(last: RotorInit, size: tuple[int, int],
+                   reach: float) -> tuple[int, int, int, int]:
+    """Image box around a pose: ``reach`` tip radii (r_out + recovery_margin) around it."""
+    w, h = size
+    half = reach * last.radius_px
+    cx, cy = last.center_px
+    return (int(max(0, math.floor(cx - half))), int(max(0, math.floor(cy - half))),
+            int(min(w - 1, math.ceil(cx + half))), int(min(h - 1, math.ceil(cy + half))))
+
+
+def _min_span_us(last: RotorInit, cfg) -> int:
+    """Events a re-detection needs: 1.5 shaft turns, within the configured bounds."""
+    turn_us = 60e6 / max(last.rpm_shaft, 1.0)
+    return int(min(cfg.recovery_window_us, max(cfg.recovery_min_us, 1.5 * turn_us)))

@@ -1,0 +1,211 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The rotors of a pipeline: one tracker and one recovery each, tracked batch by batch.
+
+A batch is tracked in two phases. Phase 1 (:meth:`RotorBank.start`): every
+rotor that is not searched for runs through all packets of the batch in one
+kernel call, the rotors in worker threads. Phase 2 (:meth:`RotorBank.rows`):
+a rotor whose call stopped early (LOST, or a missed reset deadline) and the
+searched-for ones go on packet by packet, with the recovery step after each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import numpy as np
+
+from helixtrack_ros.core.detection import DetectedRotor
+from helixtrack_ros.core.events import EventArrays, EventBuffer
+from helixtrack_ros.core.health import HI_LEVEL, TRACKING
+from helixtrack_ros.core.params import RotorInit, TrackerParams
+from helixtrack_ros.core.tracker import HelixTracker, PacketRun
+from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
+from helixtrack_ros.pipeline.config import PipelineConfig
+from helixtrack_ros.pipeline.outputs import outputs_of, searching_output
+from helixtrack_ros.pipeline.records import RotorOutput
+from helixtrack_ros.pipeline.recovery import RotorRecovery
+
+#: The pipeline remembers this many detections (for the debug image).
+MAX_DETECTIONS_KEPT = 64
+
+
+class RotorBank:
+    """Trackers, recoveries and worker threads of the configured (or detected) rotors."""
+
+    def __init__(self, config: PipelineConfig, counters: dict[str, int],
+                 image_size: Callable[[], tuple[int, int]]) -> None:
+        self.config = config
+        self.counters = counters
+        self.image_size = image_size
+        self.threads = RotorThreads()
+        self._detect_pool: ThreadPoolExecutor | None = None
+        #: every detection used (start-up and re-detection): (sensor time, rotor name, it)
+        self.detections: list[tuple[int, str, DetectedRotor]] = []
+        self.set_rotors(list(config.rotors))
+
+    def set_rotors(self, inits: list[RotorInit]) -> None:
+        """Track these rotors from now on (start-up detection)."""
+        self.config = replace(self.config, rotors=inits)
+        self.inits = list(inits)
+        self.trackers = [HelixTracker(r, self.config.tracker) for r in inits]
+        self.recs = [RotorRecovery() for _ in inits]
+        self.threads.resize(self.config.threads, len(inits))
+
+    def set_params(self, params: TrackerParams) -> None:
+        """New tracker parameters for every rotor (learnt state kept)."""
+        self.config = replace(self.config, tracker=params)
+        for tracker in self.trackers:
+            tracker.params = params
+
+    def set_gn_divisor(self, stride: int) -> None:
+        """Divide every rotor's Gauss-Newton event target by the stride (a stride saves
+        the accumulation's share too); nothing else of the trackers changes."""
+        for tracker in self.trackers:
+            tracker.set_gn_divisor(stride)
+
+    def restart(self) -> None:
+        """Re-initialise every tracker from its current estimate (time restarted)."""
+        for rec in self.recs:
+            rec.searching = False
+            rec.buf = []
+            rec.detecting = None
+        for i, tracker in enumerate(self.trackers):
+            st = tracker.state
+            q = st.q
+            init = replace(self.inits[i], center_px=(float(q[2]), float(q[3])),
+                           radius_px=float(q[0]), psi_rad=float(q[1]),
+                           perspective=(float(q[4]), float(q[5])),
+                           rpm_shaft=max(float(st.rpm_shaft), 1.0),
+                           direction=int(st.direction))
+            tracker.reset(init)
+
+    def skip_gap(self, gap_us: int) -> None:
+        """Events were lost: every rotor skips ``gap_us`` (not read as starvation)."""
+        for tracker in self.trackers:
+            tracker.skip_gap(gap_us)
+
+    def _searched(self, r: int) -> bool:
+        return self.config.recovery and self.recs[r].searching
+
+    def _deadline(self, r: int) -> int:
+        """Reset deadline of rotor r for the kernel (-1: none)."""
+        if not self.config.recovery:
+            return -1
+        return self.recs[r].deadline_us(self.config.recovery_window_us)
+
+    def start(self, pending: list[Pending], stride: int, buffer: EventBuffer,
+              caller_joins: bool = False) -> Inflight:
+        """Phase 1 of a batch: every rotor that is not searched for runs through it.
+
+        Large batches run in the worker threads: ``caller_joins`` when the
+        caller waits for the results right away, else the helpers start alone
+        and the caller joins in :meth:`collect`.
+        """
+        inf = Inflight(pending, stride=int(stride))
+        full = [pk for pk in pending if pk.t_last >= 0]
+        if not full or not self.trackers:
+            return inf
+        parts = [pk.ev for pk in full]
+        inf.ev = parts[0] if len(parts) == 1 else buffer.joined(parts)
+        if inf.ev is None:
+            inf.ev = EventArrays.concatenate(parts)
+        sizes = [len(pk.ev) for pk in full]
+        inf.ends = np.cumsum(sizes, dtype=np.int64)
+        inf.t_last = np.array([pk.t_last for pk in full], dtype=np.int64)
+        ev = inf.ev
+        arrays = (np.ascontiguousarray(ev.t_us, dtype=np.int64),
+                  np.ascontiguousarray(ev.x, dtype=np.uint16),
+                  np.ascontiguousarray(ev.y, dtype=np.uint16),
+                  np.ascontiguousarray(ev.p, dtype=np.uint8), inf.ends, inf.t_last, max(sizes),
+                  inf.stride)
+        calls = []
+        for r, tracker in enumerate(self.trackers):
+            inf.runs.append(None)
+            if not self._searched(r):
+                calls.append((r, tracker._run_packets, (*arrays, self._deadline(r))))
+        jobs = self.threads.start(calls, len(ev), caller_joins)
+        if jobs.helpers:
+            inf.jobs = jobs
+        else:
+            for r, run in jobs.wait():
+                inf.runs[r] = run
+        return inf
+
+    @staticmethod
+    def collect(inf: Inflight) -> list[PacketRun | None]:
+        """Phase 1 results of a batch, once every rotor's call is done (this thread helps)."""
+        if inf.jobs is not None:
+            jobs, inf.jobs = inf.jobs, None
+            for r, run in jobs.wait():
+                inf.runs[r] = run
+        return inf.runs
+
+    def all_tracking(self, inf: Inflight) -> bool:
+        """True when phase 1 finished a batch for good: every rotor ran through every
+        packet and is TRACKING, none is recovering. Its outputs then change nothing
+        the next batch's kernels read, and can be built while they run."""
+        n_pk = len(inf.t_last) if inf.t_last is not None else 0
+        for run, rec in zip(inf.runs, self.recs):
+            if (not isinstance(run, PacketRun) or run.done != n_pk
+                    or int(run.health_int[n_pk - 1, HI_LEVEL]) != TRACKING
+                    or rec.searching or rec.reset):
+                return False
+        return True
+
+    def rows(self, inf: Inflight, stride: int) -> list[list[RotorOutput]]:
+        """Phase 2 of a batch: per packet with events, the outputs of every rotor."""
+        runs = self.collect(inf)
+        t_last = inf.t_last
+        n_pk = len(t_last)
+        per_rotor = [self._rotor_rows(r, runs[r], inf, stride) for r in range(len(self.trackers))]
+        self.counters['events_routed'] += int(sum(o.events for outs in per_rotor for o in outs))
+        return [[outs[k] for outs in per_rotor] for k in range(n_pk)]
+
+    def _rotor_rows(self, r: int, run: PacketRun | None, inf: Inflight,
+                    stride: int) -> list[RotorOutput]:
+        """Rotor r's outputs of a batch: its phase-1 rows, then packet by packet."""
+        t_last, ends = inf.t_last, inf.ends
+        outs: list[RotorOutput] = []
+        if run is not None:
+            last = run.done - 1
+            outs = outputs_of(self, r, run, t_last, stride,
+                              (inf.packet(last), int(t_last[last])))
+        for k in range(len(outs), len(t_last)):
+            if self._searched(r):
+                # a lost rotor being searched for is not tracked: a search step only
+                outs.append(searching_output(self, r, inf.packet(k), int(t_last[k])))
+                continue
+            e0 = int(ends[k - 1]) if k else 0
+            one = self.trackers[r].process_packets(
+                inf.packet(k), ends[k:k + 1] - e0, t_last[k:k + 1], inf.stride,
+                self._deadline(r))
+            outs.extend(outputs_of(self, r, one, t_last[k:k + 1], stride,
+                                   (inf.packet(k), int(t_last[k]))))
+        return outs
+
+    def detector(self) -> ThreadPoolExecutor:
+        """The background thread of re-detections (live)."""
+        if self._detect_pool is None:
+            self._detect_pool = ThreadPoolExecutor(max_workers=1,
+                                                   thread_name_prefix='helixtrack-detect')
+        return self._detect_pool
+
+    def note_detections(self, items: list[tuple[int, str, DetectedRotor]]) -> None:
+        """Remember detections used (the last MAX_DETECTIONS_KEPT)."""
+        self.detections.extend(items)
+        del self.detections[:-MAX_DETECTIONS_KEPT]
+
+    def close(self) -> None:
+        """Stop the worker threads."""
+        self.threads.close()
+        if self._detect_pool is not None:
+            self._detect_pool.shutdown(wait=True)
+            self._detect_pool = None
+
+    def statuses(self) -> list[tuple[RotorInit, HelixTracker, RotorRecovery]]:
+        """(init, tracker, recovery) of every rotor, for diagnostics."""
+        return list(zip(self.inits, self.trackers, self.recs))
+

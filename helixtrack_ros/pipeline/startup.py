@@ -1,0 +1,54 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Start-up detection (``auto_detect``): find the rotors in the first events of a stream.
+
+Runs when no rotor is configured: collects ``DETECT_WINDOW_US`` of events,
+runs :func:`~helixtrack_ros.core.detection.detect_rotors` on them and names
+the rotors ``rotor_0``, ``rotor_1``, ... in image order (top to bottom, left
+to right); tried again on the next window when nothing is found. It runs in
+line even live: nothing is tracked before it, and packets queue meanwhile.
+"""
+
+from __future__ import annotations
+
+from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
+from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.params import RotorInit
+
+#: Start-up detection uses this much sensor time of events.
+DETECT_WINDOW_US = 100_000
+
+
+def rotor_inits(found: list[DetectedRotor]) -> list[RotorInit]:
+    """The RotorInits of detected rotors, named rotor_0, rotor_1, ... in their order."""
+    inits = []
+    for i, d in enumerate(found):
+        r = d.to_params_dict(f'rotor_{i}')
+        inits.append(RotorInit(
+            name=r['name'], center_px=(float(r['center_px'][0]), float(r['center_px'][1])),
+            radius_px=float(r['radius_px']), rpm_shaft=float(r['rpm']),
+            blades=int(r['blades']), direction=int(r['direction']),
+            psi_rad=float(r['psi_rad']),
+            perspective=(float(r['perspective'][0]), float(r['perspective'][1]))))
+    return inits
+
+
+class StartupDetector:
+    """Collects the first window of events and detects the rotors in it."""
+
+    def __init__(self) -> None:
+        self._buffer: list[EventArrays] = []
+        #: what the last detection found (for inspection and diagnostics)
+        self.found: list[DetectedRotor] = []
+
+    def add(self, ev: EventArrays, width: int, height: int) -> list[DetectedRotor] | None:
+        """Add a packet's events; the detections once a window is full (else None)."""
+        # a copy: ev is a view into its batch's (much larger) buffer
+        self._buffer.append(EventArrays(*(a.copy() for a in ev)))
+        t0 = int(self._buffer[0].t_us[0])
+        if int(ev.t_us[-1]) - t0 < DETECT_WINDOW_US:
+            return None
+        events = EventArrays.concatenate(self._buffer)
+        self._buffer = []
+        self.found = detect_rotors(events, width, height)
+        return self.found

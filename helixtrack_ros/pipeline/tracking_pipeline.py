@@ -1,0 +1,311 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""TrackingPipeline: packets in, per-rotor outputs out, shared by the node and the CLI.
+
+A façade over the pipeline's parts: :mod:`.intake` decodes and checks each
+packet, :mod:`.rotors` tracks batches of them (one kernel call per rotor and
+batch, the rotors in threads) with :mod:`.recovery` for LOST rotors,
+:mod:`.realtime` chooses the live event stride, :mod:`.startup` finds the
+rotors when none are configured, :mod:`.diagnostics` reports. It imports no
+ROS module, so ``helixtrack track`` and ``helixtrack_node`` give the same
+numbers for the same packets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+import time
+from typing import Any
+
+import numpy as np
+
+from helixtrack_ros.codecs import make_decoder
+from helixtrack_ros.core.detection import DetectedRotor
+from helixtrack_ros.core.events import EventArrays, EventBuffer
+from helixtrack_ros.core.params import TrackerParams
+from helixtrack_ros.core.tracker import HelixTracker
+from helixtrack_ros.pipeline.batching import BatchBuffers, Inflight, Pending
+from helixtrack_ros.pipeline.config import PipelineConfig
+from helixtrack_ros.pipeline.diagnostics import pipeline_status, rotor_statuses
+from helixtrack_ros.pipeline.intake import PacketIntake
+from helixtrack_ros.pipeline.realtime import StridePolicy
+from helixtrack_ros.pipeline.records import PacketResult, RawPacket, RotorOutput, StreamBatch
+from helixtrack_ros.pipeline.rotors import RotorBank
+from helixtrack_ros.pipeline.startup import StartupDetector, rotor_inits
+
+#: Every counter of a pipeline, in the order diagnostics list them.
+COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'events_in',
+            'events_routed', 'time_backwards', 'time_gaps', 'camera_restarts', 'decode_errors',
+            'packets_corrupt', 'recoveries', 'recovery_attempts', 'detections')
+
+
+class TrackingPipeline:
+    """Decode, route and track, one packet at a time (or a batch of them)."""
+
+    def __init__(self, config: PipelineConfig) -> None:
+        self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self._intake = PacketIntake(self.counters)
+        self._bank = RotorBank(config, self.counters, lambda: self._intake.image_size)
+        self._policy = StridePolicy(config.realtime_stride, config.max_stride)
+        self._startup = StartupDetector()
+        self._buffers = BatchBuffers()
+        # the decoded events of the batch being admitted, back to back
+        self._batch_events = EventBuffer(0)
+        self._pending: list[Pending] = []
+        self._inflight: Inflight | None = None
+        self._last_outputs: list[RotorOutput] = []
+        self._last_out_t_us = 0
+        self._last_out_stamp_ns = 0
+
+    # ------------------------------------------------------------------ info
+    @property
+    def config(self) -> PipelineConfig:
+        """The configuration in force (detected rotors and changed parameters included)."""
+        return self._bank.config
+
+    @property
+    def rotor_names(self) -> list[str]:
+        """Names of the tracked rotors, in output order."""
+        return [r.name for r in self._bank.inits]
+
+    @property
+    def stride(self) -> int:
+        """The event stride k of the real-time policy (1: every event)."""
+        return self._policy.stride
+
+    @property
+    def load(self) -> float:
+        """Processing wall time per second of sensor time, since the start."""
+        return self._policy.load
+
+    @property
+    def detected(self) -> list[DetectedRotor]:
+        """What the start-up detection (auto_detect) found."""
+        return self._startup.found
+
+    @property
+    def detections(self) -> list[tuple[int, str, DetectedRotor]]:
+        """Every detection used (start-up and re-detection): (sensor time, rotor name, it)."""
+        return self._bank.detections
+
+    @staticmethod
+    def warmup() -> float:
+        """Compile every numba kernel the pipeline uses; return seconds taken."""
+        t0 = time.perf_counter()
+        HelixTracker.warmup()
+        make_decoder('evt3', 1280, 720).decode(np.zeros(2, np.uint8))
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        """Stop the worker threads."""
+        self._bank.close()
+
+    # ------------------------------------------------------------------ control
+    def update_tracker_params(self, changes: dict[str, Any]) -> None:
+        """Apply new tracker parameters to every rotor (ValueError: nothing changed)."""
+        merged = self.config.tracker.to_dict()
+        merged.update(changes)
+        self._bank.set_params(TrackerParams.from_dict(merged))
+
+    def set_stride(self, stride: int) -> None:
+        """Fix the event stride k (tests, tools); the real-time policy may change it later."""
+        self._policy.stride = int(stride)
+        self._bank.set_gn_divisor(self._policy.stride)
+
+    def note_backlog(self, waiting: int) -> None:
+        """Live use: how many packets waited behind the ones now processed (the policy's
+        sign of falling behind; :meth:`StridePolicy.note_backlog`)."""
+        self._policy.note_backlog(waiting)
+
+    def recent_detections(self, span_us: int) -> list[tuple[str, DetectedRotor]]:
+        """(rotor name, detection) of the detections of the last ``span_us`` of sensor time."""
+        now = self._intake.last_t_us
+        if now is None:
+            return []
+        return [(name, d) for t, name, d in self.detections if 0 <= now - t <= span_us]
+
+    def diagnostics(self) -> list[dict[str, Any]]:
+        """Statuses for ``/diagnostics``: one for the pipeline, one per rotor."""
+        return [pipeline_status(self.counters, self._policy, self._bank, self.detected),
+                *rotor_statuses(self._bank, self._policy, self._last_outputs)]
+
+    # ------------------------------------------------------------------ packets
+    def process_packet(self, payload: bytes | np.ndarray, encoding: str, width: int,
+                       height: int, is_bigendian: bool, stamp_ns: int, seq: int,
+                       time_base: int = 0) -> PacketResult:
+        """Process one ``EventPacket``: the rotors' states at its last event, or ``error``
+        set when it was refused (the pipeline state is unchanged then)."""
+        return self.process_packets([RawPacket(payload, encoding, width, height, is_bigendian,
+                                               stamp_ns, seq, time_base)])[0]
+
+    def process_packets(self, packets: Sequence[RawPacket]) -> list[PacketResult]:
+        """Process consecutive packets; one result per packet, in order.
+
+        The same results as :meth:`process_packet` on each in turn, except
+        that a LOST rotor's recovery sees the other rotors as they are at the
+        end of the batch.
+        """
+        wall0 = time.perf_counter()
+        t_before = self._intake.last_t_us
+        results = self._admit_all(packets)
+        self._flush()
+        self._account_batch(time.perf_counter() - wall0, t_before)
+        return results
+
+    def process_stream(self, batches: Iterable[Sequence[RawPacket]],
+                       diagnostics_period_us: int = 0) -> Iterator[StreamBatch]:
+        """Process a stream of batches, decoding one while the last is tracked (offline).
+
+        Gives for each batch the same results as :meth:`process_packets`:
+        while the rotors of batch k run in the worker threads, the caller's
+        iterator reads batch k + 1 and it is decoded, and the caller handles
+        the results of batch k - 1. With ``diagnostics_period_us`` > 0 a
+        diagnostics snapshot comes with the first batch and then whenever
+        that much sensor time has passed.
+        """
+        prev: tuple[Sequence[RawPacket], list[PacketResult | None]] | None = None
+        last_diag_us: int | None = None
+        wall0 = time.perf_counter()
+        for packets in batches:
+            t_before = self._intake.last_t_us
+            results = self._admit_all(packets)
+            now_us = self._intake.last_t_us
+            due = prev is not None and diagnostics_period_us > 0 and (
+                last_diag_us is None or now_us is None
+                or now_us - last_diag_us >= diagnostics_period_us)
+            self._overlap(due)
+            diag = None
+            if due and self._last_out_t_us:
+                diag = self.diagnostics()
+                last_diag_us = self._last_out_t_us
+            now = time.perf_counter()
+            self._account_batch(now - wall0, t_before)
+            wall0 = now
+            if prev is not None:
+                yield StreamBatch(prev[0], prev[1], diag)
+            prev = (packets, results)
+        self._flush()
+        if prev is not None:
+            diag = self.diagnostics() if diagnostics_period_us > 0 else None
+            yield StreamBatch(prev[0], prev[1], diag)
+
+    def _overlap(self, diagnostics_due: bool) -> None:
+        """Finish the batch in flight and start the queued one, the next batch's rotors
+        first when the last one's outputs cannot change what they read."""
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None and inflight.ev is not None:
+            self._bank.collect(inflight)
+        pending, self._pending = self._pending, []
+        if (inflight is not None and inflight.ev is not None and not diagnostics_due
+                and pending and self._bank.all_tracking(inflight)):
+            self._inflight = self._bank.start(pending, self.stride, self._batch_events)
+            self._finish(inflight)
+            return
+        if inflight is not None:
+            self._finish(inflight)
+        if pending:
+            self._inflight = self._bank.start(pending, self.stride, self._batch_events)
+
+    def process_events(self, events: EventArrays) -> list[RotorOutput]:
+        """Track decoded, time-sorted sensor events (simulation, evaluation): the same
+        per-rotor path without decoding and time mapping; the states at the last event."""
+        n = len(events)
+        self.counters['events_in'] += n
+        if n == 0:
+            return self._last_outputs
+        wall0 = time.perf_counter()
+        t_last = int(events.t_us[-1])
+        last = self._intake.last_t_us
+        span_us = t_last - (last if last is not None else int(events.t_us[0]))
+        self._intake.last_t_us = t_last
+        if not self._bank.trackers and self.config.auto_detect:
+            self._auto_detect(events)
+        self._pending.append(Pending([None], 0, events, t_last, 0))
+        self._flush()
+        self._account_load(time.perf_counter() - wall0, max(span_us, 1))
+        return self._last_outputs
+
+    def _admit_all(self, packets: Sequence[RawPacket]) -> list[PacketResult | None]:
+        """Decode and check each packet; refused ones get their result, the rest queue."""
+        results: list[PacketResult | None] = [None] * len(packets)
+        # room for 2 events per 16-bit word (EVT3 streams carry fewer; more, and the
+        # packets that do not fit get arrays of their own)
+        self._batch_events = self._buffers.take(sum(len(pkt.payload) for pkt in packets))
+        for i, pkt in enumerate(packets):
+            adm = self._intake.admit(self._batch_events, *pkt)
+            if adm.error is not None:
+                results[i] = PacketResult(error=adm.error)
+                continue
+            if adm.restart:
+                self._flush()
+                self._bank.restart()
+            if adm.gap_us is not None:
+                # events were lost before this packet: track what came before, then
+                # tell every rotor, so that the gap is not read as starvation
+                self._flush()
+                self._bank.skip_gap(adm.gap_us)
+            ev = adm.events
+            if len(ev) == 0:
+                # the rotors' states of the packet before (filled in when tracked)
+                self._pending.append(Pending(results, i, ev, -1, adm.stamp_ns))
+                continue
+            if not self._bank.trackers and self.config.auto_detect:
+                self._flush()
+                self._auto_detect(ev)
+            self._pending.append(Pending(results, i, ev, int(ev.t_us[-1]), adm.stamp_ns))
+        return results
+
+    def _auto_detect(self, ev: EventArrays) -> None:
+        w, h = self._intake.image_size
+        found = self._startup.add(ev, w, h)
+        if found is None:
+            return
+        self.counters['detections'] += 1
+        if not found:
+            return
+        inits = rotor_inits(found)
+        t_found = int(ev.t_us[-1])
+        self._bank.note_detections([(t_found, i.name, d) for i, d in zip(inits, found)])
+        self._bank.set_rotors(inits)
+        self._bank.set_gn_divisor(self.stride)
+
+    def _flush(self) -> None:
+        """Finish the batch in flight, then track the queued packets."""
+        if self._inflight is not None:
+            inflight, self._inflight = self._inflight, None
+            self._finish(inflight)
+        pending, self._pending = self._pending, []
+        if pending:
+            self._finish(self._bank.start(pending, self.stride, self._batch_events,
+                                          caller_joins=True))
+
+    def _finish(self, inf: Inflight) -> None:
+        """Phase 2 of a batch, then one result per packet (an empty packet repeats the
+        states before it, with their time and stamp: nothing new was measured)."""
+        rows = self._bank.rows(inf, self.stride) if inf.ev is not None else []
+        k = 0
+        for pk in inf.pending:
+            if pk.t_last < 0:
+                pk.results[pk.index] = PacketResult(
+                    stamp_ns=self._last_out_stamp_ns, t_us=self._last_out_t_us, n_events=0,
+                    rotors=self._last_outputs)
+                continue
+            outputs = rows[k] if rows else []
+            k += 1
+            self._last_outputs = outputs
+            self._last_out_t_us = pk.t_last
+            self._last_out_stamp_ns = pk.stamp_ns
+            pk.results[pk.index] = PacketResult(
+                stamp_ns=pk.stamp_ns, t_us=pk.t_last, n_events=len(pk.ev), rotors=outputs,
+                events=pk.ev)
+
+    def _account_batch(self, wall_s: float, t_before: int | None) -> None:
+        last = self._intake.last_t_us
+        if last is None:
+            return
+        span_us = last - (t_before if t_before is not None else self._intake.first_t_us)
+        self._account_load(wall_s, max(span_us, 1))
+
+    def _account_load(self, wall_s: float, span_us: int) -> None:
+        if self._policy.account(wall_s, span_us):
+            self._bank.set_gn_divisor(self._policy.stride)

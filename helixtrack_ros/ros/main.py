@@ -1,0 +1,127 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""``helixtrack_node``: start rclpy, build the node with the real pipeline, spin, exit code.
+
+A command line that cannot start the node (an unreadable or broken
+``--params-file``, a value out of range) gives one line and exit code 1,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+import os
+import re
+import sys
+import tempfile
+from typing import Any
+
+import rclpy
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.executors import ExternalShutdownException
+from rclpy.logging import get_logger
+
+from helixtrack_ros.pipeline.config import ParamSpec
+from helixtrack_ros.ros.executors import freeze_startup_objects, spin
+from helixtrack_ros.ros.node import NODE_NAME, HelixtrackNode
+
+
+def default_pipeline_api() -> tuple[Callable, Callable, dict[str, ParamSpec]]:
+    """(factory, warmup, parameter table) of the real pipeline, live defaults."""
+    from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
+    from helixtrack_ros.pipeline.config import parameter_table
+
+    def factory(params: dict[str, Any]) -> TrackingPipeline:
+        # live: the packets of the tracked rotors do not wait for a re-detection
+        config = PipelineConfig.from_ros_params(params)
+        return TrackingPipeline(replace(config, detect_in_background=True))
+
+    table = parameter_table(PipelineConfig(realtime_stride=True))
+    return factory, TrackingPipeline.warmup, table
+
+
+def params_file_problem(argv: list[str]) -> str | None:
+    """Why a ``--params-file`` of the command line cannot be read, as one line, or None.
+
+    Checked before ``rclpy.init``, which otherwise answers a missing or
+    broken file with a traceback. The YAML is parsed, not interpreted, as
+    rcl does, so that no file rcl accepts is refused here.
+    """
+    import yaml
+    in_ros = False
+    for i, arg in enumerate(argv):
+        if arg in ('--ros-args', '--'):
+            in_ros = arg == '--ros-args'
+        if not (in_ros and arg == '--params-file' and i + 1 < len(argv)):
+            continue
+        path = argv[i + 1]
+        try:
+            with open(path, encoding='utf-8') as fh:
+                for _ in yaml.parse(fh, Loader=yaml.SafeLoader):
+                    pass
+        except OSError as exc:
+            return f'parameter file {path}: {exc.strerror or exc}'
+        except UnicodeDecodeError:
+            return f'parameter file {path}: not UTF-8 text'
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, 'problem_mark', None)
+            where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark else ''
+            what = getattr(exc, 'problem', None) or ' '.join(str(exc).split())
+            return f'parameter file {path} is not valid YAML: {what}{where}'
+    return None
+
+
+def init_rclpy(args: list[str] | None) -> str | None:
+    """``rclpy.init``; None, or why rcl refused the command line, as one line.
+
+    rcl logs a line of its own before it raises; fd 2 goes to a temporary
+    file meanwhile and is replayed only when the start worked, so that a
+    refusal reads as the caller's one line.
+    """
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as held:
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        try:
+            rclpy.init(args=args)
+        except RuntimeError as exc:   # rclpy's RCLError
+            # rcl appends ', at <source file>:<line>' for every layer
+            return re.sub(r', at \S+:\d+', '', ' '.join(str(exc).split()))
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        held.seek(0)
+        os.write(2, held.read())
+    return None
+
+
+def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
+    """Run the node until Ctrl-C or shutdown; return the exit code.
+
+    ``args`` is the command line (default ``sys.argv``) with ``--ros-args ...``;
+    ``node_kwargs`` go to :class:`HelixtrackNode` (tests inject a pipeline).
+    """
+    reason = params_file_problem(sys.argv if args is None else args)
+    if reason is None:
+        reason = init_rclpy(args)
+    if reason is not None:
+        get_logger(NODE_NAME).fatal(f'cannot start: {reason}')
+        return 1
+    node = None
+    code = 0
+    try:
+        node = HelixtrackNode(**node_kwargs)
+        freeze_startup_objects()
+        spin(node, node.executor_kind, node.on_take_error)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (ValueError, FileNotFoundError, InvalidParameterTypeException,
+            InvalidParameterValueException) as exc:
+        get_logger(NODE_NAME).fatal(f'cannot start: {exc}')
+        code = 1
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code

@@ -1,0 +1,384 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The ``helixtrack_node`` ROS 2 node: event packets in, rotor states out.
+
+ROS plumbing only; all processing lives in :mod:`helixtrack_ros.pipeline`.
+Topics and parameters are listed in the README ("The node"): ``~/events``
+in (``event_camera_msgs/EventPacket``, the driver's QoS, overridable);
+``~/rotors``, ``~/<rotor>/rpm``, ``~/<rotor>/homography`` and ``~/health``
+out per packet (every number NaN while its rotor is not TRACKING);
+``/diagnostics`` once a period; ``~/debug_image`` when enabled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import struct
+import time
+from typing import Any, NamedTuple
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from event_camera_msgs.msg import EventPacket
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
+from rclpy.serialization import deserialize_message
+
+from helixtrack_ros.io.event_packet_cdr import (
+    EventPacketFields,
+    fields_of_message,
+    parse_event_packet,
+)
+from helixtrack_ros.latency import LatencyHistogram, PeriodCounters
+from helixtrack_ros.pipeline.config import ParamSpec
+from helixtrack_ros.pipeline.records import PacketResult, RawPacket
+from helixtrack_ros.ros.debug_publisher import DebugImagePublisher
+from helixtrack_ros.ros.executors import events_executor
+from helixtrack_ros.ros.outputs import OUTPUT_QOS, RotorPublishers, no_event_callbacks
+from helixtrack_ros.ros.parameters import NodeParameters, check_rotor_name
+from helixtrack_ros.ros.pipeline_api import PipelineApi
+
+#: Default node name.
+NODE_NAME = 'helixtrack'
+
+#: QoS of ``~/events``: what metavision_driver publishes with.
+EVENTS_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
+                        history=HistoryPolicy.KEEP_LAST, depth=1000,
+                        durability=DurabilityPolicy.VOLATILE)
+_EVENTS_QOS_OVERRIDES = QoSOverridingOptions(policy_kinds=(
+    QoSPolicyKind.RELIABILITY, QoSPolicyKind.HISTORY, QoSPolicyKind.DEPTH,
+    QoSPolicyKind.DURABILITY))
+_LEVEL_BYTES = [DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR,
+                DiagnosticStatus.STALE]
+_NODE_COUNTERS = ('packets', 'events', 'seq_gaps', 'packets_dropped', 'seq_restarts',
+                  'packets_refused', 'internal_errors', 'batches', 'batched_packets',
+                  'unreadable_messages')
+
+
+def _packet_callback(on_packet: Callable[..., None], executor_kind: str) -> Callable[..., None]:
+    """The subscription callback: with the MessageInfo where rclpy passes one (from Iron
+    on; but Kilted's EventsExecutor fails on such callbacks, so there the packet is
+    dated when its callback starts)."""
+    try:
+        from rclpy.subscription import MessageInfo  # noqa: F401
+    except ImportError:                 # Humble: the message only
+        return on_packet
+    if executor_kind == 'events':
+        return on_packet
+    return lambda msg, info: on_packet(msg, info)
+
+
+def _arrival_ns(info: dict | None, now_ns: int) -> int:
+    """A packet's arrival [ns, system clock]: the middleware's reception time when
+    rclpy reports it (and it is plausible), else ``now_ns``."""
+    if info:
+        received = info.get('received_timestamp') or 0
+        if 0 <= now_ns - received < 60_000_000_000:
+            return int(received)
+    return now_ns
+
+
+class DebugView(NamedTuple):
+    """What the debug image draws besides the events."""
+
+    packets: int
+    size: tuple[int, int]
+    frame_id: str
+    stamp_ns: int
+    rotors: list[Any]
+    detections: Callable[[int], list]
+
+
+class HelixtrackNode(Node):
+    """Track propellers from ``EventPacket`` messages (see module docstring).
+
+    ``pipeline_factory(params) -> PipelineApi`` builds the pipeline from the
+    flat parameter dict, ``warmup()`` compiles its kernels before the node
+    subscribes, ``parameters`` is the table of its scalar parameters
+    (:func:`helixtrack_ros.pipeline.config.parameter_table`); the defaults
+    are the real pipeline's, tests inject stand-ins. Other keyword arguments
+    go to :class:`rclpy.node.Node`.
+    """
+
+    def __init__(self, node_name: str = NODE_NAME, *,
+                 pipeline_factory: Callable[[dict[str, Any]], PipelineApi] | None = None,
+                 warmup: Callable[[], float] | None = None,
+                 parameters: dict[str, ParamSpec] | None = None, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        if pipeline_factory is None or parameters is None:
+            from helixtrack_ros.ros.main import default_pipeline_api
+            f, w, t = default_pipeline_api()
+            pipeline_factory, warmup = pipeline_factory or f, warmup or w
+            parameters = parameters if parameters is not None else t
+        self._log = self.get_logger()
+        self._params = NodeParameters(self, parameters)
+        params = self._params.declare()
+        unused = self._params.unused_overrides(getattr(self, '_parameter_overrides', {}) or {})
+        if unused:
+            self._log.warning('ignoring unknown parameters (typo, or rotor not in '
+                              f'rotor_names?): {", ".join(unused)}')
+        self._pipe = pipeline_factory(params)
+        self.rotor_names = list(self._pipe.rotor_names)
+        for name in self.rotor_names:
+            check_rotor_name(name)
+        self._outputs = RotorPublishers(self, self.rotor_names, float(
+            self.get_parameter('rotor_topics_hz').value))
+        self._pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', OUTPUT_QOS,
+                                               event_callbacks=no_event_callbacks())
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._debug = DebugImagePublisher(self, self._steady)
+        self._last_seq: int | None = None
+        self._last_t_us: int | None = None
+        self._last_stamp_ns = 0
+        self._frame_id = ''
+        self._size = (1280, 720)
+        self._last_rotors: list[Any] = []
+        self.counters: dict[str, int] = dict.fromkeys(_NODE_COUNTERS, 0)
+        self._win = PeriodCounters()
+        #: packet-in -> ~/rotors published, since start
+        self._latency = LatencyHistogram()
+        self._start(warmup)
+
+    def _start(self, warmup: Callable[[], float] | None) -> None:
+        """Timers and callbacks, then compile, then subscribe."""
+        #: 'events' or 'single_threaded': the executor main() spins the node with
+        self.executor_kind = str(self.get_parameter('executor').value)
+        if self.executor_kind == 'events' and events_executor() is None:
+            self._log.info('no EventsExecutor in this rclpy (before Kilted): '
+                           'using the SingleThreadedExecutor')
+            self.executor_kind = 'single_threaded'
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        period = float(self.get_parameter('diagnostics_period_s').value)
+        self._diag_timer = self.create_timer(period, self._publish_diagnostics,
+                                             clock=self._steady)
+        self._debug.set_rate(float(self.get_parameter('debug_image_hz').value))
+        if warmup is not None:
+            t0 = time.perf_counter()
+            warmup()
+            self._log.info(f'compiled kernels in {time.perf_counter() - t0:.1f} s')
+        self._sub = self.create_subscription(
+            EventPacket, '~/events', _packet_callback(self._on_packet, self.executor_kind),
+            EVENTS_QOS, raw=True, qos_overriding_options=_EVENTS_QOS_OVERRIDES)
+        self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
+                       f'[{", ".join(self.rotor_names)}] on {self._sub.topic_name}')
+
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        changes, reason = self._params.tracker_changes(params)
+        if reason:
+            return SetParametersResult(successful=False, reason=reason)
+        if changes:
+            try:
+                self._pipe.update_tracker_params(changes)
+            except (ValueError, TypeError) as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+            self._log.info(f'tracker parameters changed: {changes}')
+        for p in params:
+            if p.name == 'debug_image_hz':
+                self._debug.set_rate(float(p.value))
+            elif p.name == 'rotor_topics_hz':
+                self._outputs.set_rotor_rate(float(p.value))
+        return SetParametersResult(successful=True)
+
+    def debug_view(self) -> DebugView:
+        """The last outputs for the debug image."""
+        return DebugView(self.counters['packets'], self._size, self._frame_id,
+                         self._last_stamp_ns, self._last_rotors, self._pipe.recent_detections)
+
+    # ------------------------------------------------------------------ packets
+    def _on_packet(self, msg: bytes | EventPacket, info: dict | None = None) -> None:
+        """Track a packet, with every packet queued behind it (up to max_batch_packets).
+
+        When the node keeps up each packet is tracked alone; when it falls
+        behind, the queued packets are tracked in one call, which removes
+        per-packet costs of threads and Python. Results are published per
+        packet either way. ``info`` (rclpy's MessageInfo, where passed) dates
+        the packet's arrival for the latency statistics.
+        """
+        t0 = time.perf_counter()
+        now_ns = time.time_ns()
+        limit = int(self.get_parameter('max_batch_packets').value)
+        fields, arrivals, batch = [], [], []
+        for item, item_info in [(msg, info)] + self._take_queued(limit - 1):
+            f = self._unpack(item)
+            if f is None:
+                continue
+            self._count_seq(f)
+            fields.append(f)
+            arrivals.append(_arrival_ns(item_info, now_ns))
+            batch.append(RawPacket(f.events, f.encoding, f.width, f.height, f.is_bigendian,
+                                   f.stamp_ns, f.seq, f.time_base))
+        if not batch:
+            return
+        c = self.counters
+        self._pipe.note_backlog(len(batch) - 1)
+        try:
+            results = (self._pipe.process_packets(batch) if len(batch) > 1
+                       else [self._pipe.process_packet(*batch[0])])
+        except Exception as exc:  # noqa: BLE001 - one bad packet must not stop the node
+            c['internal_errors'] += 1
+            self._log.error(f'packets {batch[0].seq}..{batch[-1].seq} failed: '
+                            f'{type(exc).__name__}: {exc}', throttle_duration_sec=5.0)
+            return
+        c['batches'] += 1
+        c['batched_packets'] += len(batch) if len(batch) > 1 else 0
+        for f, pkt, res, arrival_ns in zip(fields, batch, results, arrivals):
+            self._handle_result(f, pkt, res, arrival_ns)
+        dt = time.perf_counter() - t0
+        self._win.cb_s += dt
+        self._win.cb_max_s = max(self._win.cb_max_s, dt)
+
+    def _unpack(self, item: bytes | EventPacket) -> EventPacketFields | None:
+        """The fields of a packet as taken (bytes or message); None when unreadable."""
+        if not isinstance(item, (bytes, bytearray, memoryview)):
+            return fields_of_message(item)
+        try:
+            return parse_event_packet(item)
+        except (ValueError, struct.error, IndexError, UnicodeDecodeError):
+            pass
+        try:
+            # not the layout every ROS 2 middleware sends: the generic deserializer
+            return fields_of_message(deserialize_message(bytes(item), EventPacket))
+        except Exception as exc:  # noqa: BLE001 - garbage must not stop the node
+            self.counters['unreadable_messages'] += 1
+            self._log.error(f'an EventPacket could not be read ({len(item)} bytes): {exc}',
+                            throttle_duration_sec=5.0)
+            return None
+
+    def _take_queued(self, limit: int) -> list[tuple[bytes | EventPacket, dict | None]]:
+        """Take up to ``limit`` (message, MessageInfo) pairs waiting in the subscription."""
+        out: list[tuple[bytes | EventPacket, dict | None]] = []
+        sub = getattr(self, '_sub', None)
+        if limit <= 0 or sub is None:
+            return out
+        try:
+            with sub.handle:
+                while len(out) < limit:
+                    got = sub.handle.take_message(sub.msg_type, sub.raw)
+                    if got is None:
+                        break
+                    out.append((got[0], got[1] if len(got) > 1 else None))
+        except RuntimeError as exc:
+            # a message rclpy cannot convert (it is lost; the others are kept)
+            self.counters['internal_errors'] += 1
+            self._log.error(f'a message could not be taken: {exc}', throttle_duration_sec=5.0)
+        except Exception:  # noqa: BLE001 - e.g. the subscription is being destroyed
+            pass
+        return out
+
+    def _count_seq(self, msg: EventPacketFields) -> None:
+        """Count packets lost on the way here, and say so (the log is the node's)."""
+        c = self.counters
+        c['packets'] += 1
+        seq = int(msg.seq)
+        last = self._last_seq
+        if last is not None and seq != last + 1:
+            if seq > last:
+                c['seq_gaps'] += 1
+                c['packets_dropped'] += seq - last - 1
+                self._log.warning(f'packets lost: seq {last} -> {seq} '
+                                  f'({c["packets_dropped"]} dropped so far)',
+                                  throttle_duration_sec=5.0)
+            else:
+                c['seq_restarts'] += 1
+                self._log.warning(f'sequence restarted: {last} -> {seq} '
+                                  '(camera restart?)', throttle_duration_sec=5.0)
+        self._last_seq = seq
+
+    def _handle_result(self, msg: EventPacketFields, pkt: RawPacket, res: PacketResult,
+                       arrival_ns: int | None = None) -> None:
+        """Publish one packet's result (or count why it was refused)."""
+        c = self.counters
+        if res.error is not None:
+            c['packets_refused'] += 1
+            self._log.warning(f'packet {pkt.seq} refused ({c["packets_refused"]} so far): '
+                              f'{res.error}', throttle_duration_sec=5.0)
+            return
+        self._frame_id = msg.frame_id
+        if msg.width and msg.height:
+            self._size = (msg.width, msg.height)
+        c['events'] += int(res.n_events)
+        try:
+            self._publish(res)
+            if arrival_ns is not None:
+                latency_us = (time.time_ns() - arrival_ns) // 1000
+                self._latency.add(latency_us)
+                self._win.latency.add(latency_us)
+            self._debug.add(res.events, float(
+                self.get_parameter('debug_image_window_ms').value) * 1000.0)
+        except Exception as exc:  # noqa: BLE001 - e.g. a result not shaped as announced
+            c['internal_errors'] += 1
+            self._log.error(f'packet {pkt.seq}: publishing failed: {type(exc).__name__}: '
+                            f'{exc}', throttle_duration_sec=5.0)
+        self._win.count_packet(res.t_us, res.n_events, self._last_t_us)
+        if res.n_events:
+            self._last_t_us = int(res.t_us)
+
+    def _publish(self, res: PacketResult) -> None:
+        rotors = res.rotors
+        if not rotors:
+            return
+        if not self._outputs.names:
+            # rotors found by the start-up detection (auto_detect)
+            self._log.info('detected rotors: ' + ', '.join(
+                f'{r.name} at ({r.homography[0][2]:.0f}, {r.homography[1][2]:.0f}) px, '
+                f'{r.rpm_shaft:.0f} RPM' for r in rotors))
+            self._outputs.add([r.name for r in rotors])
+            self.rotor_names = list(self._outputs.names)
+        self._last_stamp_ns = int(res.stamp_ns)
+        self._last_rotors = rotors
+        self._outputs.publish(rotors, int(res.stamp_ns), self._frame_id)
+
+    # ------------------------------------------------------------------ diagnostics
+    def node_status(self) -> dict[str, Any]:
+        """The node's own status for ``/diagnostics`` (resets the rate window)."""
+        c = self.counters
+        values, load = self._win.values(self._latency)
+        values.update({
+            'packets_dropped': str(c['packets_dropped']), 'seq_gaps': str(c['seq_gaps']),
+            'decode_errors': str(c['packets_refused']),
+            'last_seq': str(self._last_seq if self._last_seq is not None else -1)})
+        values.update({k: str(v) for k, v in c.items() if k not in values})
+        level, message = 0, 'ok'
+        if self._win.packets == 0:
+            level, message = 0, 'waiting for events'
+        if c['packets_refused'] or c['internal_errors'] or c['unreadable_messages']:
+            level, message = 1, 'bad packets seen'
+        if load > 1.0:
+            level, message = 1, f'behind real time (load {load:.2f})'
+        self._win.reset()
+        name = self.get_fully_qualified_name()
+        return {'name': f'helixtrack: node {name}', 'level': level, 'message': message,
+                'hardware_id': name, 'values': values}
+
+    def _publish_diagnostics(self) -> None:
+        statuses = [self.node_status()]
+        try:
+            statuses += list(self._pipe.diagnostics())
+        except Exception as exc:  # noqa: BLE001
+            statuses.append({'name': 'helixtrack: pipeline', 'level': 2,
+                             'message': f'diagnostics failed: {exc}', 'hardware_id': '',
+                             'values': {}})
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        for s in statuses:
+            arr.status.append(DiagnosticStatus(
+                level=_LEVEL_BYTES[min(max(int(s.get('level', 0)), 0), 3)],
+                name=str(s.get('name', '')), message=str(s.get('message', '')),
+                hardware_id=str(s.get('hardware_id', '')),
+                values=[KeyValue(key=str(k), value=str(v))
+                        for k, v in (s.get('values') or {}).items()]))
+        self._pub_diag.publish(arr)
+
+    def on_take_error(self, exc: Exception) -> None:
+        """A message the executor could not convert: counted and said, never fatal."""
+        self.counters['internal_errors'] += 1
+        self._log.error(f'a message could not be taken: {exc}', throttle_duration_sec=5.0)
+
+    def destroy_node(self) -> None:
+        """Stop the pipeline's workers, then the node."""
+        if hasattr(self, '_pipe'):
+            self._pipe.close()
+        super().destroy_node()

@@ -1,0 +1,40 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""What the node needs from a pipeline (:class:`helixtrack_ros.pipeline.TrackingPipeline`
+implements it; the tests' stand-in too)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from helixtrack_ros.pipeline.records import PacketResult, RawPacket
+
+
+class PipelineApi(Protocol):
+    """Packets in, per-packet results out, plus control and diagnostics."""
+
+    rotor_names: list[str]
+
+    def process_packet(self, payload: Any, encoding: str, width: int, height: int,
+                       is_bigendian: bool, stamp_ns: int, seq: int,
+                       time_base: int = 0) -> PacketResult:
+        """Track one packet."""
+
+    def process_packets(self, packets: Sequence[RawPacket]) -> list[PacketResult]:
+        """Track consecutive packets; one result each, in order."""
+
+    def note_backlog(self, waiting: int) -> None:
+        """How many packets wait behind the ones now processed."""
+
+    def update_tracker_params(self, changes: dict[str, Any]) -> None:
+        """Apply changed ``tracker.*`` values (ValueError: refused, nothing changed)."""
+
+    def recent_detections(self, span_us: int) -> list[tuple[str, Any]]:
+        """(rotor name, detection) of the last ``span_us`` of sensor time."""
+
+    def diagnostics(self) -> list[dict[str, Any]]:
+        """Statuses for ``/diagnostics``."""
+
+    def close(self) -> None:
+        """Stop worker threads."""
