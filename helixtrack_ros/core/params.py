@@ -19,8 +19,11 @@ from typing import Any
 
 def _param(default: float, bounds: tuple[float | None, float | None], unit: str,
            description: str) -> Any:
-    """A :class:`TrackerParams` field: default, valid range [min, max] (None =
-    unbounded), unit and meaning, declared once. Integer-ness is the annotation."""
+    """Declare a :class:`TrackerParams` field once: default, range, unit and meaning.
+
+    ``bounds`` is the valid [min, max] (None = unbounded); whether the field takes
+    integers follows from its ``int`` annotation.
+    """
     return field(default=default, metadata={'range': bounds, 'unit': unit,
                                             'description': description})
 
