@@ -33,6 +33,21 @@ def test_round_trip_and_describe():
         assert (lo is None or value >= lo) and (hi is None or value <= hi), name
 
 
+def test_each_field_is_declared_once_with_its_metadata():
+    """Range, unit, meaning and integer-ness come from the field declaration alone."""
+    from helixtrack_ros.core import params as module
+    ints = {f.name for f in fields(TrackerParams) if f.type in ('int', int)}
+    assert ints == module._INT_FIELDS
+    assert ints == {k for k, v in TrackerParams().to_dict().items() if type(v) is int}
+    for f in fields(TrackerParams):
+        lo, hi = f.metadata['range']
+        assert module._DESCRIBE[f.name] == (f.metadata['description'], f.metadata['unit'],
+                                            lo, hi), f.name
+    # an integer field keeps its integer bounds in the message
+    with pytest.raises(ValueError, match=r'pol_adapt=2 is outside \[0, 1\]'):
+        TrackerParams(pol_adapt=2)
+
+
 def test_from_dict_rejects_unknown_and_out_of_range():
     with pytest.raises(ValueError, match='no_such_param'):
         TrackerParams.from_dict({'no_such_param': 1.0})

@@ -12,338 +12,257 @@ output the paper assumes).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import Field, asdict, dataclass, field, fields
 import math
 from typing import Any
 
-# name -> (description, unit, min, max); min/max None = unbounded
-_DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
-    # --- phase EKF (Sec. 3.3 / 3.4)
-    'kappa': ('von Mises concentration of the phase gate w_vm (0 = no gating)', '', 0.0, 1e4),
-    'q_jerk': ('white-jerk spectral density of the phase model (paper 400)', 'rad^2/s^5', 0.0,
-               1e12),
-    'p0_phase_rad2': ('initial variance of the B-fold phase', 'rad^2', 1e-12, 1e6),
-    'p0_omega_rad2_s2': ('initial variance of the B-fold phase rate', 'rad^2/s^2', 1e-12, 1e12),
-    'p0_alpha_rad2_s4': ('initial variance of the phase acceleration', 'rad^2/s^4', 1e-12,
-                         1e16),
-    'sigma0_rad2': ('nominal phase noise sigma0^2 of R = sigma0^2 / max(w_vm w_ring, eps); '
-                    'default 1/kappa', 'rad^2', 1e-9, 1e3),
-    'r_floor': ('eps of R = sigma0^2 / max(w_vm w_ring, eps)', '', 1e-12, 1.0),
-    'sigma_ring': ('width of the tip ring gate w_ring around r = 1', 'tip radii', 1e-3, 10.0),
-    # --- annulus
-    'r_in': ('inner radius of the informative annulus', 'tip radii', 0.0, 10.0),
-    'r_out': ('outer radius of the informative annulus', 'tip radii', 0.01, 10.0),
-    # --- loss weights (Eq. loss)
-    'lambda_phi': ('weight of the phase residual', '', 0.0, 1e6),
-    'lambda_r': ('weight of the radial residual', '', 0.0, 1e6),
-    'lambda_pol': ('weight of the polarity residual', '', 0.0, 1e6),
-    'lambda_band': ('weight of the soft annulus barriers', '', 0.0, 1e6),
-    'lambda_bto': ('weight of the balanced tip occupancy penalty (per batch event)', '',
-                   0.0, 1e6),
-    'lambda_reg': ('weight of the perspective regulariser (p31^2 + p32^2, per batch event)', '',
-                   0.0, 1e9),
-    'pol_c_on_rad': ('expected phase residual c+ of ON events', 'rad', -math.pi, math.pi),
-    'pol_c_off_rad': ('expected phase residual c- of OFF events', 'rad', -math.pi, math.pi),
-    'pol_adapt': ('1: c+ / c- follow the circular mean of the ON / OFF phase residuals; '
-                  '0: fixed (paper)', '', 0, 1),
-    'ekf_polarity': ('1: phase residuals centred by polarity, eps -+ (c+ - c-) / 2 for ON / '
-                     'OFF events (both blade edges agree); 0: paper', '', 0, 1),
-    'pol_scale': ('c_pol of the polarity residual', '', 0.0, 1e3),
-    'band_scale': ('c_b of the soft annulus barriers', '', 0.0, 1e3),
-    'band_tau': ('softplus temperature of the annulus barriers', 'tip radii', 1e-4, 10.0),
-    # --- balanced tip occupancy (S1)
-    'bto_sigma_core': ('width of the core occupancy band at r = 1', 'tip radii', 1e-4, 1.0),
-    'bto_delta': ('offset of the inside / outside bands from r = 1', 'tip radii', 0.0, 1.0),
-    'bto_sigma_band': ('width of the inside / outside occupancy bands', 'tip radii', 1e-4, 1.0),
-    'bto_min_px': ('lower bound of every band width and offset', 'px', 0.0, 100.0),
-    'bto_sectors': ('angular sectors with their own BTO occupancies (1 = paper)', '', 1,
-                    16),
-    'bto_tau': ('softplus temperature of the occupancy penalties', '', 1e-4, 10.0),
-    'bto_p_in_min': ('lower bound of p_in = C_in / (C_in + C_core) per sector (negative = off)',
-                     '', -1.0, 100.0),
-    'bto_p_in_max': ('upper bound of p_in (negative = off)', '', -1.0, 100.0),
-    'bto_p_out_min': ('lower bound of p_out = C_out / (C_out + C_core) (negative = off)', '',
-                      -1.0, 100.0),
-    'bto_p_out_max': ('upper bound of p_out (negative = off)', '', -1.0, 100.0),
-    # --- robust weights
-    'huber_phi_rad': ('Huber threshold of the phase residual', 'rad', 1e-6, 10.0),
-    'huber_r': ('Huber threshold of the radial residual', 'tip radii', 1e-6, 10.0),
-    # --- Gauss-Newton
-    'gn_damping': ('diagonal damping mu: A_ii <- A_ii (1 + mu) + mu', '', 0.0, 1e6),
-    'gamma_scale': ('step gain of log-scale', '', 0.0, 100.0),
-    'gamma_rot': ('step gain of the in-plane rotation psi', '', 0.0, 100.0),
-    'gamma_t': ('step gain of the translation tx, ty', '', 0.0, 100.0),
-    'gamma_persp': ('step gain of the perspective terms p31, p32 (paper 1.0)', '', 0.0, 100.0),
-    'gn_forget': ('forgetting factor rho of the normal equations after a solve', '', 0.0, 1.0),
-    'gn_min_events': ('a pose batch with fewer in-annulus events is not solved (deferred)', '',
-                      0, 1e9),
-    'gn_target_events': ('GN accumulates every k-th in-annulus event, k chosen so a pose batch '
-                         'holds about this many (0 = every event, as the paper)', '', 0, 1e9),
-    'gn_max_step': ('trust region: a solve moves the tip circle by at most this many tip '
-                    'radii', 'tip radii', 1e-6, 10.0),
-    'pose_timer_us': ('pose solve also when this much stream time passed (0 = off)', 'us',
-                      0, 1e12),
-    'pose_max_events': ('pose solve also after this many in-annulus events (0 = off)', '',
-                        0, 1e12),
-    # --- fast translation step and motion model (beyond the paper, see tracker notes)
-    'pose_fast_us': ('translation-only pose step from the phase term on this grid of stream '
-                     'time (0 = off, paper)', 'us', 0, 1e9),
-    'pose_fast_rpm': ('the fast step runs while the shaft RPM is below this (default 1e6: '
-                      'always; 3000 restricts it to low RPM, where a half turn, the '
-                      "paper's pose trigger, takes longer than 10 ms for B = 2)", 'RPM',
-                      0.0, 1e6),
-    'pose_fast_gain': ('gain of the fast Newton step (motion_model 0)', '', 0.0, 2.0),
-    'pose_fast_max_step': ('trust region of the fast translation step', 'tip radii', 1e-6,
-                           10.0),
-    'pose_fast_damping': ('relative diagonal damping of the fast Newton step (motion_model 0)',
-                          '', 0.0, 1e6),
-    'pose_fast_min_weight': ('a fast step needs at least this sum of phase gates', '', 0.0,
-                             1e12),
-    'pose_fast_forget': ('forgetting factor of the fast translation system after a step '
-                         '(without the motion model)', '', 0.0, 1.0),
-    'pose_fast_aniso': ('the fast step ignores a direction whose information is below this '
-                        'fraction of the other one (eigenvalue ratio; 0 = keep both)', '',
-                        0.0, 1.0),
-    'pose_acq_gain': ('while the phase is acquired, the fast step moves the centre by this '
-                      'times the centroid of the disc events', '', 0.0, 2.0),
-    'pose_fast_info': ('information per unit of the phase-term system, as a measurement of '
-                       'the motion Kalman filter', '1/px^2', 1e-6, 1e9),
-    'motion_model': ('1: while the fast step runs, a Kalman filter on the centre and its image '
-                     'velocity propagates the pose between steps (constant velocity); 0: '
-                     'damped Newton steps, the pose constant between them', '', 0, 1),
-    'motion_step_us': ('the motion model moves the centre on this grid of stream time', 'us',
-                       50, 1e6),
-    'motion_hold_us': ('the velocity is dropped when no fast step applied for this long',
-                       'us', 1000, 1e8),
-    'motion_max_rs': ('largest image speed of the motion model', 'tip radii/s', 0.0, 1e4),
-    'motion_accel': ('white-acceleration density of the motion Kalman filter',
-                     'tip radii^2/s^3', 0.0, 1e12),
-    'motion_gate': ('innovation gate of the motion Kalman filter: a fast step whose squared '
-                    'Mahalanobis distance exceeds this has its information scaled down '
-                    '(0 = off)', '', 0.0, 1e6),
-    'motion_p0_pos': ('initial position standard deviation of the motion Kalman filter',
-                      'tip radii', 1e-6, 10.0),
-    'motion_p0_vel': ('initial velocity standard deviation of the motion Kalman filter',
-                      'tip radii/s', 1e-6, 1e4),
-    # --- health (beyond the paper, see core.health)
-    'health_window_us': ('health statistics are evaluated on windows of this length', 'us',
-                         500, 1e6),
-    'health_min_tip_events': ('fewest tip-band events for a window to judge phase coherence '
-                              'and tip spill', '', 1, 1e9),
-    'health_coherence_min': ('phase coherence (mean cos of the tip-band phase residuals) '
-                             'below this is bad', '', -1.0, 1.0),
-    'health_coherence_rel': ('coherence below this fraction of its slow reference is bad', '',
-                             0.0, 1.0),
-    'health_spill_max': ('tip spill (events just outside the tip / both bands) above this is '
-                         'bad', '', 0.0, 1.0),
-    'health_spill_rel': ('tip spill above its slow reference plus this is bad', '', 0.0, 1.0),
-    'health_starve_rel': ('in-annulus event rate below this fraction of its slow reference is '
-                          'starvation', '', 0.0, 1.0),
-    'health_scale_tol': ('|log-scale - slow reference| above this is scale drift', '', 0.0,
-                         10.0),
-    'health_persp_tol': ('change of the foreshortening |p| |t| / s from its slow reference '
-                         'above this is perspective drift', '', 0.0, 10.0),
-    'health_rpm_std_rel': ('RPM standard deviation above this fraction of the RPM is '
-                           'uncertain', '', 0.0, 10.0),
-    'health_lost_us': ('bad windows for this long make a DEGRADED rotor LOST', 'us', 0, 1e9),
-    'health_recover_us': ('good windows for this long make a rotor TRACKING again', 'us', 0,
-                          1e9),
-    'health_ref_tau_us': ('time constant of the slow references of rate, coherence and spill',
-                          'us', 1000, 1e9),
-    'health_pose_tau_us': ('time constant of the slow references of scale and perspective',
-                           'us', 1000, 1e9),
-    # --- plausibility gates: crossing one makes the rotor LOST at once
-    'gate_rpm_min': ('shaft RPM below this is implausible (per rotor: rpm_range)', 'RPM', 0.0,
-                     1e7),
-    'gate_rpm_max': ('shaft RPM above this is implausible (per rotor: rpm_range)', 'RPM', 1.0,
-                     1e7),
-    'gate_accel_rpm_s': ('shaft RPM changing faster than this between health windows is '
-                         'implausible (0: off)', 'RPM/s', 0.0, 1e9),
-    'gate_scale_rel': ('tip radius leaving [1 / (1 + g), 1 + g] times its slow reference is '
-                       'implausible (0: off)', '', 0.0, 100.0),
-    'gate_center_step': ('rotor centre moving more than this within one health window is '
-                         'implausible (0: off)', 'tip radii', 0.0, 100.0),
-    # --- rotation sign / phase acquisition
-    'sign_events': ('in-ring events kept (evenly thinned) for the rotation-sign and phase '
-                    'acquisition', '', 16, 1e6),
-    'sign_turns': ('the acquisition window spans at least this many predicted shaft turns', '',
-                   0.0, 100.0),
-    'sign_max_us': ('the acquisition window lasts at most this long (caps sign_turns for a low '
-                    'initial RPM)', 'us', 1000, 1e8),
-    'sign_margin': ('relative lead the winning rotation sign needs, else +1', '', 0.0, 10.0),
-    'sign_rpm_span': ('relative RPM search span of the acquisition (+-)', '', 0.0, 0.95),
-    # --- region of interest
-    'bbox_margin_px': ('margin around the projected r_out circle of bbox_px()', 'px', 0.0,
-                       1e4),
-}
 
-_INT_FIELDS = {'pol_adapt', 'ekf_polarity', 'bto_sectors', 'gn_min_events', 'gn_target_events',
-               'pose_timer_us', 'pose_max_events', 'sign_events', 'sign_max_us',
-               'pose_fast_us', 'motion_model', 'motion_step_us', 'motion_hold_us',
-               'health_window_us', 'health_min_tip_events', 'health_lost_us',
-               'health_recover_us', 'health_ref_tau_us', 'health_pose_tau_us'}
+def _param(default: float, bounds: tuple[float | None, float | None], unit: str,
+           description: str) -> Any:
+    """Declare a :class:`TrackerParams` field once: default, range, unit and meaning.
+
+    ``bounds`` is the valid [min, max] (None = unbounded); whether the field takes
+    integers follows from its ``int`` annotation.
+    """
+    return field(default=default, metadata={'range': bounds, 'unit': unit,
+                                            'description': description})
 
 
 @dataclass(frozen=True)
 class TrackerParams:
     """Every parameter of the HelixTrack tracker (immutable).
 
-    The field meanings, units and ranges are in :meth:`describe`. Defaults:
-    paper supplement S3 (lambda_*, r_in, r_out, gamma_t)
-    and the released configuration (kappa, P0, sigma_ring, BTO bands, Huber
-    thresholds, damping, forgetting, minimum batch, 100 ms pose timer).
-
-    Notes
-    -----
-    Deliberate differences from the paper / release (details in the modules;
-    on a synthetic rotor with edge events down to the hub they take the
-    shaft-RPM error from 0.3-0.5 % to about 0.001 % and hold the scale
-    within 2 % where the paper's terms let it drift by up to 30 %):
-
-    - ``q_jerk = 4e6`` (paper 400): with 400 the EKF cannot follow the 30-80 %
-      RPM sweeps of the project's simulator at 3-15 M events/s and loses
-      lock (up to 19 % shaft-RPM error on ``quadcopter_4m``); 4e6 tracks
-      them (<= 0.04 %) and costs < 0.01 % on a constant-speed rotor. A
-      drone motor's jerk (1e5 rad/s^3 over tens of ms) is of that order.
-    - ``sigma0_rad2``: the paper's heteroscedastic R = sigma0^2 / max(w_vm
-      w_ring, eps) is used (the release drops w_vm); sigma0^2 = 1 / kappa
-      makes it equal the release's R for events on the predicted phase.
-    - ``ekf_polarity`` / ``pol_adapt``: phase residuals centred by polarity
-      with offsets learnt from the data (two-edge blades, pose_gn notes).
-    - BTO: Gaussian bands of equal width around the tip (``bto_*``), bounded
-      ratios p = C_band / (C_band + C_core), squared-hinge penalties,
-      ``bto_sectors`` angular sectors, weight per batch event
-      (``lambda_bto``, likewise ``lambda_reg``).
-    - ``gamma_persp = 0.1`` (paper 1.0; its own sweep tried 0.1): the
-      perspective terms move the image of the tip far from the rotor centre
-      (z ~ t p^T u) and otherwise absorb centre errors for a while.
-    - ``gn_max_step``: trust region on the tip circle; psi gets the
-      stiffness of log-scale (it is unobservable by construction).
-    - ``gn_target_events = 3000``: Gauss-Newton accumulates a deterministic
-      subsample of in-annulus events (speed); 0 restores the paper. Measured
-      on the 1 s quadcopter scenes, egomotion 1-4 (benchmarks/RESULTS.md):
-      against 6000 the shaft-RPM errors are unchanged (worst MArE 0.060 vs
-      0.057 %), the worst scale error grows from 2.8 to 3.1 %, and tracking
-      at 4 m costs 30 % less (143 vs 204 ns per event).
-    - ``sign_*``: rotation sign and initial phase / rate from a window of
-      at least ``sign_turns`` shaft turns (rotation_sign notes).
-
-    Beyond the paper (tracker and health notes):
-
-    - ``pose_fast_*`` / ``motion_*``: below ``pose_fast_rpm`` (by default
-      always) a translation step from the phase term every 1 ms feeds a
-      constant-velocity Kalman filter of the rotor centre. Made for the
-      paper's low-RPM failure (Sec. 4.4), it also keeps the pose on a rotor
-      whose image moves fast under camera motion at any RPM: on the 1 s
-      quadcopter scenes at egomotion 5 and 6 the worst rotor MArE drops
-      from 32-641 % (rotors lost) to 0.07-0.22 % (benchmarks/RESULTS.md).
-      With ``pose_fast_rpm = 0`` the pose updates are the paper's (plus the
-      release's timer).
-    - ``health_*``: TRACKING / DEGRADED / LOST from phase coherence, tip
-      spill, event starvation, scale / perspective drift and RPM
-      uncertainty (:mod:`helixtrack_ros.core.health`).
+    Each field is declared once with its default, range, unit and meaning
+    (:meth:`describe`, validated on construction); fields annotated ``int``
+    take integers. Defaults: paper supplement S3 (lambda_*, r_in, r_out,
+    gamma_t) and the released configuration (kappa, P0, sigma_ring, BTO
+    bands, Huber thresholds, damping, forgetting, minimum batch, 100 ms pose
+    timer). The deliberate differences from the paper and the release, and
+    the additions beyond it (fast translation step, motion model, health),
+    are listed with the measurements behind them in docs/DESIGN.md
+    (Parameters).
     """
 
     # phase EKF
-    kappa: float = 22.0
-    q_jerk: float = 4e6
-    p0_phase_rad2: float = 1.0
-    p0_omega_rad2_s2: float = 100.0
-    p0_alpha_rad2_s4: float = 1e4
-    sigma0_rad2: float = 1.0 / 22.0
-    r_floor: float = 1e-3
-    sigma_ring: float = 0.15
+    kappa: float = _param(22.0, (0.0, 1e4), '',
+                          'von Mises concentration of the phase gate w_vm (0 = no gating)')
+    q_jerk: float = _param(4e6, (0.0, 1e12), 'rad^2/s^5',
+                           'white-jerk spectral density of the phase model (paper 400)')
+    p0_phase_rad2: float = _param(1.0, (1e-12, 1e6), 'rad^2',
+                                  'initial variance of the B-fold phase')
+    p0_omega_rad2_s2: float = _param(100.0, (1e-12, 1e12), 'rad^2/s^2',
+                                     'initial variance of the B-fold phase rate')
+    p0_alpha_rad2_s4: float = _param(1e4, (1e-12, 1e16), 'rad^2/s^4',
+                                     'initial variance of the phase acceleration')
+    sigma0_rad2: float = _param(1.0 / 22.0, (1e-9, 1e3), 'rad^2',
+                                'nominal phase noise sigma0^2 of R = sigma0^2 / max(w_vm '
+                                'w_ring, eps); default 1/kappa')
+    r_floor: float = _param(1e-3, (1e-12, 1.0), '', 'eps of R = sigma0^2 / max(w_vm w_ring, eps)')
+    sigma_ring: float = _param(0.15, (1e-3, 10.0), 'tip radii',
+                               'width of the tip ring gate w_ring around r = 1')
     # annulus
-    r_in: float = 0.2
-    r_out: float = 1.5
+    r_in: float = _param(0.2, (0.0, 10.0), 'tip radii', 'inner radius of the informative annulus')
+    r_out: float = _param(1.5, (0.01, 10.0), 'tip radii',
+                          'outer radius of the informative annulus')
     # loss weights
-    lambda_phi: float = 1.0
-    lambda_r: float = 1.0
-    lambda_pol: float = 0.25
-    lambda_band: float = 5.0
-    lambda_bto: float = 1.0
-    lambda_reg: float = 0.01
-    pol_c_on_rad: float = 0.25
-    pol_c_off_rad: float = -0.25
-    pol_adapt: int = 1
-    ekf_polarity: int = 1
-    pol_scale: float = 1.0
-    band_scale: float = 1.0
-    band_tau: float = 0.05
+    lambda_phi: float = _param(1.0, (0.0, 1e6), '', 'weight of the phase residual')
+    lambda_r: float = _param(1.0, (0.0, 1e6), '', 'weight of the radial residual')
+    lambda_pol: float = _param(0.25, (0.0, 1e6), '', 'weight of the polarity residual')
+    lambda_band: float = _param(5.0, (0.0, 1e6), '', 'weight of the soft annulus barriers')
+    lambda_bto: float = _param(1.0, (0.0, 1e6), '',
+                               'weight of the balanced tip occupancy penalty (per batch event)')
+    lambda_reg: float = _param(0.01, (0.0, 1e9), '',
+                               'weight of the perspective regulariser (p31^2 + p32^2, per '
+                               'batch event)')
+    pol_c_on_rad: float = _param(0.25, (-math.pi, math.pi), 'rad',
+                                 'expected phase residual c+ of ON events')
+    pol_c_off_rad: float = _param(-0.25, (-math.pi, math.pi), 'rad',
+                                  'expected phase residual c- of OFF events')
+    pol_adapt: int = _param(1, (0, 1), '',
+                            '1: c+ / c- follow the circular mean of the ON / OFF phase '
+                            'residuals; 0: fixed (paper)')
+    ekf_polarity: int = _param(1, (0, 1), '',
+                               '1: phase residuals centred by polarity, eps -+ (c+ - c-) / 2 '
+                               'for ON / OFF events (both blade edges agree); 0: paper')
+    pol_scale: float = _param(1.0, (0.0, 1e3), '', 'c_pol of the polarity residual')
+    band_scale: float = _param(1.0, (0.0, 1e3), '', 'c_b of the soft annulus barriers')
+    band_tau: float = _param(0.05, (1e-4, 10.0), 'tip radii',
+                             'softplus temperature of the annulus barriers')
     # balanced tip occupancy
-    bto_sigma_core: float = 0.04
-    bto_delta: float = 0.1
-    bto_sigma_band: float = 0.04
-    bto_min_px: float = 1.0
-    bto_sectors: int = 8
-    bto_tau: float = 0.02
-    bto_p_in_min: float = 0.62
-    bto_p_in_max: float = 0.68
-    bto_p_out_min: float = -1.0
-    bto_p_out_max: float = 0.09
+    bto_sigma_core: float = _param(0.04, (1e-4, 1.0), 'tip radii',
+                                   'width of the core occupancy band at r = 1')
+    bto_delta: float = _param(0.1, (0.0, 1.0), 'tip radii',
+                              'offset of the inside / outside bands from r = 1')
+    bto_sigma_band: float = _param(0.04, (1e-4, 1.0), 'tip radii',
+                                   'width of the inside / outside occupancy bands')
+    bto_min_px: float = _param(1.0, (0.0, 100.0), 'px',
+                               'lower bound of every band width and offset')
+    bto_sectors: int = _param(8, (1, 16), '',
+                              'angular sectors with their own BTO occupancies (1 = paper)')
+    bto_tau: float = _param(0.02, (1e-4, 10.0), '',
+                            'softplus temperature of the occupancy penalties')
+    bto_p_in_min: float = _param(0.62, (-1.0, 100.0), '',
+                                 'lower bound of p_in = C_in / (C_in + C_core) per sector '
+                                 '(negative = off)')
+    bto_p_in_max: float = _param(0.68, (-1.0, 100.0), '', 'upper bound of p_in (negative = off)')
+    bto_p_out_min: float = _param(-1.0, (-1.0, 100.0), '',
+                                  'lower bound of p_out = C_out / (C_out + C_core) (negative = '
+                                  'off)')
+    bto_p_out_max: float = _param(0.09, (-1.0, 100.0), '', 'upper bound of p_out (negative = off)')
     # robust weights
-    huber_phi_rad: float = 0.6
-    huber_r: float = 0.3
+    huber_phi_rad: float = _param(0.6, (1e-6, 10.0), 'rad',
+                                  'Huber threshold of the phase residual')
+    huber_r: float = _param(0.3, (1e-6, 10.0), 'tip radii',
+                            'Huber threshold of the radial residual')
     # Gauss-Newton
-    gn_damping: float = 1e-3
-    gamma_scale: float = 1.0
-    gamma_rot: float = 1.0
-    gamma_t: float = 6.0
-    gamma_persp: float = 0.1
-    gn_forget: float = 0.5
-    gn_min_events: int = 2000
-    gn_target_events: int = 3000
-    gn_max_step: float = 0.02
-    pose_timer_us: int = 100_000
-    pose_max_events: int = 0
+    gn_damping: float = _param(1e-3, (0.0, 1e6), '',
+                               'diagonal damping mu: A_ii <- A_ii (1 + mu) + mu')
+    gamma_scale: float = _param(1.0, (0.0, 100.0), '', 'step gain of log-scale')
+    gamma_rot: float = _param(1.0, (0.0, 100.0), '', 'step gain of the in-plane rotation psi')
+    gamma_t: float = _param(6.0, (0.0, 100.0), '', 'step gain of the translation tx, ty')
+    gamma_persp: float = _param(0.1, (0.0, 100.0), '',
+                                'step gain of the perspective terms p31, p32 (paper 1.0)')
+    gn_forget: float = _param(0.5, (0.0, 1.0), '',
+                              'forgetting factor rho of the normal equations after a solve')
+    gn_min_events: int = _param(2000, (0, 1e9), '',
+                                'a pose batch with fewer in-annulus events is not solved '
+                                '(deferred)')
+    gn_target_events: int = _param(3000, (0, 1e9), '',
+                                   'GN accumulates every k-th in-annulus event, k chosen so a '
+                                   'pose batch holds about this many (0 = every event, as the '
+                                   'paper)')
+    gn_max_step: float = _param(0.02, (1e-6, 10.0), 'tip radii',
+                                'trust region: a solve moves the tip circle by at most this '
+                                'many tip radii')
+    pose_timer_us: int = _param(100_000, (0, 1e12), 'us',
+                                'pose solve also when this much stream time passed (0 = off)')
+    pose_max_events: int = _param(0, (0, 1e12), '',
+                                  'pose solve also after this many in-annulus events (0 = off)')
     # fast translation step and motion model
-    pose_fast_us: int = 1000
-    pose_fast_rpm: float = 1e6
-    pose_fast_gain: float = 1.0
-    pose_fast_max_step: float = 0.05
-    pose_fast_damping: float = 0.05
-    pose_fast_min_weight: float = 20.0
-    pose_fast_forget: float = 0.5
-    pose_fast_info: float = 30.0
-    pose_acq_gain: float = 0.5
-    pose_fast_aniso: float = 0.2
-    motion_model: int = 1
-    motion_step_us: int = 500
-    motion_hold_us: int = 30_000
-    motion_max_rs: float = 40.0
-    motion_accel: float = 3e4
-    motion_gate: float = 4.0
-    motion_p0_pos: float = 0.1
-    motion_p0_vel: float = 0.5
+    pose_fast_us: int = _param(1000, (0, 1e9), 'us',
+                               'translation-only pose step from the phase term on this grid of '
+                               'stream time (0 = off, paper)')
+    pose_fast_rpm: float = _param(1e6, (0.0, 1e6), 'RPM',
+                                  'the fast step runs while the shaft RPM is below this '
+                                  '(default 1e6: always; 3000 restricts it to low RPM, where a '
+                                  "half turn, the paper's pose trigger, takes longer than 10 "
+                                  'ms for B = 2)')
+    pose_fast_gain: float = _param(1.0, (0.0, 2.0), '',
+                                   'gain of the fast Newton step (motion_model 0)')
+    pose_fast_max_step: float = _param(0.05, (1e-6, 10.0), 'tip radii',
+                                       'trust region of the fast translation step')
+    pose_fast_damping: float = _param(0.05, (0.0, 1e6), '',
+                                      'relative diagonal damping of the fast Newton step '
+                                      '(motion_model 0)')
+    pose_fast_min_weight: float = _param(20.0, (0.0, 1e12), '',
+                                         'a fast step needs at least this sum of phase gates')
+    pose_fast_forget: float = _param(0.5, (0.0, 1.0), '',
+                                     'forgetting factor of the fast translation system after a '
+                                     'step (without the motion model)')
+    pose_fast_info: float = _param(30.0, (1e-6, 1e9), '1/px^2',
+                                   'information per unit of the phase-term system, as a '
+                                   'measurement of the motion Kalman filter')
+    pose_acq_gain: float = _param(0.5, (0.0, 2.0), '',
+                                  'while the phase is acquired, the fast step moves the centre '
+                                  'by this times the centroid of the disc events')
+    pose_fast_aniso: float = _param(0.2, (0.0, 1.0), '',
+                                    'the fast step ignores a direction whose information is '
+                                    'below this fraction of the other one (eigenvalue ratio; 0 '
+                                    '= keep both)')
+    motion_model: int = _param(1, (0, 1), '',
+                               '1: while the fast step runs, a Kalman filter on the centre and '
+                               'its image velocity propagates the pose between steps (constant '
+                               'velocity); 0: damped Newton steps, the pose constant between '
+                               'them')
+    motion_step_us: int = _param(500, (50, 1e6), 'us',
+                                 'the motion model moves the centre on this grid of stream '
+                                 'time')
+    motion_hold_us: int = _param(30_000, (1000, 1e8), 'us',
+                                 'the velocity is dropped when no fast step applied for this '
+                                 'long')
+    motion_max_rs: float = _param(40.0, (0.0, 1e4), 'tip radii/s',
+                                  'largest image speed of the motion model')
+    motion_accel: float = _param(3e4, (0.0, 1e12), 'tip radii^2/s^3',
+                                 'white-acceleration density of the motion Kalman filter')
+    motion_gate: float = _param(4.0, (0.0, 1e6), '',
+                                'innovation gate of the motion Kalman filter: a fast step '
+                                'whose squared Mahalanobis distance exceeds this has its '
+                                'information scaled down (0 = off)')
+    motion_p0_pos: float = _param(0.1, (1e-6, 10.0), 'tip radii',
+                                  'initial position standard deviation of the motion Kalman '
+                                  'filter')
+    motion_p0_vel: float = _param(0.5, (1e-6, 1e4), 'tip radii/s',
+                                  'initial velocity standard deviation of the motion Kalman '
+                                  'filter')
     # health
-    health_window_us: int = 5000
-    health_min_tip_events: int = 30
-    health_coherence_min: float = 0.1
-    health_coherence_rel: float = 0.35
-    health_spill_max: float = 0.6
-    health_spill_rel: float = 0.25
-    health_starve_rel: float = 0.25
-    health_scale_tol: float = 0.15
-    health_persp_tol: float = 0.15
-    health_rpm_std_rel: float = 0.05
-    health_lost_us: int = 20_000
-    health_recover_us: int = 10_000
-    health_ref_tau_us: int = 200_000
-    health_pose_tau_us: int = 1_000_000
+    health_window_us: int = _param(5000, (500, 1e6), 'us',
+                                   'health statistics are evaluated on windows of this length')
+    health_min_tip_events: int = _param(30, (1, 1e9), '',
+                                        'fewest tip-band events for a window to judge phase '
+                                        'coherence and tip spill')
+    health_coherence_min: float = _param(0.1, (-1.0, 1.0), '',
+                                         'phase coherence (mean cos of the tip-band phase '
+                                         'residuals) below this is bad')
+    health_coherence_rel: float = _param(0.35, (0.0, 1.0), '',
+                                         'coherence below this fraction of its slow reference '
+                                         'is bad')
+    health_spill_max: float = _param(0.6, (0.0, 1.0), '',
+                                     'tip spill (events just outside the tip / both bands) '
+                                     'above this is bad')
+    health_spill_rel: float = _param(0.25, (0.0, 1.0), '',
+                                     'tip spill above its slow reference plus this is bad')
+    health_starve_rel: float = _param(0.25, (0.0, 1.0), '',
+                                      'in-annulus event rate below this fraction of its slow '
+                                      'reference is starvation')
+    health_scale_tol: float = _param(0.15, (0.0, 10.0), '',
+                                     '|log-scale - slow reference| above this is scale drift')
+    health_persp_tol: float = _param(0.15, (0.0, 10.0), '',
+                                     'change of the foreshortening |p| |t| / s from its slow '
+                                     'reference above this is perspective drift')
+    health_rpm_std_rel: float = _param(0.05, (0.0, 10.0), '',
+                                       'RPM standard deviation above this fraction of the RPM '
+                                       'is uncertain')
+    health_lost_us: int = _param(20_000, (0, 1e9), 'us',
+                                 'bad windows for this long make a DEGRADED rotor LOST')
+    health_recover_us: int = _param(10_000, (0, 1e9), 'us',
+                                    'good windows for this long make a rotor TRACKING again')
+    health_ref_tau_us: int = _param(200_000, (1000, 1e9), 'us',
+                                    'time constant of the slow references of rate, coherence '
+                                    'and spill')
+    health_pose_tau_us: int = _param(1_000_000, (1000, 1e9), 'us',
+                                     'time constant of the slow references of scale and '
+                                     'perspective')
     # plausibility gates
-    gate_rpm_min: float = 100.0
-    gate_rpm_max: float = 60_000.0
-    gate_accel_rpm_s: float = 500_000.0
-    gate_scale_rel: float = 0.5
-    gate_center_step: float = 0.35
+    gate_rpm_min: float = _param(100.0, (0.0, 1e7), 'RPM',
+                                 'shaft RPM below this is implausible (per rotor: rpm_range)')
+    gate_rpm_max: float = _param(60_000.0, (1.0, 1e7), 'RPM',
+                                 'shaft RPM above this is implausible (per rotor: rpm_range)')
+    gate_accel_rpm_s: float = _param(500_000.0, (0.0, 1e9), 'RPM/s',
+                                     'shaft RPM changing faster than this between health '
+                                     'windows is implausible (0: off)')
+    gate_scale_rel: float = _param(0.5, (0.0, 100.0), '',
+                                   'tip radius leaving [1 / (1 + g), 1 + g] times its slow '
+                                   'reference is implausible (0: off)')
+    gate_center_step: float = _param(0.35, (0.0, 100.0), 'tip radii',
+                                     'rotor centre moving more than this within one health '
+                                     'window is implausible (0: off)')
     # rotation sign / phase acquisition
-    sign_events: int = 5000
-    sign_turns: float = 0.5
-    sign_max_us: int = 200_000
-    sign_margin: float = 0.02
-    sign_rpm_span: float = 0.3
+    sign_events: int = _param(5000, (16, 1e6), '',
+                              'in-ring events kept (evenly thinned) for the rotation-sign and '
+                              'phase acquisition')
+    sign_turns: float = _param(0.5, (0.0, 100.0), '',
+                               'the acquisition window spans at least this many predicted '
+                               'shaft turns')
+    sign_max_us: int = _param(200_000, (1000, 1e8), 'us',
+                              'the acquisition window lasts at most this long (caps sign_turns '
+                              'for a low initial RPM)')
+    sign_margin: float = _param(0.02, (0.0, 10.0), '',
+                                'relative lead the winning rotation sign needs, else +1')
+    sign_rpm_span: float = _param(0.3, (0.0, 0.95), '',
+                                  'relative RPM search span of the acquisition (+-)')
     # region of interest
-    bbox_margin_px: float = 4.0
+    bbox_margin_px: float = _param(4.0, (0.0, 1e4), 'px',
+                                   'margin around the projected r_out circle of bbox_px()')
 
     def __post_init__(self) -> None:
         """Check types and ranges; raise ValueError naming the field."""
@@ -351,7 +270,7 @@ class TrackerParams:
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValueError(f'tracker parameter {f.name} must be a number, got {value!r}')
-            if f.name in _INT_FIELDS:
+            if _is_int(f):
                 if float(value) != int(value):
                     raise ValueError(f'tracker parameter {f.name} must be an integer, got '
                                      f'{value!r}')
@@ -361,7 +280,7 @@ class TrackerParams:
             value = getattr(self, f.name)
             if not math.isfinite(value):
                 raise ValueError(f'tracker parameter {f.name} must be finite, got {value!r}')
-            _, _, lo, hi = _DESCRIBE[f.name]
+            lo, hi = f.metadata['range']
             if (lo is not None and value < lo) or (hi is not None and value > hi):
                 raise ValueError(f'tracker parameter {f.name}={value!r} is outside '
                                  f'[{lo}, {hi}]')
@@ -394,7 +313,24 @@ class TrackerParams:
     @classmethod
     def describe(cls) -> dict[str, tuple[str, str, float | None, float | None]]:
         """Describe every field: name -> (description, unit, min, max)."""
-        return {f.name: _DESCRIBE[f.name] for f in fields(cls)}
+        return {f.name: _description(f) for f in fields(cls)}
+
+
+def _is_int(f: Field) -> bool:
+    """True for a field annotated ``int``."""
+    return f.type in ('int', int)
+
+
+def _description(f: Field) -> tuple[str, str, float | None, float | None]:
+    """(description, unit, min, max) of a field."""
+    lo, hi = f.metadata['range']
+    return f.metadata['description'], f.metadata['unit'], lo, hi
+
+
+# derived tables: name -> (description, unit, min, max); names of the integer fields
+_DESCRIBE: dict[str, tuple[str, str, float | None, float | None]] = {
+    f.name: _description(f) for f in fields(TrackerParams)}
+_INT_FIELDS = frozenset(f.name for f in fields(TrackerParams) if _is_int(f))
 
 
 @dataclass(frozen=True)
