@@ -15,10 +15,10 @@ x) and a signed 32-bit timestamp [us], both little-endian. ``time_base``
 holds the bits of the sensor time above the 31-bit counter, so an event's
 time is ``time_base // 1000 + timestamp``, plus 2**31 us for every rollover
 of the counter inside the packet (a timestamp more than 2**30 us below the
-one before it; ``time_wraps`` counts them). A smaller backward step is a glitch, held at the latest time
-(``time_backwards``, ``time_clamped``). Events without the valid mark are
-skipped (``skipped_other``), negative timestamps are garbage
-(``skipped_unknown``).
+one before it; ``time_wraps`` counts them). A smaller backward step is a
+glitch, held at the latest time (``time_backwards``, ``time_clamped``).
+Events without the valid mark are skipped (``skipped_other``), negative
+timestamps are garbage (``skipped_unknown``).
 
 ``libcaer_cmp``: 16-bit words, the top 4 bits the type, the time relative to
 ``time_base`` (the packet's first event):
