@@ -1,16 +1,19 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""Benchmark of EVT 3.0 decoding (and encoding) on driver-like packets.
+"""Benchmark of event decoding (EVT 3.0, EVT 2.0, libcaer, libcaer_cmp) on driver-like packets.
 
 A synthetic propeller scene (two blades, default 10,000 shaft RPM, about
 32 M events/s, the edges sweeping the image like the real sensor sees them)
 is encoded with :class:`Evt3Encoder` in ~1 ms packets as the metavision
 driver publishes them, then decoded packet by packet with one decoder.
+The same events are also encoded as EVT 2.0, libcaer and libcaer_cmp
+packets of the same length and decoded the same way (``--encodings``).
 Prints M events/s per core (best of several runs after a warm-up).
 
 Usage::
 
     python benchmarks/bench_decode.py [--seconds 1.0] [--rate-mev 32] [--repeat 5]
+                                      [--encodings evt2,libcaer,libcaer_cmp]
                                       [--bag test/data/test_data_evt3_trigger]
 
 With ``--bag`` the EventPackets of a recorded bag are decoded as well.
@@ -22,7 +25,9 @@ import time
 import numpy as np
 
 from helixtrack_ros.codecs import make_decoder
+from helixtrack_ros.codecs.evt2_encoder import Evt2Encoder
 from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
+from helixtrack_ros.codecs.libcaer_encoder import encode_libcaer, encode_libcaer_cmp
 from helixtrack_ros.core.events import EventArrays
 
 
@@ -62,6 +67,8 @@ def main() -> None:
     ap.add_argument('--packet-us', type=int, default=1000, help='packet length [us]')
     ap.add_argument('--repeat', type=int, default=5, help='timed runs (best is reported)')
     ap.add_argument('--bag', help='also decode the EventPackets of this bag')
+    ap.add_argument('--encodings', default='evt2,libcaer,libcaer_cmp',
+                    help='other encodings to decode the same events in (comma-separated)')
     args = ap.parse_args()
 
     ev = propeller_events(args.seconds, args.rate_mev)
@@ -95,11 +102,45 @@ def main() -> None:
     print(f'words: {n_words:,} ({n_words / n:.2f} per event); ADDR_X {codes[2]:,}, '
           f'VECT_12 {codes[4]:,}, VECT_8 {codes[5]:,}, ADDR_Y {codes[0]:,}, '
           f'TIME_LOW {codes[6]:,}')
-    print(f'decode: {n / best_dec / 1e6:7.1f} M events/s  ({best_dec * 1e9 / n:.2f} ns/event, '
-          f'best of {args.repeat})')
+    print(f'decode evt3       : {n / best_dec / 1e6:7.1f} M events/s  '
+          f'({best_dec * 1e9 / n:.2f} ns/event, best of {args.repeat})')
     print(f'encode: {n / best_enc / 1e6:7.1f} M events/s  ({best_enc * 1e9 / n:.2f} ns/event)')
+    for name in filter(None, args.encodings.split(',')):
+        bench_encoding(name, ev, ranges, args.repeat)
     if args.bag:
         bench_bag(args.bag, args.repeat)
+
+
+def encode_packets(name: str, ev: EventArrays,
+                   ranges: list[tuple[int, int]]) -> list[tuple[bytes, int]]:
+    """The events as ``(payload, time_base_ns)`` packets of one encoding."""
+    if name == 'evt2':
+        enc = Evt2Encoder()
+        return [(enc.encode(ev.slice(a, b)), 0) for a, b in ranges]
+    if name == 'libcaer':
+        return [encode_libcaer(ev.slice(a, b)) for a, b in ranges]
+    if name == 'libcaer_cmp':
+        return [encode_libcaer_cmp(ev.slice(a, b)) for a, b in ranges]
+    raise ValueError(f'no encoder for {name!r}')
+
+
+def bench_encoding(name: str, ev: EventArrays, ranges: list[tuple[int, int]],
+                   repeat: int) -> None:
+    """Decode the events encoded as ``name`` packet by packet; print the rate."""
+    packets = encode_packets(name, ev, ranges)
+    n = len(ev)
+    times = []
+    for _ in range(repeat + 1):  # the first run compiles
+        dec = make_decoder(name, 1280, 720)
+        t0 = time.perf_counter()
+        for pl, tb in packets:
+            dec.decode(pl, False, tb)
+        times.append(time.perf_counter() - t0)
+    assert dec.counters['events'] == n, f'{name} decoder lost events'
+    best = min(times[1:])
+    n_bytes = sum(len(pl) for pl, _ in packets)
+    print(f'decode {name:11s}: {n / best / 1e6:7.1f} M events/s  ({best * 1e9 / n:.2f} ns/event, '
+          f'{n_bytes / n:.2f} bytes/event, best of {repeat})')
 
 
 def bench_bag(bag: str, repeat: int) -> None:

@@ -1,25 +1,33 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""Event encodings (EVT 3.0, mono), their registry, and sensor-to-ROS time mapping.
+"""Event encodings (EVT 3.0, EVT 2.0, libcaer, libcaer_cmp, mono), registry, time mapping.
 
 Use :func:`make_decoder` with an EventPacket's ``encoding``, ``width`` and
 ``height``; keep one decoder per stream (decoders carry state across packets).
 """
 
+from helixtrack_ros.codecs.evt2 import Evt2Decoder
 from helixtrack_ros.codecs.evt3 import Evt3Decoder
+from helixtrack_ros.codecs.libcaer import LibcaerCmpDecoder, LibcaerDecoder
 from helixtrack_ros.codecs.mono import MonoDecoder
 from helixtrack_ros.codecs.types import COUNTER_NAMES, DecodedPacket, UnsupportedEncodingError
 
 _DECODERS = {
     'evt3': Evt3Decoder,
+    'evt2': Evt2Decoder,
+    'libcaer': LibcaerDecoder,
+    'libcaer_cmp': LibcaerCmpDecoder,
     'mono': MonoDecoder,
 }
+
+#: Type of every decoder :func:`make_decoder` returns.
+AnyDecoder = Evt3Decoder | Evt2Decoder | LibcaerDecoder | LibcaerCmpDecoder | MonoDecoder
 
 #: Encodings that :func:`make_decoder` accepts.
 SUPPORTED_ENCODINGS: tuple[str, ...] = tuple(_DECODERS)
 
 
-def make_decoder(encoding: str, width: int, height: int) -> 'Evt3Decoder | MonoDecoder':
+def make_decoder(encoding: str, width: int, height: int) -> AnyDecoder:
     """Return a new stateful decoder for one event stream.
 
     Parameters
@@ -31,9 +39,10 @@ def make_decoder(encoding: str, width: int, height: int) -> 'Evt3Decoder | MonoD
 
     Returns
     -------
-    Evt3Decoder or MonoDecoder
-        An object with ``decode(payload, is_bigendian=False, time_base=0)``,
-        ``counters`` and ``reset()``.
+    AnyDecoder
+        An object with ``decode(payload, is_bigendian=False, time_base=0,
+        out=None)``, ``counters``, ``reset()``, ``resync()``, ``snapshot()``
+        and ``restore()``.
 
     Raises
     ------
@@ -50,5 +59,6 @@ def make_decoder(encoding: str, width: int, height: int) -> 'Evt3Decoder | MonoD
     return _DECODERS[key](width, height)
 
 
-__all__ = ['COUNTER_NAMES', 'DecodedPacket', 'Evt3Decoder', 'MonoDecoder',
-           'SUPPORTED_ENCODINGS', 'UnsupportedEncodingError', 'make_decoder']
+__all__ = ['COUNTER_NAMES', 'AnyDecoder', 'DecodedPacket', 'Evt2Decoder', 'Evt3Decoder',
+           'LibcaerCmpDecoder', 'LibcaerDecoder', 'MonoDecoder', 'SUPPORTED_ENCODINGS',
+           'UnsupportedEncodingError', 'make_decoder']
