@@ -356,6 +356,10 @@ class Evt3Decoder:
         """
         self._state[:] = snapshot
 
+    def counts(self) -> np.ndarray:
+        """A copy of the cumulative counters, in the order of ``COUNTER_NAMES``."""
+        return self._counters.copy()
+
     @property
     def counters(self) -> dict[str, int]:
         """Cumulative counters since construction or :meth:`reset`."""

@@ -106,6 +106,10 @@ class MonoDecoder:
         """Return to a state taken by :meth:`snapshot` (counters are kept)."""
         self._floor_us = int(snapshot)
 
+    def counts(self) -> np.ndarray:
+        """A copy of the cumulative counters, in the order of ``COUNTER_NAMES``."""
+        return self._counters.copy()
+
     @property
     def counters(self) -> dict[str, int]:
         """Cumulative counters since construction or :meth:`reset`."""

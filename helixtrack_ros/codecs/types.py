@@ -27,6 +27,9 @@ COUNTER_NAMES: tuple[str, ...] = (
     'resync_skipped',    # words discarded after lost packets until the time is known again
 )
 
+#: Position of each counter in the counter array.
+COUNTER_INDEX: dict[str, int] = {name: i for i, name in enumerate(COUNTER_NAMES)}
+
 
 class UnsupportedEncodingError(ValueError):
     """Raised when an EventPacket encoding has no decoder here."""

@@ -17,6 +17,7 @@ import numpy as np
 
 from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
 from helixtrack_ros.codecs.time_sync import TimeMapper
+from helixtrack_ros.codecs.types import COUNTER_INDEX
 from helixtrack_ros.core.events import EventArrays, EventBuffer
 
 #: A backward jump of sensor time larger than this is a camera restart.
@@ -31,7 +32,9 @@ CORRUPT_UNKNOWN_FRACTION = 0.1
 #: After this many suspect packets in a row the time leap is taken as real.
 CORRUPT_RUN_ACCEPT = 5
 #: Decoder counters of words that carried no valid event.
-_DECODER_ERROR_COUNTERS = ('skipped_unknown', 'out_of_bounds', 'odd_bytes', 'before_time_high')
+_ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_bytes',
+                                      'before_time_high')]
+_WORDS, _UNKNOWN = COUNTER_INDEX['words'], COUNTER_INDEX['skipped_unknown']
 
 INTAKE_COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'events_in',
                    'time_backwards', 'time_gaps', 'camera_restarts', 'decode_errors',
@@ -97,7 +100,7 @@ class PacketIntake:
             # the stream state of the decoder is stale after lost packets
             decoder.resync()
             self._decoder_stale = False
-        before = decoder.counters
+        before = decoder.counts()
         snapshot = decoder.snapshot()
         mark = out.n
         try:
@@ -106,9 +109,9 @@ class PacketIntake:
         except ValueError as exc:
             self.counters['packets_refused'] += 1
             return Admission(f'undecodable payload: {exc}')
-        after = decoder.counters
-        self.counters['decode_errors'] += _errors(after) - _errors(before)
-        reason, final = self._corrupt_reason(ev, before, after, int(stamp_ns))
+        delta = (decoder.counts() - before).tolist()
+        self.counters['decode_errors'] += sum(delta[i] for i in _ERRORS)
+        reason, final = self._corrupt_reason(ev, delta[_WORDS], delta[_UNKNOWN], int(stamp_ns))
         if reason is not None and (final or self._suspect_run < CORRUPT_RUN_ACCEPT):
             # roll the stream state back so that the garbage does not shift later times
             decoder.restore(snapshot)
@@ -172,7 +175,7 @@ class PacketIntake:
             self.decoder_key = key
         return self.decoder
 
-    def _corrupt_reason(self, ev: EventArrays, before: dict[str, int], after: dict[str, int],
+    def _corrupt_reason(self, ev: EventArrays, words: int, unknown: int,
                         stamp_ns: int) -> tuple[str | None, bool]:
         """Say why a decoded packet looks like garbage (None when it looks sane), and
         whether that is final (never to be taken as a restart).
@@ -185,8 +188,6 @@ class PacketIntake:
         move such a leap is refused every time: no output can carry a time
         beyond the accepted stream.
         """
-        words = after.get('words', 0) - before.get('words', 0)
-        unknown = after.get('skipped_unknown', 0) - before.get('skipped_unknown', 0)
         if words >= 16 and unknown > CORRUPT_UNKNOWN_FRACTION * words:
             return f'{unknown} of {words} words have unknown codes', True
         if len(ev) and self.last_t_us is not None and self._last_stamp_ns is not None:
@@ -197,6 +198,3 @@ class PacketIntake:
                         f'moved {host_us / 1e6:.3f} s'), host_us > 0
         return None, False
 
-
-def _errors(c: dict[str, int]) -> int:
-    return int(sum(c.get(k, 0) for k in _DECODER_ERROR_COUNTERS))
