@@ -8,6 +8,7 @@ import pytest
 from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
 from helixtrack_ros.evaluation import rotor_inits_from_scene
 from helixtrack_ros.pipeline import PipelineConfig, RawPacket, TrackingPipeline
+from helixtrack_ros.pipeline.realtime import MIN_TRACKED_PER_US, StridePolicy
 from helixtrack_ros.sim import Simulator, make_scenario
 
 
@@ -269,7 +270,7 @@ def test_jobs_run_every_call_once_and_raise_a_helpers_error():
 def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
     scene = make_scenario('quadcopter_4m', 0.1, 1, seed=1)
     config = PipelineConfig(rotors=rotor_inits_from_scene(scene), realtime_stride=True,
-                            threads=1)
+                            threads=1, max_stride=4)
     pipe = TrackingPipeline(config)
 
     def gn_targets(p):
@@ -299,6 +300,43 @@ def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
     for _ in range(100):
         other._account_load(0.002, 1000)
     assert other.stride == 4
+
+
+def test_realtime_stride_leaves_the_sparsest_rotor_enough_events():
+    """Before: the stride went to max_stride whatever the rotors' event rates; on a
+    4 m quadcopter (about 3 M events/s on the sparsest rotor) stride 8 lost rotors."""
+    policy = StridePolicy(True, max_stride=8)
+    policy.note_rotor_rate(3.0)                  # events per us of the sparsest rotor
+    for _ in range(100):
+        policy.note_backlog(10)
+        policy.account(0.002, 1000)
+    assert policy.stride == 4 == int(3.0 / MIN_TRACKED_PER_US)
+    for _ in range(30):
+        policy.note_rotor_rate(13.0)             # a dense scene may go further
+        policy.note_backlog(10)
+        policy.account(0.002, 1000)
+    assert policy.stride == 8
+    for _ in range(30):
+        policy.note_rotor_rate(1.0)              # the rotors got sparser: down at once
+        policy.account(0.002, 1000)
+    assert policy.stride == 1
+
+
+def test_a_strided_batch_tracks_every_kth_event_of_the_batch_once_for_all_rotors():
+    """Under the stride the rotors get every k-th event of the batch (decimated once,
+    not once per rotor in the routing); packet ends stay where the packets end."""
+    from helixtrack_ros.core.events import EventArrays
+    from helixtrack_ros.pipeline.batching import Inflight
+
+    t = np.arange(23, dtype=np.int64)
+    ev = EventArrays(t, t.astype(np.uint16), t.astype(np.uint16), (t % 2).astype(np.uint8))
+    inf = Inflight([], ev=ev, ends=np.array([5, 6, 6, 23]), stride=4)
+    inf.decimate()
+    assert inf.tracked.t_us.tolist() == list(range(0, 23, 4))
+    for k in range(4):
+        part, _ = inf.tracked_packet(k)
+        whole = inf.packet(k).t_us.tolist()
+        assert part.t_us.tolist() == [v for v in whole if v % 4 == 0]
 
 
 @pytest.mark.parametrize('stride, words', [(2, '2nd'), (3, '3rd'), (4, '4th')])

@@ -48,6 +48,10 @@ class EventArrays(NamedTuple):
         return EventArrays(self.t_us[start:stop], self.x[start:stop],
                            self.y[start:stop], self.p[start:stop])
 
+    def every(self, k: int) -> 'EventArrays':
+        """Every k-th event (0, k, 2k, ...), as contiguous copies."""
+        return EventArrays(*(np.ascontiguousarray(a[::k]) for a in self))
+
 
 class EventBuffer:
     """Preallocated storage that keeps consecutive packets of a batch contiguous.

@@ -78,20 +78,44 @@ class Jobs:
 
 @dataclass
 class Inflight:
-    """A batch whose rotors are being tracked in the worker threads."""
+    """A batch whose rotors are being tracked in the worker threads.
+
+    ``ev`` / ``ends`` are the batch's events and the end of each packet in
+    them; ``tracked`` / ``tracked_ends`` what the rotors get: the same, or
+    under the real-time stride k every k-th event of the batch (one pass
+    here instead of one per rotor in the routing).
+    """
 
     pending: list[Pending]
     ev: EventArrays | None = None
     ends: np.ndarray | None = None
     t_last: np.ndarray | None = None
     stride: int = 1
+    tracked: EventArrays | None = None
+    tracked_ends: np.ndarray | None = None
     runs: list[Any] = field(default_factory=list)   # PacketRun or None per rotor
     jobs: Jobs | None = None                        # the runs still in the threads
+
+    def decimate(self) -> None:
+        """Set what the rotors track: every ``stride``-th event of the batch."""
+        k = self.stride
+        if k <= 1:
+            self.tracked, self.tracked_ends = self.ev, self.ends
+            return
+        self.tracked = self.ev.every(k)
+        # events 0, k, 2k, ... are kept: ceil(end / k) of them lie before a packet's end
+        self.tracked_ends = (self.ends + (k - 1)) // k
 
     def packet(self, k: int) -> EventArrays:
         """The events of the batch's k-th packet with events."""
         ends = self.ends
         return self.ev.slice(int(ends[k - 1]) if k else 0, int(ends[k]))
+
+    def tracked_packet(self, k: int) -> tuple[EventArrays, int]:
+        """The tracked events of the k-th packet with events, and where they start."""
+        ends = self.tracked_ends
+        e0 = int(ends[k - 1]) if k else 0
+        return self.tracked.slice(e0, int(ends[k])), e0
 
 
 class RotorThreads:

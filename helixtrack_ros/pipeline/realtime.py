@@ -13,15 +13,24 @@ from __future__ import annotations
 
 #: Live: a queue of more than this many packets (smoothed) widens the event stride.
 BACKLOG_BEHIND_PACKETS = 3.0
+#: The stride leaves every rotor at least this many tracked events per microsecond
+#: (0.7 M/s: quadcopter scenes held lock at it, lost it at half of it).
+MIN_TRACKED_PER_US = 0.7
 
 
 class StridePolicy:
-    """Chooses the event stride; ``enabled`` False keeps it at 1 (offline)."""
+    """Chooses the event stride; ``enabled`` False keeps it at 1 (offline).
+
+    The stride is at most ``max_stride``, and at most what leaves the sparsest
+    tracked rotor MIN_TRACKED_PER_US (a dense scene may go further than a
+    sparse one, which would lose lock).
+    """
 
     def __init__(self, enabled: bool, max_stride: int) -> None:
         self.enabled = enabled
         self.max_stride = max_stride
         self.stride = 1
+        self._rate_ema: float | None = None
         self.load_ema = 0.0
         self.backlog_ema = 0.0
         self._backlog_known = False
@@ -44,6 +53,18 @@ class StridePolicy:
         self.backlog_ema = 0.7 * self.backlog_ema + 0.3 * max(int(waiting), 0)
         self._backlog_known = True
 
+    def cap(self) -> int:
+        """The largest stride allowed now."""
+        if self._rate_ema is None:
+            return self.max_stride
+        return max(1, min(self.max_stride, int(self._rate_ema / MIN_TRACKED_PER_US)))
+
+    def note_rotor_rate(self, events_per_us: float | None) -> None:
+        """Routed events per us (before the stride) of the sparsest tracked rotor."""
+        if events_per_us is not None:
+            self._rate_ema = (events_per_us if self._rate_ema is None
+                              else 0.8 * self._rate_ema + 0.2 * events_per_us)
+
     def account(self, wall_s: float, span_us: int) -> bool:
         """Add ``wall_s`` of processing for ``span_us`` of sensor time; True when k changed."""
         self._wall_s += wall_s
@@ -58,7 +79,11 @@ class StridePolicy:
         else:
             behind = self.load_ema > 0.9
             room = self.load_ema < 0.4
-        if behind and self.stride < self.max_stride:
+        cap = self.cap()
+        if self.stride > cap:
+            self.stride = cap
+            return True
+        if behind and self.stride < cap:
             self.stride += 1
             self.load_ema = 0.5
             self.backlog_ema = 0.0

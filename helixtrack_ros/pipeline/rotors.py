@@ -19,7 +19,7 @@ import numpy as np
 
 from helixtrack_ros.core.detection import DetectedRotor
 from helixtrack_ros.core.events import EventArrays, EventBuffer
-from helixtrack_ros.core.health import HI_LEVEL, TRACKING
+from helixtrack_ros.core.health import HI_LEVEL, TRACKING, RotorState
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker, PacketRun
 from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
@@ -44,6 +44,9 @@ class RotorBank:
         self._detect_pool: ThreadPoolExecutor | None = None
         #: every detection used (start-up and re-detection): (sensor time, rotor name, it)
         self.detections: list[tuple[int, str, DetectedRotor]] = []
+        #: routed events per us of the TRACKING rotor with the fewest, in the last batch
+        self.sparsest_rate: float | None = None
+        self._last_batch_t_us = 0
         self.set_rotors(list(config.rotors))
 
     def set_rotors(self, inits: list[RotorInit]) -> None:
@@ -115,12 +118,13 @@ class RotorBank:
         sizes = [len(pk.ev) for pk in full]
         inf.ends = np.cumsum(sizes, dtype=np.int64)
         inf.t_last = np.array([pk.t_last for pk in full], dtype=np.int64)
-        ev = inf.ev
+        inf.decimate()
+        ev, ends = inf.tracked, inf.tracked_ends
+        longest = int(np.max(np.diff(ends, prepend=0)))
         arrays = (np.ascontiguousarray(ev.t_us, dtype=np.int64),
                   np.ascontiguousarray(ev.x, dtype=np.uint16),
                   np.ascontiguousarray(ev.y, dtype=np.uint16),
-                  np.ascontiguousarray(ev.p, dtype=np.uint8), inf.ends, inf.t_last, max(sizes),
-                  inf.stride)
+                  np.ascontiguousarray(ev.p, dtype=np.uint8), ends, inf.t_last, longest, 1)
         calls = []
         for r, tracker in enumerate(self.trackers):
             inf.runs.append(None)
@@ -161,13 +165,21 @@ class RotorBank:
         t_last = inf.t_last
         n_pk = len(t_last)
         per_rotor = [self._rotor_rows(r, runs[r], inf, stride) for r in range(len(self.trackers))]
-        self.counters['events_routed'] += int(sum(o.events for outs in per_rotor for o in outs))
+        routed = [sum(o.events for o in outs) for outs in per_rotor]
+        self.counters['events_routed'] += int(sum(routed))
+        # the sparsest rotor still tracked: its events per us of the batch, before the stride
+        span_us = int(t_last[-1]) - self._last_batch_t_us if self._last_batch_t_us else 0
+        self._last_batch_t_us = int(t_last[-1])
+        live = [n for n, outs in zip(routed, per_rotor)
+                if n and outs[-1].state == RotorState.TRACKING]
+        self.sparsest_rate = (min(live) * inf.stride / span_us
+                              if live and 0 < span_us < 1_000_000 else None)
         return [[outs[k] for outs in per_rotor] for k in range(n_pk)]
 
     def _rotor_rows(self, r: int, run: PacketRun | None, inf: Inflight,
                     stride: int) -> list[RotorOutput]:
         """Rotor r's outputs of a batch: its phase-1 rows, then packet by packet."""
-        t_last, ends = inf.t_last, inf.ends
+        t_last = inf.t_last
         outs: list[RotorOutput] = []
         if run is not None:
             last = run.done - 1
@@ -178,10 +190,9 @@ class RotorBank:
                 # a lost rotor being searched for is not tracked: a search step only
                 outs.append(searching_output(self, r, inf.packet(k), int(t_last[k])))
                 continue
-            e0 = int(ends[k - 1]) if k else 0
+            tracked, e0 = inf.tracked_packet(k)
             one = self.trackers[r].process_packets(
-                inf.packet(k), ends[k:k + 1] - e0, t_last[k:k + 1], inf.stride,
-                self._deadline(r))
+                tracked, inf.tracked_ends[k:k + 1] - e0, t_last[k:k + 1], 1, self._deadline(r))
             outs.extend(outputs_of(self, r, one, t_last[k:k + 1], stride,
                                    (inf.packet(k), int(t_last[k]))))
         return outs

@@ -307,5 +307,6 @@ class TrackingPipeline:
         self._account_load(wall_s, max(span_us, 1))
 
     def _account_load(self, wall_s: float, span_us: int) -> None:
+        self._policy.note_rotor_rate(self._bank.sparsest_rate)
         if self._policy.account(wall_s, span_us):
             self._bank.set_gn_divisor(self._policy.stride)
