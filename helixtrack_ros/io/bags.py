@@ -72,7 +72,8 @@ def _parse_event_packet(raw: 'bytes | memoryview', log_time_ns: int) -> EventPac
         log_time_ns=int(log_time_ns))
 
 
-def _resolve_bag_path(bag_path: 'str | Path') -> Path:
+def resolve_bag_path(bag_path: 'str | Path') -> Path:
+    """What rosbags opens: the path, or the one .mcap/.db3 file of a bare directory."""
     path = Path(bag_path)
     if not path.exists():
         raise FileNotFoundError(f'bag not found: {path}')
@@ -88,7 +89,7 @@ def _resolve_bag_path(bag_path: 'str | Path') -> Path:
 
 def _open(bag_path: 'str | Path') -> Reader:
     """Open a bag with rosbags; an MCAP bag cut short opens as a :class:`McapSalvage`."""
-    path = _resolve_bag_path(bag_path)
+    path = resolve_bag_path(bag_path)
     try:
         reader = Reader(path)
         reader.open()
