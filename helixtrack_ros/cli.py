@@ -775,7 +775,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--out', default='demo_out', help='output directory')
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser('simulate', help='write a simulated scene as a rosbag2 of EVT3 packets')
+    p = sub.add_parser('simulate', help='write a simulated scene as a rosbag2 or a .raw file')
     p.add_argument('--scenario', default='quadcopter')
     p.add_argument('--duration', type=positive_s, default=1.0, help='seconds of scene time')
     p.add_argument('--seed', type=int, default=0)
