@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from helixtrack_ros.io.bags import TruncatedBagError
 
 DEFAULT_TOPIC = '/event_camera/events'
+#: ``--topic`` and recording help of the offline commands
+TOPIC_HELP = 'event topic of a bag; needed only when the bag has several'
+RECORDING_HELP = ('recording: rosbag2 directory or .mcap/.db3 file, ROS 1 .bag (EventPacket or '
+                  'EventArray), or Metavision .raw file (EVT 2.0/3.0)')
 #: ``track`` hands the pipeline this many packets at a time (about 64 ms of a driver
 #: stream: each batch ends with the rotors waiting for the slowest one, so long batches
 #: keep both cores busy; 10-packet batches were 12-17 % slower on a 1 s, 30 M events/s scene)
@@ -57,12 +61,15 @@ EXIT_STATUS_HELP = """exit status:
        refused, or no rotor detected without --params), detect found no rotor,
        events decoded no event
   2    bad command line or input, one line on stderr: unknown option, a
-       duration <= 0 (--skip, --at-s < 0), missing bag or topic, a topic not
-       of type EventPacket, an output that cannot be written or an output
+       duration <= 0 (--skip, --at-s < 0), missing recording or topic, a topic
+       not of type EventPacket or EventArray, a bag with no event topic or with
+       several and no --topic, a .raw file without a header or of another
+       format than EVT 2.0/3.0, an output that cannot be written or an output
        directory that is an existing file
-  3    the bag's MCAP file is cut short (recorder killed): every intact message
-       before the damage was processed and written; the message says how many
-       and how to repair the file (mcap recover); wins over 1
+  3    the input is cut short: the bag's MCAP file (recorder killed; every
+       intact message before the damage was processed and written; the message
+       says how many and how to repair the file: mcap recover), or a .raw file
+       ending inside a word (every whole packet was processed); wins over 1
   130  interrupted (Ctrl-C): the outputs hold what was processed"""
 
 
@@ -128,6 +135,9 @@ def _output_file(path: Path) -> Path:
 def _damage_line(exc: TruncatedBagError, what: str) -> str:
     """The one line for a bag cut short: what was done with how many messages, and the fix."""
     from helixtrack_ros.io.bags import repair_hint
+    if hasattr(exc, 'repair'):   # a .raw file (io.raw_file.TruncatedRawError)
+        return (f'{exc.file} is cut short ({exc.damage}): {what} the {exc.messages_read} '
+                f'packets before the damage. {exc.repair}')
     return (f'{exc.file} is cut short ({exc.damage}): {what} the {exc.messages_read} intact '
             f'messages on {exc.topic} before the damage. {repair_hint(exc.file)}')
 
@@ -204,11 +214,11 @@ def cmd_events(args: argparse.Namespace) -> int:
     """Decode a bag's EventPackets into an npz of arrays."""
     from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
     out = _output_file(Path(args.out))
-    total = _count_or_fail(args.bag, args.topic)
+    recording = _open_or_fail(args.bag, args.topic)
     parts, trig = [], []
     decoder = None
-    progress = Progress(total, 'decoding')
-    packets = _Packets(args.bag, args.topic)
+    progress = Progress(recording.count or 0, 'decoding')
+    packets = _Packets(recording)
     for i, pkt in enumerate(packets):
         if decoder is None:
             try:
@@ -235,28 +245,28 @@ def cmd_events(args: argparse.Namespace) -> int:
         print(f'helixtrack: {_damage_line(packets.truncated, "decoded")}', file=sys.stderr)
         return ExitCode.PARTIAL_INPUT
     if not len(ev) and not sum(len(t[0]) for t in trig):
-        print(f'helixtrack: no event decoded from {len(trig)} packets on {args.topic}',
-              file=sys.stderr)
+        print(f'helixtrack: no event decoded from {len(trig)} packets on '
+              f'{recording.topic or recording.path}', file=sys.stderr)
         return ExitCode.NOTHING_FOUND
     return ExitCode.OK
 
 
 class _Packets:
-    """The EventPackets of a bag topic; a bag cut short ends them, kept in ``truncated``.
+    """The packets of a recording; one cut short ends them, kept in ``truncated``.
 
     Any other read failure (a corrupt message) becomes a :class:`CliError`.
     """
 
-    def __init__(self, bag: str, topic: str) -> None:
-        self.bag = bag
-        self.topic = topic
+    def __init__(self, recording: Any) -> None:
+        self.recording = recording
         self.truncated: TruncatedBagError | None = None
 
     def __iter__(self) -> Iterator[Any]:
-        from helixtrack_ros.io.bags import TruncatedBagError, iter_event_packets
+        from helixtrack_ros.io.bags import TruncatedBagError
+        from helixtrack_ros.io.raw_file import TruncatedRawError
         try:
-            yield from iter_event_packets(self.bag, self.topic)
-        except TruncatedBagError as exc:
+            yield from self.recording.packets()
+        except (TruncatedBagError, TruncatedRawError) as exc:
             self.truncated = exc
         except FileNotFoundError as exc:
             raise CliError(str(exc)) from None
@@ -273,38 +283,36 @@ def _remove_output(path: Path) -> None:
         path.unlink()
 
 
-def _count_or_fail(bag: str, topic: str) -> int:
-    """The number of EventPackets on ``topic``; a problem (e.g. another type) as CliError."""
-    from helixtrack_ros.io.bags import EVENT_PACKET_TYPE, TruncatedBagError, count_messages
+def _open_or_fail(path: str, topic: str | None) -> Any:
+    """The recording (``io.recordings.Recording``) at ``path``; a problem as CliError."""
+    from helixtrack_ros.io.recordings import open_recording
     try:
-        return count_messages(bag, topic, EVENT_PACKET_TYPE)
-    except TruncatedBagError:
-        return 0   # cut before the topic's first message: reading it says so (exit 3)
-    except FileNotFoundError as exc:
-        raise CliError(str(exc)) from None
-    except ValueError as exc:
+        return open_recording(path, topic)
+    except (FileNotFoundError, ValueError) as exc:
         raise CliError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------- simulate
 def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
                     ego_level: int | None = None, packet_us: int = 1000,
-                    quiet: bool = False) -> dict[str, Any]:
+                    quiet: bool = False, fmt: str = 'rosbag2',
+                    sensor_size: tuple[int, int] = (1280, 720)) -> dict[str, Any]:
     """Simulate a scene and write it as the driver would record it.
 
     Writes ``out/events`` (rosbag2, mcap, EVT3 EventPackets on
-    ``/event_camera/events``), ``out/ground_truth.csv`` (``t_us,rotor,rpm``,
-    shaft RPM every 0.5 ms) and ``out/params.yaml`` (the true initial rotors).
+    ``/event_camera/events``; with ``fmt`` ``raw-evt3`` or ``raw-evt2`` a
+    Metavision file ``out/events.raw`` instead), ``out/ground_truth.csv``
+    (``t_us,rotor,rpm``, shaft RPM every 0.5 ms) and ``out/params.yaml`` (the
+    true initial rotors). ``sensor_size`` is (width, height) in pixels.
 
     Returns
     -------
     dict
         ``events``, ``packets``, ``duration_s``, ``wall_s`` and paths.
     """
-    from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
-    from helixtrack_ros.io.bags import EventBagWriter
+    from helixtrack_ros.codecs.evt3_encoder import packetize
     from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
-    from helixtrack_ros.sim import SCENARIOS, Simulator, make_scenario
+    from helixtrack_ros.sim import SCENARIOS, Simulator
     if scenario not in SCENARIOS:
         raise CliError(f'unknown scenario "{scenario}"; choose one of: '
                        + ', '.join(sorted(SCENARIOS)))
@@ -312,11 +320,9 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
         raise CliError(f'the duration must be > 0 s, got {duration_s:g}')
     _output_dir(out)
     wall0 = time.perf_counter()
-    scene = make_scenario(scenario, duration_s=duration_s, ego_level=ego_level, seed=seed)
+    scene, bag_path, writer, encoder = _scene_and_sink(scenario, duration_s, ego_level, seed,
+                                                       out, fmt, sensor_size)
     sim = Simulator(scene, seed=seed)
-    bag_path = out / 'events'
-    _remove_output(bag_path)
-    encoder = Evt3Encoder()
     n_events = 0
     seq = 0
     # header stamps: host clock at the first word of each packet plus a latency
@@ -326,7 +332,7 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     pending = None
     chunk_us = 10_000
     last_stamp = 0
-    with EventBagWriter(bag_path) as writer:
+    with writer:
         for chunk in sim.chunks(chunk_us=chunk_us):
             from helixtrack_ros.core.events import EventArrays
             ev = chunk if pending is None else EventArrays.concatenate([pending, chunk])
@@ -356,15 +362,7 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
                 seq += 1
                 n_events += len(part)
     progress.close()
-    # ground truth, shaft RPM, every 0.5 ms
-    t_gt = np.arange(0, scene.duration_us + 1, 500, dtype=np.int64)
-    with (out / 'ground_truth.csv').open('w', newline='') as fh:
-        w = csv.writer(fh)
-        w.writerow(['t_us', 'rotor', 'rpm'])
-        for rotor in scene.rotors:
-            rpm = rotor.rpm_shaft(t_gt)
-            for t, v in zip(t_gt.tolist(), rpm.tolist()):
-                w.writerow([t, rotor.name, f'{v:.4f}'])
+    _write_ground_truth(out / 'ground_truth.csv', scene)
     tree = rotor_params_tree(scene.initial_rotor_params(0))
     write_ros_params(out / 'params.yaml', tree,
                      header=f'true initial rotors of scenario {scenario} '
@@ -374,10 +372,46 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
             'ground_truth': out / 'ground_truth.csv', 'params': out / 'params.yaml'}
 
 
+def _scene_and_sink(scenario: str, duration_s: float, ego_level: int | None, seed: int,
+                    out: Path, fmt: str, sensor_size: tuple[int, int]) -> tuple[Any, ...]:
+    """The scene to simulate and where it goes: (scene, path, writer, encoder)."""
+    from helixtrack_ros.io.recordings import open_event_sink
+    from helixtrack_ros.sim import make_scenario
+    try:
+        scene = make_scenario(scenario, duration_s=duration_s, ego_level=ego_level, seed=seed,
+                              sensor_size=sensor_size)
+        path, writer, encoder = open_event_sink(out, fmt, scene.width, scene.height)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    _remove_output(path)
+    return scene, path, writer, encoder
+
+
+def _write_ground_truth(path: Path, scene: Any) -> None:
+    """``t_us,rotor,rpm``: every rotor's shaft RPM every 0.5 ms."""
+    t_gt = np.arange(0, scene.duration_us + 1, 500, dtype=np.int64)
+    with path.open('w', newline='') as fh:
+        w = csv.writer(fh)
+        w.writerow(['t_us', 'rotor', 'rpm'])
+        for rotor in scene.rotors:
+            rpm = rotor.rpm_shaft(t_gt)
+            for t, v in zip(t_gt.tolist(), rpm.tolist()):
+                w.writerow([t, rotor.name, f'{v:.4f}'])
+
+
+def _sensor_size(text: str) -> tuple[int, int]:
+    """An argparse type: ``WIDTHxHEIGHT`` in pixels, each 1..2048."""
+    w, sep, h = text.lower().partition('x')
+    if not (sep and w.isdigit() and h.isdigit() and 0 < int(w) <= 2048
+            and 0 < int(h) <= 2048):
+        raise argparse.ArgumentTypeError(f'expected WIDTHxHEIGHT (each 1..2048), got {text!r}')
+    return int(w), int(h)
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``helixtrack simulate``."""
     info = simulate_to_dir(args.scenario, args.duration, args.seed, Path(args.out),
-                           ego_level=args.ego_level)
+                           ego_level=args.ego_level, fmt=args.format, sensor_size=args.size)
     rate = info['events'] / max(info['duration_s'], 1e-9)
     print(f'{info["events"]} events ({rate / 1e6:.1f} M events/s of sensor time) in '
           f'{info["packets"]} packets, {info["wall_s"]:.1f} s wall')
@@ -387,7 +421,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- track
-def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT_TOPIC,
+def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = None,
               ground_truth: str | None = None, skip_s: float = 0.2,
               quiet: bool = False) -> dict[str, Any]:
     """Track every rotor of a bag; write rpm.csv, results.mcap and rpm.png.
@@ -422,7 +456,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
     # offline every event counts: no real-time stride
     config = replace(config, realtime_stride=False)
     truth = _read_ground_truth(Path(ground_truth)) if ground_truth else None
-    total = _count_or_fail(bag, topic)
+    recording = _open_or_fail(bag, topic)
     _output_dir(out)
     _remove_output(out / 'results.mcap')
     TrackingPipeline.warmup()
@@ -430,14 +464,14 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
     rows: dict[str, dict[str, list]] = {n: {'t_us': [], 'rpm': []} for n in pipe.rotor_names}
     wall0 = time.perf_counter()
     interrupted = False
-    progress = Progress(total, 'tracking', None if not quiet else False)
+    progress = Progress(recording.count or 0, 'tracking', None if not quiet else False)
     t_first_us = None
     t_last_us = None
     last_stamp_ns = None
     n_packets = 0
     n_rows = 0
     errors: dict[str, int] = {}
-    packets = _Packets(bag, topic)
+    packets = _Packets(recording)
     read_error: CliError | None = None
     hom_cols = [f'h{i}{j}' for i in range(3) for j in range(3)]
     with (out / 'rpm.csv').open('w', newline='') as fh, \
@@ -512,7 +546,8 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str = DEFAULT
             'sensor_s': sensor_s, 'rtf': sensor_s / wall if wall > 0 else float('nan'),
             'counters': dict(pipe.counters), 'errors': errors, 'table': table,
             'interrupted': interrupted, 'out': out, 'diagnostics': pipe.diagnostics(),
-            'rows': n_rows, 'topic': topic, 'auto_detect': not config.rotors,
+            'rows': n_rows, 'topic': recording.topic or str(recording.path),
+            'auto_detect': not config.rotors,
             'truncated': packets.truncated, 'read_error': read_error}
 
 
@@ -646,7 +681,7 @@ class Detection(NamedTuple):
     truncated: TruncatedBagError | None = None
 
 
-def detect_in_bag(bag: str, topic: str = DEFAULT_TOPIC, at_s: float = 0.0,
+def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
                   window_s: float = 0.1) -> Detection:
     """Detect the rotors in ``window_s`` of events starting ``at_s`` after the first event.
 
@@ -655,12 +690,12 @@ def detect_in_bag(bag: str, topic: str = DEFAULT_TOPIC, at_s: float = 0.0,
     from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
     from helixtrack_ros.core.detection import detect_rotors
     from helixtrack_ros.core.events import EventArrays
-    _count_or_fail(bag, topic)
+    recording = _open_or_fail(bag, topic)
     decoder = None
     parts = []
     t_start = None
     width, height = 1280, 720
-    packets = _Packets(bag, topic)
+    packets = _Packets(recording)
     for pkt in packets:
         if decoder is None:
             try:
@@ -740,21 +775,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--out', default='demo_out', help='output directory')
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser('simulate', help='write a simulated scene as a rosbag2 of EVT3 packets')
+    p = sub.add_parser('simulate', help='write a simulated scene as a rosbag2 or a .raw file')
     p.add_argument('--scenario', default='quadcopter')
     p.add_argument('--duration', type=positive_s, default=1.0, help='seconds of scene time')
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--ego-level', type=int, default=None, choices=range(0, 8),
                    help="camera egomotion level 0-7 (default: the scenario's)")
+    p.add_argument('--size', type=_sensor_size, default=(1280, 720), metavar='WxH',
+                   help='sensor size in pixels, e.g. 346x260 or 640x480 (default 1280x720; '
+                        'the scene is scaled to fit)')
+    p.add_argument('--format', choices=('rosbag2', 'raw-evt3', 'raw-evt2'), default='rosbag2',
+                   help='DIR/events as a rosbag2 of EVT3 EventPackets (default), or '
+                        'DIR/events.raw, a Metavision RAW file of EVT 3.0 or 2.0')
     p.add_argument('--out', required=True, help='output directory')
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser('track', help='track the rotors of a bag')
-    p.add_argument('bag', help='rosbag2 directory or file (sqlite3 or mcap)')
+    p.add_argument('bag', help=RECORDING_HELP)
     p.add_argument('--params', default=None,
                    help='ROS 2 parameter file with the rotors (default: detect them in the '
                         'first 100 ms)')
-    p.add_argument('--topic', default=DEFAULT_TOPIC)
+    p.add_argument('--topic', default=None, help=TOPIC_HELP)
     p.add_argument('--out', required=True, help='output directory')
     p.add_argument('--ground-truth', default=None, help='CSV t_us,rotor,rpm (shaft RPM)')
     p.add_argument('--skip', type=nonnegative_s, default=0.2,
@@ -762,8 +803,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_track)
 
     p = sub.add_parser('detect', help='find the rotors of a bag and write a parameter file')
-    p.add_argument('bag')
-    p.add_argument('--topic', default=DEFAULT_TOPIC)
+    p.add_argument('bag', help=RECORDING_HELP)
+    p.add_argument('--topic', default=None, help=TOPIC_HELP)
     p.add_argument('--at-s', type=nonnegative_s, default=0.0,
                    help='start of the detection window, seconds after the first event')
     p.add_argument('--window', type=positive_s, default=0.1,
@@ -772,8 +813,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_detect)
 
     p = sub.add_parser('events', help="decode a bag's event packets to an npz file")
-    p.add_argument('bag')
-    p.add_argument('--topic', default=DEFAULT_TOPIC)
+    p.add_argument('bag', help=RECORDING_HELP)
+    p.add_argument('--topic', default=None, help=TOPIC_HELP)
     p.add_argument('--out', required=True, help='output .npz')
     p.set_defaults(func=cmd_events)
     return parser

@@ -48,8 +48,8 @@ DEFAULT_EGO = {'lone_constant': 0, 'lone_1blade': 0, 'lone_ramp': 0, 'lone_sweep
                'background_only': 4, 'quadcopter': 2}
 
 
-def _sensor(rng: np.random.Generator, n_hot: int = 12) -> SensorSpec:
-    hot_xy = np.column_stack([rng.integers(0, WIDTH, n_hot), rng.integers(0, HEIGHT, n_hot)])
+def _sensor(rng: np.random.Generator, width: int, height: int, n_hot: int = 12) -> SensorSpec:
+    hot_xy = np.column_stack([rng.integers(0, width, n_hot), rng.integers(0, height, n_hot)])
     hot_rate = np.exp(rng.uniform(math.log(200.0), math.log(6000.0), n_hot))
     return SensorSpec(threshold=0.25, jitter_us=float(rng.uniform(12.0, 22.0)),
                       refractory_us=float(rng.uniform(15.0, 30.0)), gap_us=12.0,
@@ -85,12 +85,14 @@ def _blade_shape(rng: np.random.Generator, blades: int) -> dict:
             'contrast': -float(rng.uniform(0.30, 0.45))}
 
 
-def _lone(name: str, rng: np.random.Generator, duration_us: int) -> list:
+def _lone(name: str, rng: np.random.Generator, duration_us: int, size: tuple) -> list:
+    """One rotor near the image centre; ``size`` is (width, height, scale to 1280 x 720)."""
     blades = {'lone_3blade': 3, 'lone_1blade': 1}.get(name, 2)
     direction = -1 if name == 'lone_3blade' else 1
     shape = _blade_shape(rng, blades)
-    center = (640.0 + rng.uniform(-30, 30), 360.0 + rng.uniform(-20, 20))
-    radius = 100.0
+    width, height, k = size
+    center = (width / 2 + k * rng.uniform(-30, 30), height / 2 + k * rng.uniform(-20, 20))
+    radius = 100.0 * k
     th0 = float(rng.uniform(0, 2 * math.pi))
     if name in ('lone_constant', 'lone_1blade'):
         sched = RpmSchedule.constant(10_000.0, th0)
@@ -110,7 +112,7 @@ def _lone(name: str, rng: np.random.Generator, duration_us: int) -> list:
         sched = RpmSchedule.spiral_sweep(float(rng.uniform(12_000, 16_000)), rng,
                                          period_s=float(rng.uniform(4.0, 8.0)), theta0_rad=th0)
     elif name == 'lone_3blade':
-        radius = float(rng.uniform(85, 105))
+        radius = float(rng.uniform(85, 105)) * k
         sched = RpmSchedule.spiral_sweep(float(rng.uniform(10_000, 12_000)), rng,
                                          period_s=float(rng.uniform(3.0, 6.0)), lo=0.55,
                                          hi=0.85, theta0_rad=th0)
@@ -126,14 +128,18 @@ def _lone(name: str, rng: np.random.Generator, duration_us: int) -> list:
                       center_px=center, schedule=sched, psi_rad=psi, perspective=persp, **shape)]
 
 
-def _quad(rng: np.random.Generator, scale_px: float) -> list:
-    """Four rotors in an X, seen slightly from above, front rotors at the bottom."""
+def _quad(rng: np.random.Generator, scale_px: float, size: tuple) -> list:
+    """Four rotors in an X, seen slightly from above, front rotors at the bottom.
+
+    ``size`` is (width, height, scale to 1280 x 720): the drone is centred and scaled.
+    """
+    width, height, k = size
     rpm_max = float(rng.uniform(12_000, 16_000))
-    base_r = scale_px * rng.uniform(0.92, 1.08)
+    base_r = k * scale_px * rng.uniform(0.92, 1.08)
     gap = rng.uniform(0.15, 0.4) * base_r          # tip-to-tip gap, fraction of a radius
     dx = base_r + 0.5 * gap                         # half centre distance left-right
     dy = base_r + 0.5 * rng.uniform(0.2, 0.5) * base_r
-    c = np.array([640.0 + rng.uniform(-40, 40), 360.0 + rng.uniform(-25, 25)])
+    c = np.array([width / 2 + k * rng.uniform(-40, 40), height / 2 + k * rng.uniform(-25, 25)])
     spin = 1 if rng.random() < 0.5 else -1          # props-in or props-out
     shape = _blade_shape(rng, 2)
     contrast = shape.pop('contrast')
@@ -168,7 +174,8 @@ def _losses(spec, size: int, what: str) -> list:
 
 
 def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = None,
-                  seed: int = 0, hide_rotor=None, jump=None) -> Scene:
+                  seed: int = 0, hide_rotor=None, jump=None,
+                  sensor_size: 'tuple[int, int]' = (WIDTH, HEIGHT)) -> Scene:
     """Build a named scene.
 
     Parameters
@@ -187,6 +194,11 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
     jump : tuple or list of tuple, optional
         Induced loss ``(rotor_name, t_s, dx_frac, dy_frac)``: from t_s on the rotor's
         image is shifted by (dx_frac, dy_frac) times its tip radius. One per rotor.
+    sensor_size : tuple of int
+        (width, height) of the sensor, up to 2048 x 2048. The scene is that of
+        1280 x 720 centred and scaled by min(width / 1280, height / 720) (rotor
+        radii and placement, background edge length by area); the camera shake
+        keeps its pixel amplitude. The default gives the scenes as before.
 
     Returns
     -------
@@ -202,27 +214,33 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
     if not 0 <= level <= 7:
         raise ValueError(f'ego_level must be in 0..7, got {ego_level}')
     duration_us = int(round(duration_s * 1e6))
+    width, height = (int(v) for v in sensor_size)
+    if not (0 < width <= 2048 and 0 < height <= 2048):
+        raise ValueError(f'sensor_size must be within 1..2048 x 1..2048, got {sensor_size}')
+    k = min(width / WIDTH, height / HEIGHT)
+    size = (width, height, k)
     base_name = 'quadcopter_4m' if name == 'quadcopter' else name
     rng = np.random.default_rng([int(seed), sum(map(ord, base_name))])
     jolt = 3.0 if name == 'low_rpm_shake' else 1.0
     cam_rng = np.random.default_rng([int(seed), 7, sum(map(ord, base_name))])
-    camera = CameraMotion.generate(level, duration_us, cam_rng, (WIDTH / 2, HEIGHT / 2),
+    camera = CameraMotion.generate(level, duration_us, cam_rng, (width / 2, height / 2),
                                    jolt_scale=jolt)
     if base_name.startswith('quadcopter'):
-        rotors = _quad(rng, {'quadcopter_2m': 100.0, 'quadcopter_3m': 66.0}.get(base_name, 50.0))
+        rotors = _quad(rng, {'quadcopter_2m': 100.0, 'quadcopter_3m': 66.0}.get(base_name, 50.0),
+                       size)
         edge_len = 30_000.0
     elif base_name == 'background_only':
         rotors = []
         edge_len = 30_000.0
     else:
-        rotors = _lone(base_name, rng, duration_us)
+        rotors = _lone(base_name, rng, duration_us, size)
         edge_len = 26_000.0
     margin = camera.max_shift_px() + 10.0
     bg_rng = np.random.default_rng([int(seed), 11])
-    edges = EdgeSet.concatenate([random_background(bg_rng, WIDTH, HEIGHT, min(margin, 400.0),
-                                                   edge_len),
+    edges = EdgeSet.concatenate([random_background(bg_rng, width, height, min(margin, 400.0),
+                                                   edge_len * (width * height) / (WIDTH * HEIGHT)),
                                  drone_body_edges(bg_rng, rotors)])
-    sensor = _sensor(np.random.default_rng([int(seed), 13]))
+    sensor = _sensor(np.random.default_rng([int(seed), 13]), width, height)
     by_name = {r.name: r for r in rotors}
     for rname, t0_s, t1_s in _losses(hide_rotor, 3, 'hide_rotor'):
         if rname not in by_name:
@@ -239,6 +257,6 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
             raise ValueError(f'jump: one jump per rotor ({rname})')
         r.jump_us = float(t_s) * 1e6
         r.jump_px = (float(dx_frac) * r.radius_px, float(dy_frac) * r.radius_px)
-    return Scene(name=name, width=WIDTH, height=HEIGHT, duration_us=duration_us,
+    return Scene(name=name, width=width, height=height, duration_us=duration_us,
                  ego_level=level, rotors=rotors, camera=camera, edges=edges, sensor=sensor,
                  seed=int(seed), description=SCENARIOS[name])

@@ -1,0 +1,368 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Metavision ``.raw`` files (EVT 2.0 and EVT 3.0): read them as driver-like packets, write them.
+
+A RAW file is a text header of lines that start with ``%`` (for example
+``% format EVT3;height=720;width=1280``, ``% evt 3.0``, ``% geometry 1280x720``,
+``% date 2023-03-29 16:37:38``), closed by ``% end``, then the sensor's words
+exactly as the camera sent them (little-endian; 16-bit for EVT 3.0, 32-bit
+for EVT 2.0). The format comes from the ``format`` line, else from ``evt``;
+the sensor size from ``format``'s ``width``/``height``, else ``geometry``,
+else ``width``/``height`` lines.
+
+Packets. The metavision driver publishes about 1 ms of data per message, cut
+wherever the camera's USB transfers end; the decoders carry their state from
+one packet to the next, so any cut between words decodes. Here the cut is
+made by the words' own time, so that the packets are those the simulator and
+``packetize`` make: a packet starts at an event and holds the events less
+than ``packet_us`` after it. The cut itself is placed before the time words
+(EVT 3.0 TIME_HIGH/TIME_LOW, EVT 2.0 TIME_HIGH) that lead to the next
+packet's first event, or, where none lies between (EVT 2.0 events carry their
+own low time bits), right before that event. So a packet never ends inside
+an event's words (a vector, a CONTINUED word), and it starts with the time of
+its first event. A sensor clock going back more than 65 ms also starts a
+packet, and a packet never exceeds ``max_words`` words (a stream without
+events). The stamp of a packet is its first event's sensor time added to
+the header's ``date`` (as UTC; 0 without one), never decreasing.
+
+The file is read in chunks (``chunk_bytes``), so memory stays bounded on long
+recordings. A file whose data do not end on a whole word raises
+:class:`TruncatedRawError` after the last whole packet was given.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+import re
+
+import numpy as np
+
+from helixtrack_ros.core.jit import kernel
+from helixtrack_ros.io.packet_record import EventPacketRecord
+
+#: Encodings a RAW file may hold here, by the name of its ``format`` line.
+RAW_FORMATS = {'EVT3': 'evt3', 'EVT2': 'evt2'}
+#: ``% evt`` versions and their format names.
+_EVT_VERSIONS = {'3.0': 'EVT3', '3': 'EVT3', '2.0': 'EVT2', '2': 'EVT2', '2.1': 'EVT21'}
+_WORD_BYTES = {'evt3': 2, 'evt2': 4}
+_HEADER_MAX = 1 << 20
+_RESET_US = 65_536   # a backward time step this large is a restarted sensor clock
+
+# cutter state slots
+_K_HAVE = 0      # 1 once a TIME_HIGH was seen
+_K_HIGH = 1      # absolute TIME_HIGH count
+_K_LOW = 2       # EVT 3.0 TIME_LOW
+_K_START = 3     # time of the open packet's first event (-1: none yet)
+_K_CAND = 4      # first time word after the last event word (global index; -1: none)
+_K_CUT = 5       # start of the open packet (global word index)
+_N_K = 6
+
+
+class RawFileError(ValueError):
+    """A ``.raw`` file that cannot be read: no header, an unknown format, no geometry."""
+
+
+class TruncatedRawError(ValueError):
+    """The data of a ``.raw`` file end inside a word (e.g. the recorder was killed).
+
+    Raised after every whole packet was given; ``packets_read`` says how many,
+    ``file`` and ``damage`` where and what.
+    """
+
+    def __init__(self, file: Path, damage: str, packets_read: int) -> None:
+        self.file = Path(file)
+        self.damage = damage
+        self.messages_read = int(packets_read)
+        self.topic = '(raw file)'
+        super().__init__(f'{self.file} is cut short ({damage}); read the '
+                         f'{self.messages_read} packets before it')
+
+    @property
+    def repair(self) -> str:
+        """What to do about it: nothing, the lost part is less than one word."""
+        return 'Only that partial word is lost; no repair is needed.'
+
+
+@dataclass(frozen=True)
+class RawHeader:
+    """What the header of a ``.raw`` file says."""
+
+    #: ``'evt3'`` or ``'evt2'``
+    encoding: str
+    width: int
+    height: int
+    #: byte offset of the first data word
+    data_offset: int
+    #: ROS time of sensor time 0 [ns]: the ``date`` line as UTC, else 0
+    date_ns: int = 0
+    #: every header line, key (lower case) -> value
+    fields: dict = field(default_factory=dict)
+
+
+def _header_lines(path: Path) -> tuple[dict[str, str], int]:
+    """The ``% key value`` lines of the header and the offset of the data after them."""
+    with path.open('rb') as fh:
+        buf = fh.read(_HEADER_MAX)
+    fields: dict[str, str] = {}
+    pos = 0
+    while pos < len(buf) and buf[pos] == ord('%'):
+        nl = buf.find(b'\n', pos)
+        if nl < 0:
+            raise RawFileError(f'{path}: header line at byte {pos} does not end')
+        text = buf[pos + 1:nl].decode('latin-1').strip()
+        pos = nl + 1
+        if text.lower() == 'end':
+            break
+        key, _, value = text.partition(' ')
+        if key:
+            fields[key.lower()] = value.strip()
+    if not fields:
+        raise RawFileError(f'{path}: no Metavision RAW header (the file must start with '
+                           "'% ' text lines such as '% format EVT3;height=720;width=1280')")
+    return fields, pos
+
+
+def _size(value: str, path: Path, what: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 0 < n <= 2048:
+        raise RawFileError(f'{path}: bad sensor {what} {value!r} in the header')
+    return n
+
+
+def read_raw_header(path: 'str | Path') -> RawHeader:
+    """Parse the header of a ``.raw`` file.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    RawFileError
+        (a ValueError) No header, an unknown or missing format, or no sensor size.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f'raw file not found: {path}')
+    fields, offset = _header_lines(path)
+    parts = fields.get('format', '').split(';')
+    name = parts[0].strip().upper()
+    if not name and 'evt' in fields:
+        name = _EVT_VERSIONS.get(fields['evt'].strip(), f'evt {fields["evt"]}')
+    if not name:
+        raise RawFileError(f"{path}: the header names no event format (no '% format' or "
+                           "'% evt' line)")
+    if name not in RAW_FORMATS:
+        raise RawFileError(f'{path}: unsupported event format {name!r} in the header; '
+                           f'supported: {", ".join(RAW_FORMATS)}')
+    geo = dict(p.strip().split('=', 1) for p in parts[1:] if '=' in p)
+    width, height = geo.get('width'), geo.get('height')
+    if (width is None or height is None) and 'geometry' in fields:
+        m = re.fullmatch(r'\s*(\d+)\s*x\s*(\d+)\s*', fields['geometry'])
+        if m:
+            width, height = m.group(1), m.group(2)
+    width, height = width or fields.get('width'), height or fields.get('height')
+    if width is None or height is None:
+        raise RawFileError(f'{path}: the header gives no sensor size (no width/height in '
+                           "'% format' and no '% geometry' line)")
+    date_ns = 0
+    if 'date' in fields:
+        try:
+            date = datetime.strptime(fields['date'], '%Y-%m-%d %H:%M:%S')
+            date_ns = int(date.replace(tzinfo=timezone.utc).timestamp()) * 1_000_000_000
+        except ValueError:
+            date_ns = 0
+    return RawHeader(RAW_FORMATS[name], _size(width, path, 'width'),
+                     _size(height, path, 'height'), offset, date_ns, fields)
+
+
+@kernel
+def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):
+    """Find the packet cuts in ``words`` (global index of word 0: ``base``); returns the count.
+
+    ``cuts[i]`` is the global index where a packet ends, ``starts[i]`` the time of
+    that packet's first event (-1: none). See the module docstring for the rule.
+    """
+    n_cut = 0
+    for k in range(words.shape[0]):
+        w = np.int64(words[k])
+        g = base + k
+        t = np.int64(-1)
+        is_event = False
+        if evt3:
+            typ = w >> 12
+            if typ == 0x8 or typ == 0x6:
+                if typ == 0x8:
+                    h = w & 0xFFF
+                    if state[_K_HAVE] == 0:
+                        state[_K_HAVE] = 1
+                        state[_K_HIGH] = h
+                    else:
+                        d = (h - state[_K_HIGH]) & 0xFFF
+                        state[_K_HIGH] += d if d < 2048 else d - 4096
+                else:
+                    state[_K_LOW] = w & 0xFFF
+                if state[_K_CAND] < 0:
+                    state[_K_CAND] = g
+            elif typ == 0x2 or typ == 0x4 or typ == 0x5 or typ == 0xA:
+                is_event = True
+                t = (state[_K_HIGH] << 12) | state[_K_LOW]
+        else:
+            typ = w >> 28
+            if typ == 0x8:
+                h = w & 0x0FFFFFFF
+                if state[_K_HAVE] == 0:
+                    state[_K_HAVE] = 1
+                    state[_K_HIGH] = h
+                else:
+                    d = (h - state[_K_HIGH]) & 0x0FFFFFFF
+                    state[_K_HIGH] += d if d < (1 << 27) else d - (1 << 28)
+                if state[_K_CAND] < 0:
+                    state[_K_CAND] = g
+            elif typ == 0x0 or typ == 0x1 or typ == 0xA:
+                is_event = True
+                t = (state[_K_HIGH] << 6) | ((w >> 22) & 0x3F)
+        if is_event and state[_K_HAVE] != 0:
+            start = state[_K_START]
+            if start < 0:
+                state[_K_START] = t
+            elif t >= start + packet_us or t < start - _RESET_US:
+                cut = state[_K_CAND] if state[_K_CAND] > state[_K_CUT] else g
+                cuts[n_cut] = cut
+                starts[n_cut] = start
+                n_cut += 1
+                state[_K_CUT] = cut
+                state[_K_START] = t
+        if is_event:
+            state[_K_CAND] = -1
+        if g - state[_K_CUT] >= max_words:   # no event for too long: cut anyway
+            cuts[n_cut] = g
+            starts[n_cut] = state[_K_START]
+            n_cut += 1
+            state[_K_CUT] = g
+            state[_K_CAND] = -1
+    return n_cut
+
+
+def _packet(header: RawHeader, payload: np.ndarray, start_us: int, seq: int,
+            last_stamp: int) -> EventPacketRecord:
+    stamp = max(header.date_ns + max(start_us, 0) * 1000, last_stamp + 1 if seq else 0)
+    return EventPacketRecord(stamp_ns=stamp, seq=seq, width=header.width, height=header.height,
+                             encoding=header.encoding, is_bigendian=False, time_base=0,
+                             events=payload, log_time_ns=stamp)
+
+
+def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int = 1 << 22,
+                     max_words: int = 1 << 20) -> Iterator[EventPacketRecord]:
+    """Stream a ``.raw`` file as driver-like packets (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The ``.raw`` file.
+    packet_us : int
+        Sensor time per packet [us] (the driver's default is 1 ms).
+    chunk_bytes : int
+        Bytes read at a time.
+    max_words : int
+        Largest packet in words.
+
+    Raises
+    ------
+    FileNotFoundError, RawFileError
+        See :func:`read_raw_header`.
+    TruncatedRawError
+        After the last packet, if the data end inside a word.
+    """
+    path = Path(path)
+    header = read_raw_header(path)
+    size = _WORD_BYTES[header.encoding]
+    dtype = np.dtype('<u2' if size == 2 else '<u4')
+    chunk_bytes = max(size, chunk_bytes - chunk_bytes % size)
+    state = np.full(_N_K, -1, np.int64)
+    state[_K_HAVE] = state[_K_HIGH] = state[_K_LOW] = state[_K_CUT] = 0
+    pending = np.empty(0, dtype)   # words since the open packet's start
+    base = 0                       # global index of the next word read
+    seq, last_stamp, tail = 0, 0, b''
+    with path.open('rb') as fh:
+        fh.seek(header.data_offset)
+        while True:
+            data = fh.read(chunk_bytes)
+            if not data:
+                break
+            data = tail + data
+            whole = len(data) - len(data) % size
+            tail = data[whole:]
+            words = np.frombuffer(data[:whole], dtype)
+            cuts = np.empty(words.shape[0] + 1, np.int64)
+            starts = np.empty(words.shape[0] + 1, np.int64)
+            n = _cut_words(words, header.encoding == 'evt3', base, packet_us, max_words, state,
+                           cuts, starts)
+            pending = np.concatenate([pending, words])
+            origin = base + words.shape[0] - pending.shape[0]   # global index of pending[0]
+            for c, s in zip(cuts[:n].tolist(), starts[:n].tolist()):
+                payload = pending[:c - origin]
+                pending = pending[c - origin:]
+                origin = c
+                pkt = _packet(header, payload.view(np.uint8), s, seq, last_stamp)
+                last_stamp, seq = pkt.stamp_ns, seq + 1
+                yield pkt
+            pending = pending.copy()   # let the chunk's memory go
+            base += words.shape[0]
+    if pending.shape[0]:
+        yield _packet(header, pending.view(np.uint8), int(state[_K_START]), seq, last_stamp)
+        seq += 1
+    if tail:
+        raise TruncatedRawError(path, f'the data end {len(tail)} byte(s) into a {size}-byte '
+                                      'word', seq)
+
+
+def raw_header_text(encoding: str, width: int, height: int,
+                    date: 'datetime | None' = None) -> bytes:
+    """The header a Metavision camera writes, for ``encoding`` ``'evt3'`` or ``'evt2'``."""
+    names = {v: k for k, v in RAW_FORMATS.items()}
+    if encoding not in names:
+        raise ValueError(f'encoding must be evt3 or evt2, got {encoding!r}')
+    lines = []
+    if date is not None:
+        lines.append(f'% date {date.strftime("%Y-%m-%d %H:%M:%S")}')
+    lines += [f'% evt {"3.0" if encoding == "evt3" else "2.0"}',
+              f'% format {names[encoding]};height={int(height)};width={int(width)}',
+              f'% geometry {int(width)}x{int(height)}',
+              '% integrator_name helixtrack_ros', '% end']
+    return ('\n'.join(lines) + '\n').encode('ascii')
+
+
+class RawFileWriter:
+    """Write a ``.raw`` file: the header, then encoded words as they come.
+
+    Examples
+    --------
+    >>> with RawFileWriter('scene.raw', 'evt3', 1280, 720) as w:   # doctest: +SKIP
+    ...     w.write(Evt3Encoder().encode(events))
+    """
+
+    def __init__(self, path: 'str | Path', encoding: str, width: int, height: int,
+                 date: 'datetime | None' = None) -> None:
+        self.path = Path(path)
+        self._head = raw_header_text(encoding, width, height, date)
+        self._fh = None
+
+    def __enter__(self) -> 'RawFileWriter':  # noqa: D105
+        self._fh = self.path.open('wb')
+        self._fh.write(self._head)
+        return self
+
+    def __exit__(self, *exc: object) -> None:  # noqa: D105
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def write(self, payload: 'bytes | np.ndarray') -> None:
+        """Append encoded words (little-endian bytes)."""
+        if self._fh is None:
+            raise ValueError(f'{self.path} is not open (use the writer in a with block)')
+        self._fh.write(payload if isinstance(payload, bytes) else
+                       np.ascontiguousarray(payload).tobytes())

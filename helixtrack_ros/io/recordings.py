@@ -1,0 +1,215 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""One entry point for every kind of event recording: :func:`open_recording`.
+
+The offline commands take a path and need packets and the sensor size; what
+the path is decides how it is read:
+
+- a file whose name ends in ``.raw``: a Metavision RAW file (EVT 2.0 or 3.0,
+  :mod:`~helixtrack_ros.io.raw_file`);
+- a file ending in ``.bag``: a ROS 1 bag (:mod:`~helixtrack_ros.io.ros1_bags`);
+- a directory, or a file ending in ``.mcap`` or ``.db3``: a rosbag2
+  (:mod:`~helixtrack_ros.io.bags`).
+
+In a bag the event topic is the one of type EventPacket or EventArray; it
+needs naming only when there are several (then the error lists them). The
+writers for simulated scenes are here too (:func:`open_event_sink`).
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helixtrack_ros.io.packet_record import EventPacketRecord
+
+#: Kinds of recording :func:`open_recording` reads.
+KINDS = ('raw', 'rosbag2', 'rosbag1')
+#: Formats :func:`open_event_sink` writes.
+SINK_FORMATS = ('rosbag2', 'raw-evt3', 'raw-evt2')
+
+
+class RecordingError(ValueError):
+    """A recording that cannot be used: unknown kind, no or several event topics."""
+
+
+@dataclass(frozen=True)
+class Recording:
+    """An opened recording: what it is, its event topic and sensor size, and its packets.
+
+    ``count`` is the number of packets when the kind knows it (bags), else None;
+    ``width``/``height`` are None when no packet could be looked at (an empty
+    topic). Iterate :meth:`packets` for the :class:`EventPacketRecord` items.
+    """
+
+    path: Path
+    kind: str
+    topic: str | None
+    msgtype: str
+    count: int | None
+    width: int | None
+    height: int | None
+
+    def packets(self) -> Iterator[EventPacketRecord]:
+        """Stream the packets (the reader's errors pass through: see :func:`open_recording`)."""
+        if self.kind == 'raw':
+            from helixtrack_ros.io.raw_file import iter_raw_packets
+            return iter_raw_packets(self.path)
+        if self.kind == 'rosbag1':
+            from helixtrack_ros.io.ros1_bags import iter_ros1_event_packets
+            return iter_ros1_event_packets(self.path, self.topic)
+        from helixtrack_ros.io.bags import iter_event_packets
+        return iter_event_packets(self.path, self.topic)
+
+
+def recording_kind(path: 'str | Path') -> str:
+    """``'raw'``, ``'rosbag1'`` or ``'rosbag2'`` by the path (see the module docstring)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f'recording not found: {path}')
+    suffix = path.suffix.lower()
+    if path.is_dir() or suffix in ('.mcap', '.db3'):
+        return 'rosbag2'
+    if suffix == '.raw':
+        return 'raw'
+    if suffix == '.bag':
+        return 'rosbag1'
+    raise RecordingError(f'{path}: not a known recording (expected a .raw file, a ROS 1 .bag, '
+                         'or a rosbag2 directory, .mcap or .db3 file)')
+
+
+def choose_topic(path: Path, topics: dict[str, str], topic: str | None) -> str:
+    """The event topic: ``topic`` if given, else the only one of an event type."""
+    from helixtrack_ros.io.ros_types import EVENT_TYPES
+    if topic is not None:
+        return topic
+    events = sorted(t for t, m in topics.items() if m in EVENT_TYPES)
+    if len(events) == 1:
+        return events[0]
+    if not events:
+        avail = ', '.join(f'{t} ({m})' for t, m in sorted(topics.items())) or 'none'
+        raise RecordingError(f'no event topic (EventPacket or EventArray) in {path}; '
+                             f'topics: {avail}')
+    raise RecordingError(f'{path} has {len(events)} event topics: {", ".join(events)}; '
+                         'choose one with --topic')
+
+
+def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
+    """Open a recording of any kind, find its event topic and sensor size.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A ``.raw`` file, a ROS 1 ``.bag``, a rosbag2 directory or ``.mcap``/``.db3`` file.
+    topic : str, optional
+        The event topic of a bag; needed only when it has several.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the path does not exist.
+    ValueError
+        One line: an unknown kind, a bad RAW header
+        (:class:`~helixtrack_ros.io.raw_file.RawFileError`), no event topic or
+        several, a topic missing or of another type, a bag that cannot be read.
+    TruncatedBagError
+        (a ValueError) An MCAP bag cut short before its event topic's first message.
+    """
+    path = Path(path)
+    kind = recording_kind(path)
+    if kind == 'raw':
+        from helixtrack_ros.io.raw_file import read_raw_header
+        head = read_raw_header(path)
+        return Recording(path, kind, None, f'raw {head.encoding}', None, head.width, head.height)
+    if kind == 'rosbag1':
+        from helixtrack_ros.io.ros1_bags import ros1_topics
+        info = ros1_topics(path)
+        name = choose_topic(path, {t: m for t, (m, _) in info.items()}, topic)
+        msgtype, count = info.get(name, ('', 0))
+    else:
+        name, msgtype, count = _rosbag2_topic(path, topic)
+    rec = Recording(path, kind, name, msgtype, count, None, None)
+    if count:
+        first = next(iter(_first_packet(rec)), None)
+        if first is not None:
+            rec = Recording(path, kind, name, msgtype, count, int(first.width),
+                            int(first.height))
+    return rec
+
+
+def _rosbag2_topic(path: Path, topic: str | None) -> tuple[str, str, int]:
+    """(topic, type, message count) of a rosbag2's event topic.
+
+    An MCAP bag cut short before its event topic's first message (or before
+    any topic) gets the driver's topic and a count of 0: reading it then
+    raises :class:`~helixtrack_ros.io.mcap_salvage.TruncatedBagError`, which
+    says what happened.
+    """
+    from helixtrack_ros.io.bags import count_messages, list_topics, resolve_bag_path
+    from helixtrack_ros.io.mcap_salvage import TruncatedBagError, mcap_files_if_damaged
+    from helixtrack_ros.io.ros_types import DEFAULT_EVENT_TOPIC, EVENT_TYPES
+    topics = list_topics(path)
+    try:
+        name = choose_topic(path, topics, topic)
+    except RecordingError:
+        if topic is not None or topics or not mcap_files_if_damaged(resolve_bag_path(path)):
+            raise
+        name = DEFAULT_EVENT_TOPIC
+    try:
+        count = count_messages(path, name, EVENT_TYPES)
+    except TruncatedBagError:
+        count = 0
+    return name, topics.get(name, ''), count
+
+
+def _first_packet(rec: Recording) -> list:
+    """The first packet of a bag topic (empty if the bag ends before one)."""
+    from helixtrack_ros.io.mcap_salvage import TruncatedBagError
+    it = rec.packets()
+    try:
+        return [next(it)]
+    except (StopIteration, TruncatedBagError):
+        return []
+    finally:
+        it.close()
+
+
+class _RawSink:
+    """A ``.raw`` writer with the bag writer's ``write`` (stamp and seq are not stored)."""
+
+    def __init__(self, path: Path, encoding: str, width: int, height: int) -> None:
+        from helixtrack_ros.io.raw_file import RawFileWriter
+        self._writer = RawFileWriter(path, encoding, width, height)
+
+    def __enter__(self) -> '_RawSink':  # noqa: D105
+        self._writer.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:  # noqa: D105
+        self._writer.__exit__(*exc)
+
+    def write(self, stamp_ns: int, seq: int, payload: bytes, **_: Any) -> None:
+        """Append the packet's words."""
+        self._writer.write(payload)
+
+
+def open_event_sink(out_dir: Path, fmt: str, width: int, height: int) -> tuple[Path, Any, Any]:
+    """Where and how a simulated stream is written: (path, writer, encoder).
+
+    ``fmt``: ``'rosbag2'`` (``out_dir/events``, mcap, EVT 3.0 EventPackets),
+    ``'raw-evt3'`` or ``'raw-evt2'`` (``out_dir/events.raw``). The writer is a
+    context manager with ``write(stamp_ns, seq, payload, width=, height=)``;
+    the encoder a fresh stateful one of the format's encoding.
+    """
+    from helixtrack_ros.codecs.evt2_encoder import Evt2Encoder
+    from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder
+    if fmt not in SINK_FORMATS:
+        raise ValueError(f'format must be one of {", ".join(SINK_FORMATS)}, got {fmt!r}')
+    if fmt == 'rosbag2':
+        from helixtrack_ros.io.bag_writers import EventBagWriter
+        path = out_dir / 'events'
+        return path, EventBagWriter(path), Evt3Encoder()
+    encoding = fmt.split('-')[1]
+    path = out_dir / 'events.raw'
+    encoder = Evt3Encoder() if encoding == 'evt3' else Evt2Encoder()
+    return path, _RawSink(path, encoding, width, height), encoder
