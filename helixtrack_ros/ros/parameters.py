@@ -24,6 +24,7 @@ from helixtrack_ros.pipeline.config import (
     check_value,
     coerce_rotor_field,
 )
+from helixtrack_ros.ros.messages import EVENTS_TYPES
 
 #: Values of the ``executor`` parameter.
 EXECUTORS = ('events', 'single_threaded')
@@ -45,11 +46,14 @@ NODE_PARAMETERS: dict[str, ParamSpec] = {
 #: The node's own string parameters: name -> (allowed values, description).
 NODE_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
     'debug_image_encoding': (('mono8', 'rgb8'), 'debug image encoding: mono8 or rgb8'),
+    'events_type': (EVENTS_TYPES, 'message type of ~/events: '
+                    'event_camera_msgs/EventPacket, event_array_msgs/EventArray (older '
+                    'drivers), or auto: the type its publishers use'),
     'executor': (EXECUTORS, 'how callbacks are run: "events" (rclpy.experimental.'
                  'EventsExecutor, Kilted and newer; elsewhere single_threaded) or '
                  '"single_threaded"'),
 }
-NODE_READ_ONLY = ('diagnostics_period_s', 'executor')
+NODE_READ_ONLY = ('diagnostics_period_s', 'executor', 'events_type')
 
 _NAME_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
 
