@@ -58,13 +58,10 @@ checks. About 4 ns per event on driver-like packets (benchmarks/bench_decode.py)
 
 import numpy as np
 
+from helixtrack_ros.codecs.kernel_decoder import KernelDecoder
 from helixtrack_ros.codecs.types import (
     COUNTER_NAMES,
-    DecodedPacket,
-    check_geometry,
-    payload_as_uint8,
 )
-from helixtrack_ros.core.events import EventArrays, EventBuffer
 from helixtrack_ros.core.jit import kernel
 
 #: Largest sensor size EVT 3.0 can address (11-bit coordinates).
@@ -115,11 +112,6 @@ _C_CLAMPED = _C['time_clamped']
 _C_RESETS = _C['time_resets']
 _C_RESYNC = _C['resync_skipped']
 
-# shared trigger outputs of packets without triggers (read-only, zero length)
-_NO_TRIG_T = np.empty(0, np.int64)
-_NO_TRIG_U8 = np.empty(0, np.uint8)
-_NO_TRIG_T.flags.writeable = False
-_NO_TRIG_U8.flags.writeable = False
 
 
 def new_state() -> np.ndarray:
@@ -282,18 +274,21 @@ def words_from_payload(buf: np.ndarray, is_bigendian: bool = False) -> np.ndarra
     return words
 
 
-class Evt3Decoder:
+def _evt3_kernel(words, new_packet, odd_bytes, time_base_us, width, height, state, counters,
+                 *out):
+    """The EVT 3.0 kernel in the shape :class:`KernelDecoder` calls (EVT 3.0 carries its
+    own time: ``time_base_us`` is not used)."""
+    del time_base_us
+    return _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, *out)
+
+
+class Evt3Decoder(KernelDecoder):
     """Stateful EVT 3.0 decoder for one event stream.
 
     Parameters
     ----------
     width, height : int
         Sensor size in pixels; events outside are dropped and counted.
-
-    Notes
-    -----
-    Not thread-safe (it reuses its output buffers): use one decoder per
-    stream and thread. The kernel releases the GIL.
 
     Examples
     --------
@@ -303,32 +298,16 @@ class Evt3Decoder:
     """
 
     encoding = 'evt3'
-    _CHUNK_WORDS = 1 << 18  # longer payloads are decoded in chunks (bounds the scratch)
+    MAX_SIZE = EVT3_MAX_SIZE
+    EVENTS_PER_WORD = 12    # a VECT_12 word holds up to 12 events
+    TRIGGERS = True
+    _kernel = staticmethod(_evt3_kernel)
 
-    def __init__(self, width: int, height: int) -> None:
-        self.width, self.height = check_geometry(width, height, EVT3_MAX_SIZE)
-        self._state = new_state()
-        self._counters = np.zeros(len(COUNTER_NAMES), np.int64)
-        self._scratch: tuple = ()
-        self._capacity = -1  # words the scratch buffers can take
+    def _new_state(self) -> np.ndarray:
+        return new_state()
 
-    def _ensure_scratch(self, n_words: int) -> tuple:
-        # Reused output buffers: fresh memory per packet costs page faults (several ns
-        # per event on virtual machines). Room for 12 events per word (a VECT_12 can
-        # hold 12); pages that are never written cost nothing.
-        if n_words > self._capacity:
-            cap = max(n_words, min(2 * self._capacity, self._CHUNK_WORDS), 4096)
-            self._scratch = (np.empty(12 * cap, np.int64), np.empty(12 * cap, np.uint16),
-                             np.empty(12 * cap, np.uint16), np.empty(12 * cap, np.uint8),
-                             np.empty(cap, np.int64), np.empty(cap, np.uint8),
-                             np.empty(cap, np.uint8))
-            self._capacity = cap
-        return self._scratch
-
-    def reset(self) -> None:
-        """Forget the stream state and zero the counters (start of a new stream)."""
-        self._state = new_state()
-        self._counters[:] = 0
+    def _words(self, buf: np.ndarray, is_bigendian: bool) -> np.ndarray:
+        return words_from_payload(buf, is_bigendian)
 
     def resync(self) -> None:
         """Packets of this stream were lost: the time and position state is stale.
@@ -343,80 +322,3 @@ class Evt3Decoder:
             self._state[_S_HAVE_TH] = 2
         self._state[_S_Y] = _NO_COORD
         self._state[_S_BASE_X] = _NO_COORD
-
-    def snapshot(self) -> np.ndarray:
-        """Return a copy of the stream state (time, row, base, polarity)."""
-        return self._state.copy()
-
-    def restore(self, snapshot: np.ndarray) -> None:
-        """Return to a state taken by :meth:`snapshot` (counters are kept).
-
-        Used to drop a corrupt packet whose words would otherwise poison the
-        time of every later packet.
-        """
-        self._state[:] = snapshot
-
-    def counts(self) -> np.ndarray:
-        """A copy of the cumulative counters, in the order of ``COUNTER_NAMES``."""
-        return self._counters.copy()
-
-    @property
-    def counters(self) -> dict[str, int]:
-        """Cumulative counters since construction or :meth:`reset`."""
-        return {name: int(v)
-                for name, v in zip(COUNTER_NAMES, self._counters, strict=True)}
-
-    def decode(self, payload: 'bytes | np.ndarray', is_bigendian: bool = False,
-               time_base: int = 0, out: EventBuffer | None = None) -> DecodedPacket:
-        """Decode the payload of one EventPacket.
-
-        Parameters
-        ----------
-        payload : bytes or numpy.ndarray
-            The packet's ``events`` bytes (uint8 array or bytes-like).
-        is_bigendian : bool
-            True if the 16-bit words are big-endian.
-        time_base : int
-            Ignored for EVT 3.0 (times come from the stream itself).
-        out : EventBuffer, optional
-            Where to put the events (they are then views into it); default:
-            arrays of their own.
-
-        Returns
-        -------
-        DecodedPacket
-            Events and trigger events of this packet.
-        """
-        del time_base  # EVT 3.0 carries its own time
-        buf = payload_as_uint8(payload)
-        words = words_from_payload(buf, bool(is_bigendian))
-        n = words.shape[0]
-        odd = buf.shape[0] - 2 * n
-        if n <= self._CHUNK_WORDS:  # the usual case: one kernel call
-            return self._decode_words(words, 1, odd, out)
-        c = self._CHUNK_WORDS
-        parts = [self._decode_words(words[s:s + c], int(s == 0), odd * (s == 0), None)
-                 for s in range(0, n, c)]
-        return DecodedPacket(EventArrays.concatenate([q.events for q in parts]),
-                             *(np.concatenate([getattr(q, f) for q in parts])
-                               for f in ('trig_t_us', 'trig_value', 'trig_id')))
-
-    def _decode_words(self, words: np.ndarray, new_packet: int, odd: int,
-                      out: EventBuffer | None) -> DecodedPacket:
-        scratch = self._ensure_scratch(words.shape[0])
-        room = out.free_arrays(12 * words.shape[0]) if out is not None else None
-        if room is not None:
-            # straight into the caller's buffer (12 events per word fit)
-            k, kt = _evt3_decode(words, new_packet, odd, self.width, self.height, self._state,
-                                 self._counters, *room, *scratch[4:])
-            ev = out.commit(k)
-        else:
-            k, kt = _evt3_decode(words, new_packet, odd, self.width, self.height, self._state,
-                                 self._counters, *scratch)
-            t, x, y, p = scratch[:4]
-            ev = (out.put(t[:k], x[:k], y[:k], p[:k]) if out is not None
-                  else EventArrays(t[:k].copy(), x[:k].copy(), y[:k].copy(), p[:k].copy()))
-        tt, tv, tid = scratch[4:]
-        if kt == 0:
-            return DecodedPacket(ev, _NO_TRIG_T, _NO_TRIG_U8, _NO_TRIG_U8)
-        return DecodedPacket(ev, tt[:kt].copy(), tv[:kt].copy(), tid[:kt].copy())

@@ -22,10 +22,10 @@ events. As for EVT 3.0, event times are kept non-decreasing within a stream
 
 import numpy as np
 
+from helixtrack_ros.codecs.kernel_decoder import KernelDecoder
 from helixtrack_ros.codecs.types import (
     COUNTER_NAMES,
     DecodedPacket,
-    check_geometry,
     payload_as_uint8,
 )
 from helixtrack_ros.core.events import EventArrays, EventBuffer
@@ -74,8 +74,8 @@ def _mono_decode(words, time_base_ns, width, height, floor_us, counters):
     return out_t, out_x, out_y, out_p, k, floor_us
 
 
-class MonoDecoder:
-    """Stateful decoder of the ``mono`` encoding.
+class MonoDecoder(KernelDecoder):
+    """Stateful decoder of the ``mono`` encoding (its state: the monotone time floor).
 
     Parameters
     ----------
@@ -84,37 +84,13 @@ class MonoDecoder:
     """
 
     encoding = 'mono'
+    MAX_SIZE = MONO_MAX_SIZE
 
-    def __init__(self, width: int, height: int) -> None:
-        self.width, self.height = check_geometry(width, height, MONO_MAX_SIZE)
-        self._counters = np.zeros(len(COUNTER_NAMES), np.int64)
-        self._floor_us = 0
-
-    def reset(self) -> None:
-        """Forget the stream state and zero the counters."""
-        self._counters[:] = 0
-        self._floor_us = 0
+    def _new_state(self) -> np.ndarray:
+        return np.zeros(1, np.int64)
 
     def resync(self) -> None:
         """Packets were lost: nothing to do (every mono event carries its full time)."""
-
-    def snapshot(self) -> int:
-        """Return the stream state (the monotone time floor)."""
-        return self._floor_us
-
-    def restore(self, snapshot: int) -> None:
-        """Return to a state taken by :meth:`snapshot` (counters are kept)."""
-        self._floor_us = int(snapshot)
-
-    def counts(self) -> np.ndarray:
-        """A copy of the cumulative counters, in the order of ``COUNTER_NAMES``."""
-        return self._counters.copy()
-
-    @property
-    def counters(self) -> dict[str, int]:
-        """Cumulative counters since construction or :meth:`reset`."""
-        return {name: int(v)
-                for name, v in zip(COUNTER_NAMES, self._counters, strict=True)}
 
     def decode(self, payload: 'bytes | np.ndarray', is_bigendian: bool = False,
                time_base: int = 0, out: EventBuffer | None = None) -> DecodedPacket:
@@ -145,8 +121,9 @@ class MonoDecoder:
         self._counters[_C['words']] += n
         self._counters[_C['odd_bytes']] += buf.shape[0] - 8 * n
         words = buf[:8 * n].view('>u8' if is_bigendian else '<u8').astype(np.uint64)
-        t, x, y, p, k, self._floor_us = _mono_decode(
-            words, time_base, self.width, self.height, self._floor_us, self._counters)
+        t, x, y, p, k, floor_us = _mono_decode(
+            words, time_base, self.width, self.height, int(self._state[0]), self._counters)
+        self._state[0] = floor_us
         ev = (EventArrays(t[:k], x[:k], y[:k], p[:k]) if out is None
               else out.put(t[:k], x[:k], y[:k], p[:k]))
         return DecodedPacket(ev, np.empty(0, np.int64), np.empty(0, np.uint8),

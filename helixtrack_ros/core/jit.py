@@ -15,6 +15,8 @@ one it was validated with:
   kernel can be split into named steps at no cost.
 """
 
+import os
+
 from numba import njit
 
 _BASE = {'cache': True, 'nogil': True}
@@ -28,3 +30,32 @@ numpy_errors_inline = njit(error_model='numpy', inline='always', **_BASE)
 fma = njit(fastmath={'contract'}, **_BASE)
 """A kernel whose multiply-adds may be fused (hot per-event maths)."""
 fma_inline = njit(fastmath={'contract'}, inline='always', **_BASE)
+
+
+def drop_stale_cache(directory: str, modules: tuple[str, ...], mark_name: str) -> None:
+    """Drop numba's on-disk cache of ``modules`` (in ``directory``) when any of them changed.
+
+    numba keys a cached function on its own source file only, but a kernel
+    that calls (or inlines) kernels of other modules compiles their code in;
+    a stale cache would silently run old code after an edit of one of those.
+    The sizes and times of the modules are kept in ``__pycache__/mark_name``.
+    Best effort: errors (e.g. a read-only install) are ignored.
+    """
+    try:
+        stamp = ';'.join(f'{m}:{st.st_mtime_ns}:{st.st_size}' for m, st in
+                         ((m, os.stat(os.path.join(directory, m + '.py'))) for m in modules))
+        cache = os.path.join(directory, '__pycache__')
+        mark = os.path.join(cache, mark_name)
+        if os.path.isfile(mark):
+            with open(mark) as f:
+                if f.read() == stamp:
+                    return
+        if os.path.isdir(cache):
+            for name in os.listdir(cache):
+                if name.endswith(('.nbi', '.nbc')) and name.split('.')[0] in modules:
+                    os.remove(os.path.join(cache, name))
+        os.makedirs(cache, exist_ok=True)
+        with open(mark, 'w') as f:
+            f.write(stamp)
+    except OSError:
+        pass
