@@ -1,0 +1,107 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""``helixtrack detect``: find the rotors of a recording and write a parameter file."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import sys
+import time
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from helixtrack_ros.cli.common import (
+    CliError,
+    ExitCode,
+    Packets,
+    damage_line,
+    make_decoder_or_fail,
+    open_or_fail,
+    output_file,
+)
+
+if TYPE_CHECKING:
+    from helixtrack_ros.io.bags import TruncatedBagError
+
+
+class Detection(NamedTuple):
+    """What :func:`detect_in_bag` found."""
+
+    #: list of DetectedRotor
+    rotors: list
+    #: sensor size from the packets
+    width: int
+    height: int
+    #: the TruncatedBagError when the bag ended at damage before the window did, else None
+    truncated: TruncatedBagError | None = None
+
+
+def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
+                  window_s: float = 0.1) -> Detection:
+    """Detect the rotors in ``window_s`` of events starting ``at_s`` after the first event.
+
+    A bag cut short (damaged MCAP) ends the window at the damage.
+    """
+    from helixtrack_ros.core.detection import detect_rotors
+    from helixtrack_ros.core.events import EventArrays
+    recording = open_or_fail(bag, topic)
+    decoder = None
+    parts = []
+    t_start = None
+    width, height = 1280, 720
+    packets = Packets(recording)
+    for pkt in packets:
+        if decoder is None:
+            decoder = make_decoder_or_fail(pkt)
+            width, height = int(pkt.width), int(pkt.height)
+        ev = decoder.decode(pkt.events, is_bigendian=pkt.is_bigendian,
+                            time_base=pkt.time_base).events
+        if not len(ev):
+            continue
+        if t_start is None:
+            t_start = int(ev.t_us[0]) + int(at_s * 1e6)
+        if ev.t_us[-1] < t_start:
+            continue
+        parts.append(ev)
+        if ev.t_us[-1] >= t_start + int(window_s * 1e6):
+            break
+    if not parts:
+        if packets.truncated is not None:
+            return Detection([], width, height, packets.truncated)
+        raise CliError(f'{bag}: no events at {at_s:g} s')
+    ev = EventArrays.concatenate(parts)
+    a = int(np.searchsorted(ev.t_us, t_start))
+    b = int(np.searchsorted(ev.t_us, t_start + int(window_s * 1e6)))
+    return Detection(detect_rotors(ev.slice(a, b), width=width, height=height), width, height,
+                     packets.truncated)
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    """``helixtrack detect``: write a parameter file with the rotors found."""
+    from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
+    output_file(Path(args.out))
+    t0 = time.perf_counter()
+    found = detect_in_bag(args.bag, args.topic, args.at_s, args.window)
+    rotors = found.rotors
+    wall = time.perf_counter() - t0
+    names = [f'rotor_{i}' for i in range(len(rotors))]
+    print(f'{len(rotors)} rotor(s) found in {args.window * 1e3:.0f} ms of events at '
+          f'{args.at_s:g} s ({wall:.2f} s):')
+    for name, r in zip(names, rotors):
+        print(f'  {name}: centre ({r.center_px[0]:.1f}, {r.center_px[1]:.1f}) px, radius '
+              f'{r.radius_px:.1f} px, {r.blades} blades, direction {r.direction:+d}, '
+              f'{r.rpm_shaft:.0f} shaft RPM (score {r.score:.2f})')
+    tree = rotor_params_tree([r.to_params_dict(n) for n, r in zip(names, rotors)])
+    write_ros_params(args.out, tree, header=f'rotors detected by helixtrack detect in {args.bag} '
+                                            f'at {args.at_s:g} s')
+    print(f'parameters: {args.out}')
+    if found.truncated is not None:
+        print(f'helixtrack: {damage_line(found.truncated, "searched")}', file=sys.stderr)
+        return ExitCode.PARTIAL_INPUT
+    if not rotors:
+        print(f'helixtrack: no rotor found in {args.window * 1e3:.0f} ms of events at '
+              f'{args.at_s:g} s (try another --at-s or a longer --window)', file=sys.stderr)
+        return ExitCode.NOTHING_FOUND
+    return ExitCode.OK
