@@ -34,6 +34,12 @@ __all__ = ['CliError', 'Detection', 'ExitCode', 'build_parser', 'detect_in_bag',
            'simulate_to_dir', 'track_bag']
 
 
+def _add_quiet(p: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress bar (there is none either when stderr is not a terminal)."""
+    p.add_argument('-q', '--quiet', action='store_true',
+                   help='no progress bar (none either when stderr is not a terminal)')
+
+
 def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
     """The ``demo`` and ``simulate`` sub-commands."""
     positive_s, nonnegative_s = seconds(positive=True), seconds(positive=False)
@@ -45,6 +51,7 @@ def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--skip', type=nonnegative_s, default=0.2,
                    help='seconds of convergence left out of the errors')
     p.add_argument('--out', default='demo_out', help='output directory')
+    _add_quiet(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser('simulate', help='write a simulated scene as a rosbag2 or a .raw file')
@@ -60,6 +67,7 @@ def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
                    help='DIR/events as a rosbag2 of EVT3 EventPackets (default), or '
                         'DIR/events.raw, a Metavision RAW file of EVT 3.0 or 2.0')
     p.add_argument('--out', required=True, help='output directory')
+    _add_quiet(p)
     p.set_defaults(func=cmd_simulate)
 
 
@@ -76,6 +84,7 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--ground-truth', default=None, help='CSV t_us,rotor,rpm (shaft RPM)')
     p.add_argument('--skip', type=nonnegative_s, default=0.2,
                    help='seconds of convergence left out of the errors')
+    _add_quiet(p)
     p.set_defaults(func=cmd_track)
 
     p = sub.add_parser('detect', help='find the rotors of a bag and write a parameter file')
@@ -86,12 +95,14 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--window', type=positive_s, default=0.1,
                    help='seconds of events to use')
     p.add_argument('--out', required=True, help='parameter file to write (.yaml)')
+    _add_quiet(p)
     p.set_defaults(func=cmd_detect)
 
     p = sub.add_parser('events', help="decode a bag's event packets to an npz file")
     p.add_argument('bag', help=RECORDING_HELP)
     p.add_argument('--topic', default=None, help=TOPIC_HELP)
     p.add_argument('--out', required=True, help='output .npz')
+    _add_quiet(p)
     p.set_defaults(func=cmd_events)
 
 

@@ -16,12 +16,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """``helixtrack demo``: simulate the default quadcopter, track it, report errors."""
     out = output_dir(Path(args.out))
     print(f'simulating scenario "{args.scenario}" ({args.duration:g} s) ...')
-    info = simulate_to_dir(args.scenario, args.duration, args.seed, out / 'scene')
+    info = simulate_to_dir(args.scenario, args.duration, args.seed, out / 'scene',
+                           quiet=args.quiet)
     print(f'  {info["events"]} events, {info["events"] / info["duration_s"] / 1e6:.1f} M '
           f'events/s sensor rate, written to {info["bag"]}')
     print('tracking ...')
     res = track_bag(str(info['bag']), str(info['params']), out / 'track',
-                    ground_truth=str(info['ground_truth']), skip_s=args.skip)
+                    ground_truth=str(info['ground_truth']), skip_s=args.skip,
+                    quiet=args.quiet)
     print_track_summary(res, args.skip)
     print(f'plot: {out / "track" / "rpm.png"}')
     return track_outcome(res)

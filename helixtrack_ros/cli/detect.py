@@ -21,6 +21,7 @@ from helixtrack_ros.cli.common import (
     open_or_fail,
     output_file,
 )
+from helixtrack_ros.cli.progress import Progress, progress_enabled
 
 if TYPE_CHECKING:
     from helixtrack_ros.io.bags import TruncatedBagError
@@ -39,10 +40,11 @@ class Detection(NamedTuple):
 
 
 def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
-                  window_s: float = 0.1) -> Detection:
+                  window_s: float = 0.1, quiet: bool = True) -> Detection:
     """Detect the rotors in ``window_s`` of events starting ``at_s`` after the first event.
 
-    A bag cut short (damaged MCAP) ends the window at the damage.
+    A bag cut short (damaged MCAP) ends the window at the damage. Progress (in
+    milliseconds of sensor time up to the window's end) is drawn unless ``quiet``.
     """
     from helixtrack_ros.core.detection import detect_rotors
     from helixtrack_ros.core.events import EventArrays
@@ -52,6 +54,9 @@ def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
     t_start = None
     width, height = 1280, 720
     packets = Packets(recording)
+    progress = Progress(int((at_s + window_s) * 1e3), 'reading', unit='ms',
+                        enabled=progress_enabled(quiet))
+    n_events = 0
     for pkt in packets:
         if decoder is None:
             decoder = make_decoder_or_fail(pkt)
@@ -62,11 +67,15 @@ def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
             continue
         if t_start is None:
             t_start = int(ev.t_us[0]) + int(at_s * 1e6)
+        n_events += len(ev)
+        done_us = int(ev.t_us[-1]) - t_start + int(at_s * 1e6)
+        progress.update(done_us // 1000, done_us * 1e-6, n_events)
         if ev.t_us[-1] < t_start:
             continue
         parts.append(ev)
         if ev.t_us[-1] >= t_start + int(window_s * 1e6):
             break
+    progress.close()
     if not parts:
         if packets.truncated is not None:
             return Detection([], width, height, packets.truncated)
@@ -83,7 +92,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
     output_file(Path(args.out))
     t0 = time.perf_counter()
-    found = detect_in_bag(args.bag, args.topic, args.at_s, args.window)
+    found = detect_in_bag(args.bag, args.topic, args.at_s, args.window, quiet=args.quiet)
     rotors = found.rotors
     wall = time.perf_counter() - t0
     names = [f'rotor_{i}' for i in range(len(rotors))]

@@ -18,7 +18,7 @@ from helixtrack_ros.cli.common import (
     open_or_fail,
     output_file,
 )
-from helixtrack_ros.cli.progress import Progress
+from helixtrack_ros.cli.progress import Progress, progress_enabled
 
 
 def cmd_events(args: argparse.Namespace) -> int:
@@ -27,7 +27,8 @@ def cmd_events(args: argparse.Namespace) -> int:
     recording = open_or_fail(args.bag, args.topic)
     parts, trig = [], []
     decoder = None
-    progress = Progress(recording.count or 0, 'decoding')
+    progress = Progress(recording.count, 'decoding', enabled=progress_enabled(args.quiet))
+    t_first, n_events = None, 0
     packets = Packets(recording)
     for i, pkt in enumerate(packets):
         if decoder is None:
@@ -35,7 +36,10 @@ def cmd_events(args: argparse.Namespace) -> int:
         d = decoder.decode(pkt.events, is_bigendian=pkt.is_bigendian, time_base=pkt.time_base)
         parts.append(d.events)
         trig.append((d.trig_t_us, d.trig_value, d.trig_id))
-        progress.update(i + 1)
+        n_events += len(d.events)
+        if len(d.events):
+            t_first = int(d.events.t_us[0]) if t_first is None else t_first
+            progress.update(i + 1, (int(d.events.t_us[-1]) - t_first) * 1e-6, n_events)
     progress.close()
     from helixtrack_ros.core.events import EventArrays
     ev = EventArrays.concatenate(parts)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from helixtrack_ros.cli.common import CliError, output_dir, remove_output
-from helixtrack_ros.cli.progress import Progress
+from helixtrack_ros.cli.progress import Progress, progress_enabled
 
 
 def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
@@ -46,7 +46,8 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     scene, bag_path, writer, encoder = _scene_and_sink(scenario, duration_s, ego_level, seed,
                                                        out, fmt, sensor_size)
     sim = Simulator(scene, seed=seed)
-    progress = Progress(scene.duration_us, f'simulating {scenario}', None if not quiet else False)
+    progress = Progress(scene.duration_us // 1000, f'simulating {scenario}', unit='ms',
+                        enabled=progress_enabled(quiet))
     with writer:
         n_events, seq = _write_packets(sim.chunks(chunk_us=10_000), writer, encoder, scene,
                                        packet_us, np.random.default_rng(seed + 1), progress)
@@ -91,7 +92,8 @@ def _write_packets(chunks: Any, writer: Any, encoder: Any, scene: Any, packet_us
             writer.write(last_stamp, seq, payload, width=scene.width, height=scene.height)
             seq += 1
             n_events += len(part)
-        progress.update(int(ev.t_us[-1]), f'{n_events / 1e6:.1f} M events')
+        t_done = int(ev.t_us[-1])
+        progress.update(t_done // 1000, t_done * 1e-6, n_events)
     if pending is not None and len(pending):
         for start, stop in packetize(pending.t_us, packet_us):
             part = pending.slice(start, stop)
@@ -133,7 +135,8 @@ def _write_ground_truth(path: Path, scene: Any) -> None:
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``helixtrack simulate``."""
     info = simulate_to_dir(args.scenario, args.duration, args.seed, Path(args.out),
-                           ego_level=args.ego_level, fmt=args.format, sensor_size=args.size)
+                           ego_level=args.ego_level, fmt=args.format, sensor_size=args.size,
+                           quiet=args.quiet)
     rate = info['events'] / max(info['duration_s'], 1e-9)
     print(f'{info["events"]} events ({rate / 1e6:.1f} M events/s of sensor time) in '
           f'{info["packets"]} packets, {info["wall_s"]:.1f} s wall')

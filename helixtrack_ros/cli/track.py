@@ -31,7 +31,7 @@ from helixtrack_ros.cli.common import (
     remove_output,
 )
 from helixtrack_ros.cli.plots import plot_rpm
-from helixtrack_ros.cli.progress import Progress
+from helixtrack_ros.cli.progress import Progress, progress_enabled
 from helixtrack_ros.cli.truth import error_table, print_error_table, read_ground_truth
 
 #: ``track`` hands the pipeline this many packets at a time (about 64 ms of a driver
@@ -85,6 +85,13 @@ class _TrackRun:
         self.interrupted = False
         self.read_error: CliError | None = None
 
+    @property
+    def sensor_s(self) -> float:
+        """Seconds of sensor time from the first packet with events to the last."""
+        if self.t_first_us is None or self.t_last_us is None:
+            return 0.0
+        return (self.t_last_us - self.t_first_us) * 1e-6
+
     def _batches(self, packets: Packets) -> Iterator[list[Any]]:
         """The packets in batches; a read failure ends them (outputs keep what came before)."""
         try:
@@ -103,8 +110,7 @@ class _TrackRun:
             for done in pipe.process_stream(self._batches(packets),
                                             diagnostics_period_us=1_000_000):
                 fh.writelines(self._write_batch(done, results_bag))
-                progress.update(self.n_packets,
-                                f'{pipe.counters["events_in"] / 1e6:.1f} M events')
+                progress.update(self.n_packets, self.sensor_s, pipe.counters['events_in'])
         except KeyboardInterrupt:
             self.interrupted = True
         finally:
@@ -179,7 +185,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = 
     pipe = TrackingPipeline(config)
     run = _TrackRun(pipe.rotor_names)
     wall0 = time.perf_counter()
-    progress = Progress(recording.count or 0, 'tracking', None if not quiet else False)
+    progress = Progress(recording.count, 'tracking', enabled=progress_enabled(quiet))
     packets = Packets(recording)
     with (out / 'rpm.csv').open('w', newline='') as fh, \
             ResultBagWriter(out / 'results.mcap') as results_bag:
@@ -189,8 +195,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = 
     wall = time.perf_counter() - wall0
     arrays = {n: {'t_us': np.asarray(v['t_us'], np.int64), 'rpm': np.asarray(v['rpm'])}
               for n, v in run.rows.items()}
-    sensor_s = ((run.t_last_us - run.t_first_us) * 1e-6
-                if run.t_first_us is not None else 0.0)
+    sensor_s = run.sensor_s
     table = error_table(arrays, truth, int(skip_s * 1e6)) if truth else []
     plot_rpm(out / 'rpm.png', arrays, truth)
     return {'packets': run.n_packets, 'events': pipe.counters['events_in'], 'wall_s': wall,
@@ -275,6 +280,6 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
 def cmd_track(args: argparse.Namespace) -> int:
     """``helixtrack track``."""
     info = track_bag(args.bag, args.params, Path(args.out), args.topic, args.ground_truth,
-                     args.skip)
+                     args.skip, quiet=args.quiet)
     print_track_summary(info, args.skip)
     return track_outcome(info)
