@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 import sys
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -22,9 +22,13 @@ from helixtrack_ros.cli.common import (
     output_file,
 )
 from helixtrack_ros.cli.progress import Progress, progress_enabled
+from helixtrack_ros.pipeline.startup import image_order
 
 if TYPE_CHECKING:
     from helixtrack_ros.io.bags import TruncatedBagError
+
+#: how detected rotors are named, as ``detect`` and ``track`` say it
+NAMING = ', named in image order (rows top to bottom, each left to right)'
 
 
 class Detection(NamedTuple):
@@ -87,21 +91,26 @@ def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
                      packets.truncated)
 
 
+def rotor_line(name: str, r: Any) -> str:
+    """One detected rotor as ``detect`` and ``track`` print it."""
+    return (f'  {name}: centre ({r.center_px[0]:.1f}, {r.center_px[1]:.1f}) px, radius '
+            f'{r.radius_px:.1f} px, {r.blades} blades, direction {r.direction:+d}, '
+            f'{r.rpm_shaft:.0f} shaft RPM (score {r.score:.2f})')
+
+
 def cmd_detect(args: argparse.Namespace) -> int:
     """``helixtrack detect``: write a parameter file with the rotors found."""
     from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
     output_file(Path(args.out))
     t0 = time.perf_counter()
     found = detect_in_bag(args.bag, args.topic, args.at_s, args.window, quiet=args.quiet)
-    rotors = found.rotors
+    rotors = image_order(found.rotors)
     wall = time.perf_counter() - t0
     names = [f'rotor_{i}' for i in range(len(rotors))]
     print(f'{len(rotors)} rotor(s) found in {args.window * 1e3:.0f} ms of events at '
-          f'{args.at_s:g} s ({wall:.2f} s):')
+          f'{args.at_s:g} s ({wall:.2f} s){NAMING if rotors else ""}:')
     for name, r in zip(names, rotors):
-        print(f'  {name}: centre ({r.center_px[0]:.1f}, {r.center_px[1]:.1f}) px, radius '
-              f'{r.radius_px:.1f} px, {r.blades} blades, direction {r.direction:+d}, '
-              f'{r.rpm_shaft:.0f} shaft RPM (score {r.score:.2f})')
+        print(rotor_line(name, r))
     tree = rotor_params_tree([r.to_params_dict(n) for n, r in zip(names, rotors)])
     write_ros_params(args.out, tree, header=f'rotors detected by helixtrack detect in {args.bag} '
                                             f'at {args.at_s:g} s')

@@ -121,15 +121,21 @@ def _scene_and_sink(scenario: str, duration_s: float, ego_level: int | None, see
 
 
 def _write_ground_truth(path: Path, scene: Any) -> None:
-    """``t_us,rotor,rpm``: every rotor's shaft RPM every 0.5 ms."""
+    """``t_us,rotor,rpm,x_px,y_px``: every rotor's shaft RPM and image centre every 0.5 ms.
+
+    The centre lets ``track --ground-truth`` match rotors by position when the
+    tracked ones have other names (``rotor_0``, ... of the start-up detection).
+    """
     t_gt = np.arange(0, scene.duration_us + 1, 500, dtype=np.int64)
     with path.open('w', newline='') as fh:
         w = csv.writer(fh)
-        w.writerow(['t_us', 'rotor', 'rpm'])
+        w.writerow(['t_us', 'rotor', 'rpm', 'x_px', 'y_px'])
         for rotor in scene.rotors:
             rpm = rotor.rpm_shaft(t_gt)
-            for t, v in zip(t_gt.tolist(), rpm.tolist()):
-                w.writerow([t, rotor.name, f'{v:.4f}'])
+            h = rotor.homography(t_gt.astype(np.float64))
+            x, y = h[:, 0, 2] / h[:, 2, 2], h[:, 1, 2] / h[:, 2, 2]
+            for t, v, cx, cy in zip(t_gt.tolist(), rpm.tolist(), x.tolist(), y.tolist()):
+                w.writerow([t, rotor.name, f'{v:.4f}', f'{cx:.2f}', f'{cy:.2f}'])
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -30,9 +30,15 @@ from helixtrack_ros.cli.common import (
     output_dir,
     remove_output,
 )
+from helixtrack_ros.cli.detect import NAMING, rotor_line
 from helixtrack_ros.cli.plots import plot_rpm
 from helixtrack_ros.cli.progress import Progress, progress_enabled
-from helixtrack_ros.cli.truth import error_table, print_error_table, read_ground_truth
+from helixtrack_ros.cli.truth import (
+    error_table,
+    match_rotors,
+    print_error_table,
+    read_ground_truth,
+)
 
 #: ``track`` hands the pipeline this many packets at a time (about 64 ms of a driver
 #: stream: each batch ends with the rotors waiting for the slowest one, so long batches
@@ -196,15 +202,47 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = 
     arrays = {n: {'t_us': np.asarray(v['t_us'], np.int64), 'rpm': np.asarray(v['rpm'])}
               for n, v in run.rows.items()}
     sensor_s = run.sensor_s
-    table = error_table(arrays, truth, int(skip_s * 1e6)) if truth else []
-    plot_rpm(out / 'rpm.png', arrays, truth)
+    detected = _first_detections(pipe)
+    match = (match_rotors(_where_seen(arrays, config, detected, run.t_first_us), truth)
+             if truth else None)
+    truth_rpm = {n: truth.rpm[t] for n, t in match.pairs.items()} if match else None
+    table = error_table(arrays, truth_rpm, int(skip_s * 1e6)) if truth_rpm else []
+    plot_rpm(out / 'rpm.png', arrays, truth_rpm)
     return {'packets': run.n_packets, 'events': pipe.counters['events_in'], 'wall_s': wall,
             'sensor_s': sensor_s, 'rtf': sensor_s / wall if wall > 0 else float('nan'),
             'counters': dict(pipe.counters), 'errors': run.errors, 'table': table,
             'interrupted': run.interrupted, 'out': out, 'diagnostics': pipe.diagnostics(),
             'rows': run.n_rows, 'topic': recording.topic or str(recording.path),
             'auto_detect': not config.rotors,
-            'truncated': packets.truncated, 'read_error': run.read_error}
+            'truncated': packets.truncated, 'read_error': run.read_error,
+            'detected': detected, 'match': match}
+
+
+def _first_detections(pipe: Any) -> dict[str, tuple[int, Any]]:
+    """Name -> (sensor time [us], DetectedRotor) of each rotor's first detection."""
+    first: dict[str, tuple[int, Any]] = {}
+    for t_us, name, d in pipe.detections:
+        first.setdefault(name, (int(t_us), d))
+    return first
+
+
+def _where_seen(arrays: dict[str, Any], config: Any, detected: dict[str, tuple[int, Any]],
+                t_first_us: int | None) -> dict[str, tuple[int, float, float, float]]:
+    """Tracked name -> (t_us, x, y, radius) where it was first seen, to match ground truth.
+
+    Detected rotors at their detection, configured ones at the first event.
+    """
+    inits = {r.name: r for r in config.rotors}
+    seen = {}
+    for name in arrays:
+        if name in detected:
+            t_us, r = detected[name]
+        elif name in inits:
+            t_us, r = t_first_us or 0, inits[name]
+        else:
+            continue
+        seen[name] = (t_us, float(r.center_px[0]), float(r.center_px[1]), float(r.radius_px))
+    return seen
 
 
 def _batches(packets: Any) -> Iterator[list[Any]]:
@@ -261,6 +299,23 @@ def track_outcome(info: dict[str, Any]) -> int:
     return ExitCode.OK
 
 
+def _print_rotors(info: dict[str, Any]) -> None:
+    """The rotors start-up detection found, and how ground truth was matched to them."""
+    if info['detected']:
+        print(f'{len(info["detected"])} rotor(s) detected at start-up{NAMING}:')
+        for name, (_, r) in info['detected'].items():
+            print(rotor_line(name, r))
+    match = info['match']
+    if match is None:
+        return
+    if match.distance_px:
+        print('ground truth matched by position:')
+        for name, true_name in match.pairs.items():
+            print(f'  {name} = {true_name} (centres {match.distance_px[name]:.1f} px apart)')
+    if match.problem:
+        print(f'helixtrack: ground truth: {match.problem}', file=sys.stderr)
+
+
 def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
     """Print the counts, real-time factor, error table and output paths of a run."""
     c = info['counters']
@@ -271,6 +326,7 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
           f'seq gaps {c["seq_gaps"]}, time backwards {c["time_backwards"]}')
     if info['interrupted']:
         print('interrupted: outputs hold what was processed so far')
+    _print_rotors(info)
     if info['table']:
         print_error_table(info['table'], skip_s)
     out = info['out']
