@@ -98,10 +98,12 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     _add_quiet(p)
     p.set_defaults(func=cmd_detect)
 
-    p = sub.add_parser('events', help="decode a bag's event packets to an npz file")
+    p = sub.add_parser('events', help="decode a bag's event packets to npz files")
     p.add_argument('bag', help=RECORDING_HELP)
     p.add_argument('--topic', default=None, help=TOPIC_HELP)
-    p.add_argument('--out', required=True, help='output .npz')
+    p.add_argument('--out', required=True,
+                   help='output FILE.npz, or a directory that receives chunk files '
+                        'events_000000.npz, ... as decoding goes (bounded memory)')
     _add_quiet(p)
     p.set_defaults(func=cmd_events)
 

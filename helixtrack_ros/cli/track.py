@@ -194,7 +194,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = 
     progress = Progress(recording.count, 'tracking', enabled=progress_enabled(quiet))
     packets = Packets(recording)
     with (out / 'rpm.csv').open('w', newline='') as fh, \
-            ResultBagWriter(out / 'results.mcap') as results_bag:
+            ResultBagWriter(out / 'results.mcap', single_file=True) as results_bag:
         fh.write(','.join(CSV_COLUMNS) + '\n')
         run.stream(pipe, packets, fh, results_bag, progress)
         progress.close()
