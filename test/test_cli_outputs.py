@@ -27,7 +27,8 @@ def test_results_mcap_is_one_self_contained_file(scene, tmp_path, capsys):
                      '--out', str(out)]) == 0
     bag = out / 'results.mcap'
     assert bag.is_file()
-    assert sorted(p.name for p in out.iterdir()) == ['results.mcap', 'rpm.csv', 'rpm.png']
+    assert sorted(p.name for p in out.iterdir()) == ['overlay.png', 'results.mcap', 'rpm.csv',
+                                                     'rpm.png']
     data = bag.read_bytes()
     assert data.startswith(MCAP_MAGIC) and data.endswith(MCAP_MAGIC)
     # schemas travel in the file: a viewer needs nothing else

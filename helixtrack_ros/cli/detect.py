@@ -41,6 +41,8 @@ class Detection(NamedTuple):
     height: int
     #: the TruncatedBagError when the bag ended at damage before the window did, else None
     truncated: TruncatedBagError | None = None
+    #: the EventArrays the rotors were detected in (None when there were none)
+    window: Any = None
 
 
 def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
@@ -87,8 +89,9 @@ def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
     ev = EventArrays.concatenate(parts)
     a = int(np.searchsorted(ev.t_us, t_start))
     b = int(np.searchsorted(ev.t_us, t_start + int(window_s * 1e6)))
-    return Detection(detect_rotors(ev.slice(a, b), width=width, height=height), width, height,
-                     packets.truncated)
+    window = ev.slice(a, b)
+    return Detection(detect_rotors(window, width=width, height=height), width, height,
+                     packets.truncated, window)
 
 
 def rotor_line(name: str, r: Any) -> str:
@@ -96,6 +99,23 @@ def rotor_line(name: str, r: Any) -> str:
     return (f'  {name}: centre ({r.center_px[0]:.1f}, {r.center_px[1]:.1f}) px, radius '
             f'{r.radius_px:.1f} px, {r.blades} blades, direction {r.direction:+d}, '
             f'{r.rpm_shaft:.0f} shaft RPM (score {r.score:.2f})')
+
+
+def draw_detections(path: Path, found: Detection, names: list[str],
+                    rotors: list[Any]) -> list[list[Any]]:
+    """detect.png: the start, middle and end of the window with every detected rotor."""
+    from helixtrack_ros.cli.pictures import FRAME_US, Frame, Mark, draw_frames
+    from helixtrack_ros.debug_image import detection_homography
+    ev = found.window
+    marks = [Mark(n, detection_homography(r), r.blades, r.direction, r.rpm_shaft)
+             for n, r in zip(names, rotors)]
+    t0, t1 = int(ev.t_us[0]), int(ev.t_us[-1])
+    frames = []
+    for start in sorted({t0, max(t0, (t0 + t1) // 2 - FRAME_US // 2), max(t0, t1 - FRAME_US)}):
+        a, b = np.searchsorted(ev.t_us, [start, start + FRAME_US])
+        frames.append(Frame(start * 1e-6, ev.x[a:b], ev.y[a:b], ev.p[a:b], marks))
+    return draw_frames(path, found.width, found.height, frames,
+                       f'helixtrack detect: {len(rotors)} rotor(s){NAMING}')
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
@@ -115,6 +135,10 @@ def cmd_detect(args: argparse.Namespace) -> int:
     write_ros_params(args.out, tree, header=f'rotors detected by helixtrack detect in {args.bag} '
                                             f'at {args.at_s:g} s')
     print(f'parameters: {args.out}')
+    if found.window is not None and len(found.window):
+        picture = Path(args.out).parent / 'detect.png'
+        draw_detections(picture, found, names, rotors)
+        print(f'picture: {picture}')
     if found.truncated is not None:
         print(f'helixtrack: {damage_line(found.truncated, "searched")}', file=sys.stderr)
         return ExitCode.PARTIAL_INPUT

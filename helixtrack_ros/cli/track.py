@@ -31,6 +31,7 @@ from helixtrack_ros.cli.common import (
     remove_output,
 )
 from helixtrack_ros.cli.detect import NAMING, rotor_line
+from helixtrack_ros.cli.pictures import Frame, FrameSampler, Mark, draw_frames
 from helixtrack_ros.cli.plots import plot_rpm
 from helixtrack_ros.cli.progress import Progress, progress_enabled
 from helixtrack_ros.cli.truth import (
@@ -90,6 +91,7 @@ class _TrackRun:
         self.errors: dict[str, int] = {}
         self.interrupted = False
         self.read_error: CliError | None = None
+        self.frames = FrameSampler()
 
     @property
     def sensor_s(self) -> float:
@@ -140,6 +142,8 @@ class _TrackRun:
             self.t_last_us = res.t_us
             self.last_stamp_ns = res.stamp_ns
             self.n_rows += len(res.rotors)
+            if res.events is not None and len(res.events):
+                self.frames.add(int(res.events.t_us[0]), res.events, res.rotors)
             for r in res.rotors:
                 lines.append(_csv_line(r, res.stamp_ns))
                 track = self.rows.setdefault(r.name, {'t_us': [], 'rpm': []})
@@ -208,6 +212,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = 
     truth_rpm = {n: truth.rpm[t] for n, t in match.pairs.items()} if match else None
     table = error_table(arrays, truth_rpm, int(skip_s * 1e6)) if truth_rpm else []
     plot_rpm(out / 'rpm.png', arrays, truth_rpm)
+    labels = _draw_overlay(out / 'overlay.png', run.frames, recording, config, detected)
     return {'packets': run.n_packets, 'events': pipe.counters['events_in'], 'wall_s': wall,
             'sensor_s': sensor_s, 'rtf': sensor_s / wall if wall > 0 else float('nan'),
             'counters': dict(pipe.counters), 'errors': run.errors, 'table': table,
@@ -215,7 +220,25 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = 
             'rows': run.n_rows, 'topic': recording.topic or str(recording.path),
             'auto_detect': not config.rotors,
             'truncated': packets.truncated, 'read_error': run.read_error,
-            'detected': detected, 'match': match}
+            'detected': detected, 'match': match, 'overlay_labels': labels}
+
+
+def _draw_overlay(path: Path, sampler: FrameSampler, recording: Any, config: Any,
+                  detected: dict[str, tuple[int, Any]]) -> list[list[Any]]:
+    """overlay.png: a few event frames of the run with every tracked rotor then."""
+    blades = {r.name: r.blades for r in config.rotors}
+    blades.update({n: d.blades for n, (_, d) in detected.items()})
+    frames = []
+    for t0, parts, rotors in sampler.pick(3):
+        x, y, p = (np.concatenate([part[i] for part in parts]) for i in range(3))
+        marks = [Mark(r.name, r.homography, blades.get(r.name, 0),
+                      1 if r.omega_rad_s >= 0 else -1, r.rpm_shaft) for r in rotors]
+        frames.append(Frame(t0 * 1e-6, x, y, p, marks))
+    width = recording.width or max((int(f.x.max()) + 1 for f in frames if len(f.x)),
+                                   default=1280)
+    height = recording.height or max((int(f.y.max()) + 1 for f in frames if len(f.y)),
+                                     default=720)
+    return draw_frames(path, width, height, frames, 'helixtrack track: tracked rotors')
 
 
 def _first_detections(pipe: Any) -> dict[str, tuple[int, Any]]:
@@ -330,7 +353,8 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
     if info['table']:
         print_error_table(info['table'], skip_s)
     out = info['out']
-    print(f'outputs: {out / "rpm.csv"}, {out / "results.mcap"}, {out / "rpm.png"}')
+    print(f'outputs: {out / "rpm.csv"}, {out / "results.mcap"}, {out / "rpm.png"}, '
+          f'{out / "overlay.png"}')
 
 
 def cmd_track(args: argparse.Namespace) -> int:
