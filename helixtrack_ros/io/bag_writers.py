@@ -252,7 +252,7 @@ class ResultBagWriter(_BagWriterBase):
         Header frame id.
     single_file : bool
         Write one self-contained MCAP file (schemas included; what Foxglove
-        and ``ros2 bag play`` open directly) instead of a rosbag2 directory.
+        opens directly) instead of a rosbag2 directory.
     """
 
     def __init__(self, path: 'str | Path', namespace: str = '/helixtrack',
