@@ -39,6 +39,18 @@ def test_results_mcap_is_one_self_contained_file(scene, tmp_path, capsys):
     assert f'{out / "results.mcap"}' in capsys.readouterr().out
 
 
+def test_simulate_and_demo_replace_an_earlier_run(tmp_path, capsys):
+    out = tmp_path / 's'
+    for seed in ('1', '2'):
+        assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.05', '--seed',
+                     seed, '--out', str(out)]) == 0, capsys.readouterr().err
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.05',
+                 '--format', 'raw-evt3', '--out', str(out)]) == 0
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.05',
+                 '--format', 'raw-evt3', '--out', str(out)]) == 0
+    assert (out / 'events').is_dir() and (out / 'events.raw').is_file()
+
+
 def test_events_to_a_directory_streams_chunks(scene, tmp_path, capsys, monkeypatch):
     assert main(['events', str(scene / 'events'), '--out', str(tmp_path / 'all.npz')]) == 0
     assert f'-> {tmp_path / "all.npz"}' in capsys.readouterr().out

@@ -107,16 +107,19 @@ def _write_packets(chunks: Any, writer: Any, encoder: Any, scene: Any, packet_us
 
 def _scene_and_sink(scenario: str, duration_s: float, ego_level: int | None, seed: int,
                     out: Path, fmt: str, sensor_size: tuple[int, int]) -> tuple[Any, ...]:
-    """The scene to simulate and where it goes: (scene, path, writer, encoder)."""
-    from helixtrack_ros.io.recordings import open_event_sink
+    """The scene to simulate and where it goes: (scene, path, writer, encoder).
+
+    The events of an earlier run in ``out`` are replaced.
+    """
+    from helixtrack_ros.io.recordings import event_sink_path, open_event_sink
     from helixtrack_ros.sim import make_scenario
     try:
         scene = make_scenario(scenario, duration_s=duration_s, ego_level=ego_level, seed=seed,
                               sensor_size=sensor_size)
+        remove_output(event_sink_path(out, fmt))
         path, writer, encoder = open_event_sink(out, fmt, scene.width, scene.height)
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    remove_output(path)
     return scene, path, writer, encoder
 
 
