@@ -19,7 +19,7 @@ setup(
         ('share/' + PACKAGE + '/config', glob('config/*.yaml')),
     ],
     python_requires='>=3.10',
-    install_requires=['setuptools', 'numpy', 'numba>=0.60', 'pyyaml'],
+    install_requires=['setuptools', 'numpy', 'numba>=0.60', 'pyyaml', 'tqdm'],
     extras_require={
         'bags': ['rosbags>=0.10', 'matplotlib'],
         'test': ['pytest', 'hypothesis', 'ruff', 'rosbags>=0.10', 'matplotlib'],

@@ -83,5 +83,5 @@ if ! "$PY" -c 'import helixtrack_ros' 2>/dev/null || [ "$ROOT/setup.py" -nt "$VE
   "$PY" -m pip install -q -e "$ROOT[test]"
   touch "$VENV/.helixtrack_pkg"
 fi
-"$PY" -c 'import rclpy, event_camera_msgs.msg, numba, helixtrack_ros' \
+"$PY" -c 'import rclpy, event_camera_msgs.msg, numba, tqdm, helixtrack_ros' \
   && echo "[setup] ready: $VENV (activate with: source $VENV/bin/activate)"

@@ -165,6 +165,7 @@ def test_corrupt_message_is_one_line_and_exit_2(scene, tmp_path, capsys):
 def test_unwritable_outputs_are_one_line_and_exit_2(scene, tmp_path, capsys):
     a_file = tmp_path / 'a_file'
     a_file.write_text('x')
+    (tmp_path / 'd.npz').mkdir()
     bag, params = str(scene / 'events'), str(scene / 'params.yaml')
     cases = [
         (['track', bag, '--params', params, '--out', str(a_file)], 'is a file'),
@@ -173,7 +174,8 @@ def test_unwritable_outputs_are_one_line_and_exit_2(scene, tmp_path, capsys):
           '/proc/helixtrack_x'], 'cannot write to output directory /proc/helixtrack_x'),
         (['demo', '--duration', '0.1', '--out', str(a_file)], 'is a file'),
         (['events', bag, '--out', str(a_file / 'e.npz')], 'is a file'),
-        (['events', bag, '--out', str(tmp_path)], 'is a directory'),
+        (['events', bag, '--out', str(tmp_path / 'd.npz')], 'is a directory'),
+        (['events', bag, '--out', str(a_file / 'chunks')], 'is a file'),
         (['detect', bag, '--out', str(tmp_path)], 'is a directory'),
         (['detect', bag, '--out', '/proc/helixtrack_x.yaml'], 'cannot write'),
     ]

@@ -40,7 +40,7 @@ def test_core_imports_only_numpy_numba_and_stdlib():
 
 def test_pipeline_and_cli_do_not_import_rclpy():
     pkg = ROOT / 'helixtrack_ros'
-    paths = [pkg / 'cli.py', *(pkg / 'pipeline').glob('*.py')]
+    paths = [*(pkg / 'cli').glob('*.py'), *(pkg / 'pipeline').glob('*.py')]
     for path in paths:
         assert not _imports(path) & ROS_MODULES, path.name
 
@@ -83,3 +83,17 @@ def test_jit_options_are_defined_only_in_core_jit():
             if isinstance(node, ast.Name) and node.id == 'njit':
                 offenders.append(f'{path.name}:{node.lineno}')
     assert not offenders, f'numba options written outside core/jit.py: {offenders}'
+
+
+def test_cli_modules_and_functions_stay_small():
+    """The helixtrack command is a package of small modules (< 600 lines, functions < 80)."""
+    too_long = []
+    for path in (ROOT / 'helixtrack_ros' / 'cli').glob('*.py'):
+        text = path.read_text()
+        if len(text.splitlines()) >= 600:
+            too_long.append(path.name)
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if node.end_lineno - node.lineno + 1 >= 80:
+                    too_long.append(f'{path.name}:{node.name}')
+    assert not too_long, f'split these: {too_long}'

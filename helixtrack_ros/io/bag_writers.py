@@ -10,6 +10,7 @@ the topics and types the node publishes. Split from
 
 from pathlib import Path
 import re
+import shutil
 import struct
 from typing import Any
 
@@ -65,13 +66,21 @@ def _mcap_write(storage: Any, cid: int, ts: int, data: 'bytes | memoryview') -> 
 class _BagWriterBase:
     """Owns a rosbags Writer and lazily created connections."""
 
-    def __init__(self, path: 'str | Path', storage: str) -> None:
+    def __init__(self, path: 'str | Path', storage: str, single_file: bool = False) -> None:
         if storage not in _STORAGES:
             raise ValueError(f'storage must be one of {", ".join(_STORAGES)}, got {storage!r}')
+        if single_file and storage != 'mcap':
+            raise ValueError('a single-file bag must be MCAP')
         self.path = Path(path)
         if self.path.exists():
             raise FileExistsError(f'output bag exists already: {self.path}')
-        self._writer = Writer(self.path, version=Writer.VERSION_LATEST,
+        # rosbags writes a directory; a single file is written in one beside the path
+        # and moved out of it on close
+        self._bag_dir = (self.path.with_name(f'.{self.path.name}.part') if single_file
+                         else self.path)
+        if single_file and self._bag_dir.exists():   # left by a run that was killed
+            shutil.rmtree(self._bag_dir)
+        self._writer = Writer(self._bag_dir, version=Writer.VERSION_LATEST,
                               storage_plugin=_STORAGES[storage])
         self._conns: dict[str, Any] = {}
         self._store = typestore()
@@ -89,6 +98,10 @@ class _BagWriterBase:
         if self._open:
             self._writer.close()
             self._open = False
+            if self._bag_dir != self.path:
+                (inner,) = self._bag_dir.glob('*.mcap')
+                inner.replace(self.path)
+                shutil.rmtree(self._bag_dir)
 
     def __enter__(self):  # noqa: D105
         self.open()
@@ -229,18 +242,23 @@ class ResultBagWriter(_BagWriterBase):
     Parameters
     ----------
     path : str or pathlib.Path
-        Bag directory to create (must not exist).
+        Bag directory to create (must not exist), or with ``single_file`` the
+        ``.mcap`` file.
     namespace : str
         Topic prefix.
     storage : str
         ``'mcap'`` or ``'sqlite3'``.
     frame_id : str
         Header frame id.
+    single_file : bool
+        Write one self-contained MCAP file (schemas included; what Foxglove
+        opens directly) instead of a rosbag2 directory.
     """
 
     def __init__(self, path: 'str | Path', namespace: str = '/helixtrack',
-                 storage: str = 'mcap', frame_id: str = 'event_camera') -> None:
-        super().__init__(path, storage)
+                 storage: str = 'mcap', frame_id: str = 'event_camera',
+                 single_file: bool = False) -> None:
+        super().__init__(path, storage, single_file)
         ns = '/' + namespace.strip('/')
         self.namespace = '' if ns == '/' else ns
         self.frame_id = frame_id

@@ -193,6 +193,13 @@ class _RawSink:
         self._writer.write(payload)
 
 
+def event_sink_path(out_dir: Path, fmt: str) -> Path:
+    """Where :func:`open_event_sink` writes ``fmt``: ``out_dir/events`` or ``events.raw``."""
+    if fmt not in SINK_FORMATS:
+        raise ValueError(f'format must be one of {", ".join(SINK_FORMATS)}, got {fmt!r}')
+    return out_dir / ('events' if fmt == 'rosbag2' else 'events.raw')
+
+
 def open_event_sink(out_dir: Path, fmt: str, width: int, height: int) -> tuple[Path, Any, Any]:
     """Where and how a simulated stream is written: (path, writer, encoder).
 
@@ -203,13 +210,10 @@ def open_event_sink(out_dir: Path, fmt: str, width: int, height: int) -> tuple[P
     """
     from helixtrack_ros.codecs.evt2_encoder import Evt2Encoder
     from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder
-    if fmt not in SINK_FORMATS:
-        raise ValueError(f'format must be one of {", ".join(SINK_FORMATS)}, got {fmt!r}')
+    path = event_sink_path(out_dir, fmt)
     if fmt == 'rosbag2':
         from helixtrack_ros.io.bag_writers import EventBagWriter
-        path = out_dir / 'events'
         return path, EventBagWriter(path), Evt3Encoder()
     encoding = fmt.split('-')[1]
-    path = out_dir / 'events.raw'
     encoder = Evt3Encoder() if encoding == 'evt3' else Evt2Encoder()
     return path, _RawSink(path, encoding, width, height), encoder

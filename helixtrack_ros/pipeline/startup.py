@@ -4,25 +4,54 @@
 
 Runs when no rotor is configured: collects ``DETECT_WINDOW_US`` of events,
 runs :func:`~helixtrack_ros.core.detection.detect_rotors` on them and names
-the rotors ``rotor_0``, ``rotor_1``, ... in image order (top to bottom, left
-to right); tried again on the next window when nothing is found. It runs in
+the rotors ``rotor_0``, ``rotor_1``, ... in reading order (:func:`image_order`:
+rows top to bottom, each row left to right); tried again on the next window
+when nothing is found. It runs in
 line even live: nothing is tracked before it, and packets queue meanwhile.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
 from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.params import RotorInit
+
+_Rotor = TypeVar('_Rotor')
 
 #: Start-up detection uses this much sensor time of events.
 DETECT_WINDOW_US = 100_000
 
 
+def image_order(rotors: Sequence[_Rotor]) -> list[_Rotor]:
+    """Rotors (anything with ``center_px`` and ``radius_px``) in reading order.
+
+    The rule that names detected rotors: the topmost rotor not yet placed
+    opens a row, and every remaining rotor whose centre is less than that
+    rotor's radius below it joins the row; rows go top to bottom, each row
+    left to right. Two rotors side by side thus keep their left-right order
+    however a few pixels of tilt or noise move them up or down, so the same
+    rig gets the same names in every recording.
+    """
+    def y(r: Any) -> float:
+        return float(r.center_px[1])
+
+    rest = sorted(range(len(rotors)), key=lambda i: (y(rotors[i]), rotors[i].center_px[0]))
+    out: list[_Rotor] = []
+    while rest:
+        top = rotors[rest[0]]
+        row = [i for i in rest if y(rotors[i]) - y(top) < float(top.radius_px)]
+        rest = [i for i in rest if i not in row]
+        out += sorted((rotors[i] for i in row), key=lambda r: float(r.center_px[0]))
+    return out
+
+
 def rotor_inits(found: list[DetectedRotor]) -> list[RotorInit]:
-    """The RotorInits of detected rotors, named rotor_0, rotor_1, ... in their order."""
+    """The RotorInits of detected rotors in :func:`image_order`, named rotor_0, rotor_1, ..."""
     inits = []
-    for i, d in enumerate(found):
+    for i, d in enumerate(image_order(found)):
         r = d.to_params_dict(f'rotor_{i}')
         inits.append(RotorInit(
             name=r['name'], center_px=(float(r['center_px'][0]), float(r['center_px'][1])),
@@ -38,7 +67,8 @@ class StartupDetector:
 
     def __init__(self) -> None:
         self._buffer: list[EventArrays] = []
-        #: what the last detection found (for inspection and diagnostics)
+        #: what the last detection found, in :func:`image_order` (for inspection and
+        #: diagnostics)
         self.found: list[DetectedRotor] = []
 
     def add(self, ev: EventArrays, width: int, height: int) -> list[DetectedRotor] | None:
@@ -50,5 +80,5 @@ class StartupDetector:
             return None
         events = EventArrays.concatenate(self._buffer)
         self._buffer = []
-        self.found = detect_rotors(events, width, height)
+        self.found = image_order(detect_rotors(events, width, height))
         return self.found

@@ -1,0 +1,137 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The ``helixtrack`` command: simulate scenes, decode bags, track offline, demo.
+
+Run ``helixtrack --help`` for the sub-commands. Everything here is plumbing
+around :mod:`helixtrack_ros.pipeline` (the same processing as the node),
+:mod:`helixtrack_ros.sim` and :mod:`helixtrack_ros.io`. This module holds the
+parser and :func:`main`; each sub-command has its own module (``demo``,
+``simulate``, ``track``, ``detect``, ``events``), and ``common`` what they share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from helixtrack_ros.cli.common import (
+    EXIT_STATUS_HELP,
+    RECORDING_HELP,
+    TOPIC_HELP,
+    CliError,
+    ExitCode,
+    Parser,
+    seconds,
+    sensor_size,
+)
+from helixtrack_ros.cli.demo import cmd_demo
+from helixtrack_ros.cli.detect import Detection, cmd_detect, detect_in_bag
+from helixtrack_ros.cli.events import cmd_events
+from helixtrack_ros.cli.simulate import cmd_simulate, simulate_to_dir
+from helixtrack_ros.cli.track import cmd_track, track_bag
+
+__all__ = ['CliError', 'Detection', 'ExitCode', 'build_parser', 'detect_in_bag', 'main',
+           'simulate_to_dir', 'track_bag']
+
+
+def _add_quiet(p: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress bar (there is none either when stderr is not a terminal)."""
+    p.add_argument('-q', '--quiet', action='store_true',
+                   help='no progress bar (none either when stderr is not a terminal)')
+
+
+def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
+    """The ``demo`` and ``simulate`` sub-commands."""
+    positive_s, nonnegative_s = seconds(positive=True), seconds(positive=False)
+    p = sub.add_parser('demo', help='simulate the default quadcopter scene, track it, '
+                                    'print the error table')
+    p.add_argument('--scenario', default='quadcopter')
+    p.add_argument('--duration', type=positive_s, default=1.0, help='seconds of scene time')
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--skip', type=nonnegative_s, default=0.2,
+                   help='seconds of convergence left out of the errors')
+    p.add_argument('--out', default='demo_out', help='output directory')
+    _add_quiet(p)
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser('simulate', help='write a simulated scene as a rosbag2 or a .raw file')
+    p.add_argument('--scenario', default='quadcopter')
+    p.add_argument('--duration', type=positive_s, default=1.0, help='seconds of scene time')
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--ego-level', type=int, default=None, choices=range(0, 8),
+                   help="camera egomotion level 0-7 (default: the scenario's)")
+    p.add_argument('--size', type=sensor_size, default=(1280, 720), metavar='WxH',
+                   help='sensor size in pixels, e.g. 346x260 or 640x480 (default 1280x720; '
+                        'the scene is scaled to fit)')
+    p.add_argument('--format', choices=('rosbag2', 'raw-evt3', 'raw-evt2'), default='rosbag2',
+                   help='DIR/events as a rosbag2 of EVT3 EventPackets (default), or '
+                        'DIR/events.raw, a Metavision RAW file of EVT 3.0 or 2.0')
+    p.add_argument('--out', required=True, help='output directory')
+    _add_quiet(p)
+    p.set_defaults(func=cmd_simulate)
+
+
+def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
+    """The sub-commands that read a recording: ``track``, ``detect``, ``events``."""
+    positive_s, nonnegative_s = seconds(positive=True), seconds(positive=False)
+    p = sub.add_parser('track', help='track the rotors of a bag')
+    p.add_argument('bag', help=RECORDING_HELP)
+    p.add_argument('--params', default=None,
+                   help='ROS 2 parameter file with the rotors (default: detect them in the '
+                        'first 100 ms)')
+    p.add_argument('--topic', default=None, help=TOPIC_HELP)
+    p.add_argument('--out', required=True, help='output directory')
+    p.add_argument('--ground-truth', default=None, help='CSV t_us,rotor,rpm (shaft RPM)')
+    p.add_argument('--skip', type=nonnegative_s, default=0.2,
+                   help='seconds of convergence left out of the errors')
+    _add_quiet(p)
+    p.set_defaults(func=cmd_track)
+
+    p = sub.add_parser('detect', help='find the rotors of a bag and write a parameter file')
+    p.add_argument('bag', help=RECORDING_HELP)
+    p.add_argument('--topic', default=None, help=TOPIC_HELP)
+    p.add_argument('--at-s', type=nonnegative_s, default=0.0,
+                   help='start of the detection window, seconds after the first event')
+    p.add_argument('--window', type=positive_s, default=0.1,
+                   help='seconds of events to use')
+    p.add_argument('--out', required=True, help='parameter file to write (.yaml)')
+    _add_quiet(p)
+    p.set_defaults(func=cmd_detect)
+
+    p = sub.add_parser('events', help="decode a bag's event packets to npz files")
+    p.add_argument('bag', help=RECORDING_HELP)
+    p.add_argument('--topic', default=None, help=TOPIC_HELP)
+    p.add_argument('--out', required=True,
+                   help='output FILE.npz, or a directory that receives chunk files '
+                        'events_000000.npz, ... as decoding goes (bounded memory)')
+    _add_quiet(p)
+    p.set_defaults(func=cmd_events)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``helixtrack``."""
+    parser = Parser(
+        prog='helixtrack',
+        description='Event-camera propeller tracking (HelixTrack): RPM, phase and pose '
+                    'per rotor from Prophesee EVT3 rosbags.',
+        epilog=EXIT_STATUS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest='command', required=True)
+    _add_demo_and_simulate(sub)
+    _add_track_detect_events(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``helixtrack`` console script; returns an :class:`ExitCode`."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CliError as exc:
+        print(f'helixtrack: error: {exc}', file=sys.stderr)
+        return ExitCode.USAGE
+    except OSError as exc:   # an output that cannot be written after all (disk full, ...)
+        print(f'helixtrack: error: {exc}', file=sys.stderr)
+        return ExitCode.USAGE
+    except KeyboardInterrupt:
+        print('helixtrack: interrupted', file=sys.stderr)
+        return ExitCode.INTERRUPTED

@@ -1,0 +1,190 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""What every ``helixtrack`` sub-command shares: exit codes, errors, outputs, input.
+
+A failure the user can fix is a :class:`CliError` (one line, exit status 2);
+outputs are checked before any work (:func:`output_dir`, :func:`output_file`)
+so that a bad path costs nothing; :class:`Packets` turns a recording's read
+failures into a :class:`CliError` or a remembered truncation.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from enum import IntEnum
+import math
+from pathlib import Path
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from helixtrack_ros.io.bags import TruncatedBagError
+
+DEFAULT_TOPIC = '/event_camera/events'
+#: ``--topic`` and recording help of the offline commands
+TOPIC_HELP = 'event topic of a bag; needed only when the bag has several'
+RECORDING_HELP = ('recording: rosbag2 directory or .mcap/.db3 file, ROS 1 .bag (EventPacket or '
+                  'EventArray), or Metavision .raw file (EVT 2.0/3.0)')
+
+
+class ExitCode(IntEnum):
+    """Exit statuses of ``helixtrack``; the same table is in ``--help`` and the README."""
+
+    #: done
+    OK = 0
+    #: ran to the end but found nothing: no rotor tracked, no rotor detected, no event
+    NOTHING_FOUND = 1
+    #: bad command line or input (one line on stderr), nothing or little done
+    USAGE = 2
+    #: an MCAP file of the bag is cut short: what precedes the damage was processed
+    PARTIAL_INPUT = 3
+    #: Ctrl-C: the outputs hold what was processed so far
+    INTERRUPTED = 130
+
+
+#: ``helixtrack --help`` epilog (the README's table says the same)
+EXIT_STATUS_HELP = """exit status:
+  0    done
+  1    nothing found: track tracked no rotor (no message or event, every packet
+       refused, or no rotor detected without --params), detect found no rotor,
+       events decoded no event
+  2    bad command line or input, one line on stderr: unknown option, a
+       duration <= 0 (--skip, --at-s < 0), missing recording or topic, a topic
+       not of type EventPacket or EventArray, a bag with no event topic or with
+       several and no --topic, a .raw file without a header or of another
+       format than EVT 2.0/3.0, an output that cannot be written or an output
+       directory that is an existing file
+  3    the input is cut short: the bag's MCAP file (recorder killed; every
+       intact message before the damage was processed and written; the message
+       says how many and how to repair the file: mcap recover), or a .raw file
+       ending inside a word (every whole packet was processed); wins over 1
+  130  interrupted (Ctrl-C): the outputs hold what was processed"""
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit status 2 (ExitCode.USAGE)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (exit status 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Print ``prog: error: message`` and where to find help; exit 2."""
+        self.exit(ExitCode.USAGE, f'{self.prog}: error: {message} (see {self.prog} --help)\n')
+
+
+def seconds(positive: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds, > 0 (``positive``) or >= 0."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'expected seconds, got {text!r}') from None
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(
+                f'must be {"> 0" if positive else ">= 0"} s, got {text}')
+        return value
+    parse.__name__ = 'seconds'
+    return parse
+
+
+def sensor_size(text: str) -> tuple[int, int]:
+    """An argparse type: ``WIDTHxHEIGHT`` in pixels, each 1..2048."""
+    w, sep, h = text.lower().partition('x')
+    if not (sep and w.isdigit() and h.isdigit() and 0 < int(w) <= 2048
+            and 0 < int(h) <= 2048):
+        raise argparse.ArgumentTypeError(f'expected WIDTHxHEIGHT (each 1..2048), got {text!r}')
+    return int(w), int(h)
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why files cannot be made in ``directory`` (created if missing), or None."""
+    for above in (directory, *directory.parents):
+        if above.exists():
+            if not above.is_dir():
+                return f'{above} is a file, not a directory'
+            break
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def output_dir(path: Path) -> Path:
+    """Create an output directory, or fail in one line before any work is done."""
+    reason = _unwritable(path)
+    if reason is not None:
+        raise CliError(f'cannot write to output directory {path}: {reason}')
+    return path
+
+
+def output_file(path: Path) -> Path:
+    """Check that an output file can be written (its directory made), in one line if not."""
+    reason = 'it is a directory' if path.is_dir() else _unwritable(path.parent)
+    if reason is not None:
+        raise CliError(f'cannot write {path}: {reason}')
+    return path
+
+
+def remove_output(path: Path) -> None:
+    """Remove an output of an earlier run (a bag file or directory) before rewriting it."""
+    if path.is_dir():
+        import shutil
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+def damage_line(exc: TruncatedBagError, what: str) -> str:
+    """The one line for a bag cut short: what was done with how many messages, and the fix."""
+    from helixtrack_ros.io.bags import repair_hint
+    if hasattr(exc, 'repair'):   # a .raw file (io.raw_file.TruncatedRawError)
+        return (f'{exc.file} is cut short ({exc.damage}): {what} the {exc.messages_read} '
+                f'packets before the damage. {exc.repair}')
+    return (f'{exc.file} is cut short ({exc.damage}): {what} the {exc.messages_read} intact '
+            f'messages on {exc.topic} before the damage. {repair_hint(exc.file)}')
+
+
+def open_or_fail(path: str, topic: str | None) -> Any:
+    """The recording (``io.recordings.Recording``) at ``path``; a problem as CliError."""
+    from helixtrack_ros.io.recordings import open_recording
+    try:
+        return open_recording(path, topic)
+    except (FileNotFoundError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+
+
+class Packets:
+    """The packets of a recording; one cut short ends them, kept in ``truncated``.
+
+    Any other read failure (a corrupt message) becomes a :class:`CliError`.
+    """
+
+    def __init__(self, recording: Any) -> None:
+        self.recording = recording
+        self.truncated: TruncatedBagError | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        from helixtrack_ros.io.bags import TruncatedBagError
+        from helixtrack_ros.io.raw_file import TruncatedRawError
+        try:
+            yield from self.recording.packets()
+        except (TruncatedBagError, TruncatedRawError) as exc:
+            self.truncated = exc
+        except FileNotFoundError as exc:
+            raise CliError(str(exc)) from None
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+
+
+def make_decoder_or_fail(pkt: Any) -> Any:
+    """The decoder for a packet's encoding and sensor size; an unknown one as CliError."""
+    from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
+    try:
+        return make_decoder(pkt.encoding, pkt.width, pkt.height)
+    except UnsupportedEncodingError as exc:
+        raise CliError(str(exc)) from None

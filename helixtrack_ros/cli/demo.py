@@ -1,0 +1,29 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""``helixtrack demo``: simulate the default quadcopter, track it, report the errors."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from helixtrack_ros.cli.common import output_dir
+from helixtrack_ros.cli.simulate import simulate_to_dir
+from helixtrack_ros.cli.track import print_track_summary, track_bag, track_outcome
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``helixtrack demo``: simulate the default quadcopter, track it, report errors."""
+    out = output_dir(Path(args.out))
+    print(f'simulating scenario "{args.scenario}" ({args.duration:g} s) ...')
+    info = simulate_to_dir(args.scenario, args.duration, args.seed, out / 'scene',
+                           quiet=args.quiet)
+    print(f'  {info["events"]} events, {info["events"] / info["duration_s"] / 1e6:.1f} M '
+          f'events/s sensor rate, written to {info["bag"]}')
+    print('tracking ...')
+    res = track_bag(str(info['bag']), str(info['params']), out / 'track',
+                    ground_truth=str(info['ground_truth']), skip_s=args.skip,
+                    quiet=args.quiet)
+    print_track_summary(res, args.skip)
+    print(f'plot: {out / "track" / "rpm.png"}')
+    return track_outcome(res)

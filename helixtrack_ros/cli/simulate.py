@@ -1,0 +1,154 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""``helixtrack simulate``: write a simulated scene as the driver would record it."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+from pathlib import Path
+import time
+from typing import Any
+
+import numpy as np
+
+from helixtrack_ros.cli.common import CliError, output_dir, remove_output
+from helixtrack_ros.cli.progress import Progress, progress_enabled
+
+
+def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
+                    ego_level: int | None = None, packet_us: int = 1000,
+                    quiet: bool = False, fmt: str = 'rosbag2',
+                    sensor_size: tuple[int, int] = (1280, 720)) -> dict[str, Any]:
+    """Simulate a scene and write it as the driver would record it.
+
+    Writes ``out/events`` (rosbag2, mcap, EVT3 EventPackets on
+    ``/event_camera/events``; with ``fmt`` ``raw-evt3`` or ``raw-evt2`` a
+    Metavision file ``out/events.raw`` instead), ``out/ground_truth.csv``
+    (``t_us,rotor,rpm``, shaft RPM every 0.5 ms) and ``out/params.yaml`` (the
+    true initial rotors). ``sensor_size`` is (width, height) in pixels.
+
+    Returns
+    -------
+    dict
+        ``events``, ``packets``, ``duration_s``, ``wall_s`` and paths.
+    """
+    from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
+    from helixtrack_ros.sim import SCENARIOS, Simulator
+    if scenario not in SCENARIOS:
+        raise CliError(f'unknown scenario "{scenario}"; choose one of: '
+                       + ', '.join(sorted(SCENARIOS)))
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise CliError(f'the duration must be > 0 s, got {duration_s:g}')
+    output_dir(out)
+    wall0 = time.perf_counter()
+    scene, bag_path, writer, encoder = _scene_and_sink(scenario, duration_s, ego_level, seed,
+                                                       out, fmt, sensor_size)
+    sim = Simulator(scene, seed=seed)
+    progress = Progress(scene.duration_us // 1000, f'simulating {scenario}', unit='ms',
+                        enabled=progress_enabled(quiet))
+    with writer:
+        n_events, seq = _write_packets(sim.chunks(chunk_us=10_000), writer, encoder, scene,
+                                       packet_us, np.random.default_rng(seed + 1), progress)
+    progress.close()
+    _write_ground_truth(out / 'ground_truth.csv', scene)
+    tree = rotor_params_tree(scene.initial_rotor_params(0))
+    write_ros_params(out / 'params.yaml', tree,
+                     header=f'true initial rotors of scenario {scenario} '
+                            f'(duration {duration_s} s, seed {seed}, ego level {scene.ego_level})')
+    return {'events': n_events, 'packets': seq, 'duration_s': scene.duration_us * 1e-6,
+            'wall_s': time.perf_counter() - wall0, 'bag': bag_path,
+            'ground_truth': out / 'ground_truth.csv', 'params': out / 'params.yaml'}
+
+
+def _write_packets(chunks: Any, writer: Any, encoder: Any, scene: Any, packet_us: int,
+                   rng: np.random.Generator, progress: Progress) -> tuple[int, int]:
+    """Cut the simulated events into ``packet_us`` packets and write them; (events, packets).
+
+    Header stamps are the host clock at each packet's first word plus a random
+    transfer latency, never decreasing, as the driver's are.
+    """
+    from helixtrack_ros.codecs.evt3_encoder import packetize
+    from helixtrack_ros.core.events import EventArrays
+    stamp0_ns = 1_700_000_000_000_000_000
+    n_events = seq = last_stamp = 0
+    pending = None
+    for chunk in chunks:
+        ev = chunk if pending is None else EventArrays.concatenate([pending, chunk])
+        if len(ev) == 0:
+            continue
+        # keep the events of the last (incomplete) millisecond for the next chunk
+        cut_t = (int(ev.t_us[-1]) // packet_us) * packet_us
+        n_keep = int(np.searchsorted(ev.t_us, cut_t, side='left'))
+        done, pending = ev.slice(0, n_keep), ev.slice(n_keep, len(ev))
+        for start, stop in packetize(done.t_us, packet_us):
+            part = done.slice(start, stop)
+            payload = encoder.encode(part)
+            # host arrival time: sensor time + transfer latency, never decreasing
+            latency_ns = int(200_000 + rng.exponential(150_000))
+            last_stamp = max(last_stamp + 1, stamp0_ns + int(part.t_us[0]) * 1000
+                             + latency_ns)
+            writer.write(last_stamp, seq, payload, width=scene.width, height=scene.height)
+            seq += 1
+            n_events += len(part)
+        t_done = int(ev.t_us[-1])
+        progress.update(t_done // 1000, t_done * 1e-6, n_events)
+    if pending is not None and len(pending):
+        for start, stop in packetize(pending.t_us, packet_us):
+            part = pending.slice(start, stop)
+            last_stamp = max(last_stamp + 1, stamp0_ns + int(part.t_us[0]) * 1000 + 300_000)
+            writer.write(last_stamp, seq, encoder.encode(part), width=scene.width,
+                         height=scene.height)
+            seq += 1
+            n_events += len(part)
+    return n_events, seq
+
+
+def _scene_and_sink(scenario: str, duration_s: float, ego_level: int | None, seed: int,
+                    out: Path, fmt: str, sensor_size: tuple[int, int]) -> tuple[Any, ...]:
+    """The scene to simulate and where it goes: (scene, path, writer, encoder).
+
+    The events of an earlier run in ``out`` are replaced.
+    """
+    from helixtrack_ros.io.recordings import event_sink_path, open_event_sink
+    from helixtrack_ros.sim import make_scenario
+    try:
+        scene = make_scenario(scenario, duration_s=duration_s, ego_level=ego_level, seed=seed,
+                              sensor_size=sensor_size)
+        remove_output(event_sink_path(out, fmt))
+        path, writer, encoder = open_event_sink(out, fmt, scene.width, scene.height)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return scene, path, writer, encoder
+
+
+def _write_ground_truth(path: Path, scene: Any) -> None:
+    """``t_us,rotor,rpm,x_px,y_px``: every rotor's shaft RPM and image centre every 0.5 ms.
+
+    The centre lets ``track --ground-truth`` match rotors by position when the
+    tracked ones have other names (``rotor_0``, ... of the start-up detection).
+    """
+    t_gt = np.arange(0, scene.duration_us + 1, 500, dtype=np.int64)
+    with path.open('w', newline='') as fh:
+        w = csv.writer(fh)
+        w.writerow(['t_us', 'rotor', 'rpm', 'x_px', 'y_px'])
+        for rotor in scene.rotors:
+            rpm = rotor.rpm_shaft(t_gt)
+            h = rotor.homography(t_gt.astype(np.float64))
+            x, y = h[:, 0, 2] / h[:, 2, 2], h[:, 1, 2] / h[:, 2, 2]
+            for t, v, cx, cy in zip(t_gt.tolist(), rpm.tolist(), x.tolist(), y.tolist()):
+                w.writerow([t, rotor.name, f'{v:.4f}', f'{cx:.2f}', f'{cy:.2f}'])
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """``helixtrack simulate``."""
+    info = simulate_to_dir(args.scenario, args.duration, args.seed, Path(args.out),
+                           ego_level=args.ego_level, fmt=args.format, sensor_size=args.size,
+                           quiet=args.quiet)
+    rate = info['events'] / max(info['duration_s'], 1e-9)
+    print(f'{info["events"]} events ({rate / 1e6:.1f} M events/s of sensor time) in '
+          f'{info["packets"]} packets, {info["wall_s"]:.1f} s wall')
+    print(f'bag: {info["bag"]}\nground truth: {info["ground_truth"]}\n'
+          f'parameters: {info["params"]}')
+    return 0

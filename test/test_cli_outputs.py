@@ -1,0 +1,71 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Outputs of the offline commands (#15.7): one-file results.mcap, chunked events."""
+
+import numpy as np
+import pytest
+
+from helixtrack_ros.cli import events as events_cmd
+from helixtrack_ros.cli import main
+from helixtrack_ros.io.bags import iter_messages
+
+MCAP_MAGIC = b'\x89MCAP0\r\n'
+
+
+@pytest.fixture(scope='module')
+def scene(tmp_path_factory):
+    out = tmp_path_factory.mktemp('scene')
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.15', '--seed', '5',
+                 '--out', str(out)]) == 0
+    return out
+
+
+def test_results_mcap_is_one_self_contained_file(scene, tmp_path, capsys):
+    out = tmp_path / 'track'
+    for _ in range(2):   # a second run replaces the first run's file
+        assert main(['track', str(scene / 'events'), '--params', str(scene / 'params.yaml'),
+                     '--out', str(out)]) == 0
+    bag = out / 'results.mcap'
+    assert bag.is_file()
+    assert sorted(p.name for p in out.iterdir()) == ['overlay.png', 'results.mcap', 'rpm.csv',
+                                                     'rpm.png']
+    data = bag.read_bytes()
+    assert data.startswith(MCAP_MAGIC) and data.endswith(MCAP_MAGIC)
+    # schemas travel in the file: a viewer needs nothing else
+    assert b'ros2msg' in data and b'sensor_msgs/msg/JointState' in data
+    topics = {t for t, _, _ in iter_messages(bag)}
+    assert {'/helixtrack/rotors', '/diagnostics'} <= topics
+    assert any(t.endswith('/rpm') for t in topics)
+    assert f'{out / "results.mcap"}' in capsys.readouterr().out
+
+
+def test_simulate_and_demo_replace_an_earlier_run(tmp_path, capsys):
+    out = tmp_path / 's'
+    for seed in ('1', '2'):
+        assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.05', '--seed',
+                     seed, '--out', str(out)]) == 0, capsys.readouterr().err
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.05',
+                 '--format', 'raw-evt3', '--out', str(out)]) == 0
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.05',
+                 '--format', 'raw-evt3', '--out', str(out)]) == 0
+    assert (out / 'events').is_dir() and (out / 'events.raw').is_file()
+
+
+def test_events_to_a_directory_streams_chunks(scene, tmp_path, capsys, monkeypatch):
+    assert main(['events', str(scene / 'events'), '--out', str(tmp_path / 'all.npz')]) == 0
+    assert f'-> {tmp_path / "all.npz"}' in capsys.readouterr().out
+    whole = np.load(tmp_path / 'all.npz')
+    monkeypatch.setattr(events_cmd, 'CHUNK_EVENTS', 300_000)
+    out = tmp_path / 'chunks'
+    (out).mkdir()
+    (out / 'events_000099.npz').write_bytes(b'stale')   # left by an earlier run
+    assert main(['events', str(scene / 'events'), '--out', str(out)]) == 0
+    files = sorted(out.glob('events_*.npz'))
+    assert len(files) >= 3 and files[0].name == 'events_000000.npz'
+    text = capsys.readouterr().out
+    assert f'-> {out}/ ({files[0].name} .. {files[-1].name})' in text
+    parts = [np.load(f) for f in files]
+    # bounded: no chunk holds much more than CHUNK_EVENTS (one packet at most beyond)
+    assert max(len(p['t_us']) for p in parts[:-1]) < 300_000 + 100_000
+    for key in ('t_us', 'x', 'y', 'p'):
+        assert np.array_equal(np.concatenate([p[key] for p in parts]), whole[key])
