@@ -112,6 +112,7 @@ from typing import NamedTuple
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.fast_step import _centroid_step, _fast_step, _kf_init
 from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _exp_neg, _wrap_pi
 from helixtrack_ros.core.health import (
     DEGRADED,
@@ -158,93 +159,108 @@ from helixtrack_ros.core.pose_gn import (
     pack_gn_params,
 )
 from helixtrack_ros.core.rotation_sign import _acquire
+from helixtrack_ros.core.routing import _BBOX_COS, _BBOX_SIN, _bbox, _bbox_kernel, _route
+from helixtrack_ros.core.tracker_layout import (
+    FS_AC,
+    FS_AL,
+    FS_LEN,
+    FS_OM,
+    FS_P00,
+    FS_P01,
+    FS_P02,
+    FS_P11,
+    FS_P12,
+    FS_P22,
+    FS_PHI,
+    FS_PHIB,
+    FS_PSIB,
+    FS_SW,
+    FS_SWE,
+    FS_VX,
+    FS_VY,
+    IS_ACCEPT,
+    IS_ACQ,
+    IS_ACQ_N,
+    IS_ACQ_SEEN,
+    IS_ACQ_STRIDE,
+    IS_ACQ_T0,
+    IS_BACK,
+    IS_BATCH_N,
+    IS_BATCH_T0,
+    IS_DEFER,
+    IS_DIR,
+    IS_FAST_T,
+    IS_FASTON,
+    IS_GN_CNT,
+    IS_GN_STRIDE,
+    IS_IN,
+    IS_LEN,
+    IS_MT,
+    IS_POSE,
+    IS_SOLVE_T,
+    IS_T,
+    IS_TMAX,
+    IS_USED,
+    IS_ZETA,
+    MODE_EVERY,
+    MODE_LAST,
+    MODE_TIMES,
+    OUT_LEN,
+    OUT_OMEGA,
+    OUT_PHASE,
+    OUT_Q,
+    OUT_RPM,
+    OUT_STD,
+    PK_BOX,
+    PK_LEN,
+    PK_N,
+    PK_QCORE,
+    PK_RPM_EKF,
+    PK_ZETA,
+    TP_ACQ_MIN,
+    TP_ACQ_US,
+    TP_ACQGAIN,
+    TP_B,
+    TP_FANISO,
+    TP_FAST,
+    TP_FASTRPM,
+    TP_FDAMP,
+    TP_FFORGET,
+    TP_FGAIN,
+    TP_FGATE,
+    TP_FINFO,
+    TP_FMAX,
+    TP_FMIN,
+    TP_GNMIN,
+    TP_GNTARGET,
+    TP_INV2SR2,
+    TP_KAPPA,
+    TP_LEN,
+    TP_MARGIN,
+    TP_MAXEV,
+    TP_MHOLD,
+    TP_MOTION,
+    TP_MSTEP,
+    TP_MVMAX,
+    TP_OMEGA0,
+    TP_P0AL,
+    TP_P0OM,
+    TP_P0PHI,
+    TP_P0POS,
+    TP_P0VEL,
+    TP_QACC,
+    TP_QJ,
+    TP_RFLOOR,
+    TP_RIN2,
+    TP_RINGACQ,
+    TP_ROUT2,
+    TP_SIG0,
+    TP_SPAN,
+    TP_TIMER,
+)
 
 #: GN-vector slots that the kernels learn from the data (kept across a parameter change)
 _GP_LEARNT = (G_CON, G_COFF, G_POLH)
-
-# ---- float state ------------------------------------------------------------------------
-FS_PHI, FS_OM, FS_AL = 0, 1, 2
-FS_P00, FS_P01, FS_P02, FS_P11, FS_P12, FS_P22 = 3, 4, 5, 6, 7, 8
-FS_PHIB, FS_PSIB = 9, 10
-FS_SW, FS_SWE = 11, 12    # pending fold of the current timestamp: sum w, sum w eps
-FS_VX, FS_VY = 13, 14     # motion model: image velocity of the centre [px / us]
-FS_KP = 15         # 16: covariance of the motion Kalman filter [x, y, vx, vy] (px, px/s)
-FS_AC = 31         # 3: while acquiring, sum u_x, sum u_y, count of disc events (centroid)
-FS_LEN = 34
-
-# ---- int state --------------------------------------------------------------------------
-IS_T = 0           # time of the EKF state x [us]; -1 before the first accepted event
-IS_TMAX = 1        # latest input time [us]; -1 before the first event
-IS_IN = 2          # input events
-IS_USED = 3        # events assimilated by the EKF
-IS_POSE = 4        # pose solves
-IS_BACK = 5        # events whose time went backwards
-IS_ZETA = 6        # rotation sign; 0 while acquiring an unknown sign
-IS_ACQ = 7         # 1 while acquiring sign / phase
-IS_ACQ_N = 8       # buffered acquisition events
-IS_ACQ_STRIDE = 9
-IS_ACQ_SEEN = 10   # in-ring events seen while acquiring
-IS_ACQ_T0 = 11
-IS_GN_STRIDE = 12
-IS_GN_CNT = 13
-IS_BATCH_N = 14    # accepted events in the current pose batch
-IS_BATCH_T0 = 15
-IS_DIR = 16        # configured direction
-IS_DEFER = 17      # triggers whose batch was too small
-IS_ACCEPT = 18     # events inside the annulus
-IS_MT = 19         # motion model: time the centre was last propagated to [us]
-IS_SOLVE_T = 20    # time of the last applied fast step [us]
-IS_FAST_T = 21     # time of the last fast translation step [us]
-IS_FASTON = 22     # 1 while the fast translation step runs (low RPM)
-IS_LEN = 23
-
-# ---- tracker parameter vector -----------------------------------------------------------
-TP_B = 0
-TP_KAPPA = 1
-TP_QJ = 2
-TP_SIG0 = 3
-TP_RFLOOR = 4
-TP_INV2SR2 = 5
-TP_RIN2 = 6
-TP_ROUT2 = 7
-TP_GNMIN = 8
-TP_GNTARGET = 9
-TP_TIMER = 10
-TP_MAXEV = 11
-TP_ACQ_US = 12     # minimum acquisition window [us]
-TP_OMEGA0 = 13     # initial |omega| [rad/s] of the B-fold phase
-TP_SPAN = 14
-TP_MARGIN = 15
-TP_P0PHI = 16
-TP_P0OM = 17
-TP_P0AL = 18
-TP_RINGACQ = 19    # acquisition uses |r - 1| <= this
-TP_ACQ_MIN = 20    # minimum buffered events before a decision
-TP_MOTION = 21     # 1: constant-velocity pose propagation between fast steps
-TP_FASTRPM = 22    # the fast step runs below this shaft RPM
-TP_MSTEP = 23
-TP_MHOLD = 24
-TP_MVMAX = 25      # largest image speed [tip radii / us]
-TP_FAST = 26       # fast translation step period [us] (0 = off)
-TP_FGAIN = 27
-TP_FMAX = 28
-TP_FDAMP = 29
-TP_FMIN = 30
-TP_FFORGET = 31    # forgetting of the fast translation system
-TP_FINFO = 32      # information per unit of the phase-term normal equations [1/px^2]
-TP_QACC = 33       # white-acceleration density of the motion model [tip radii^2 / s^3]
-TP_P0POS = 34      # initial position / velocity standard deviations [tip radii, tip radii/s]
-TP_P0VEL = 35
-TP_FANISO = 36     # weakest / strongest eigenvalue below this: weak direction dropped
-TP_FGATE = 37      # innovation gate (squared Mahalanobis distance; 0 = off)
-TP_ACQGAIN = 38    # centroid step gain while acquiring
-TP_LEN = 39
-
-# output columns
-OUT_RPM, OUT_STD, OUT_PHASE, OUT_OMEGA, OUT_Q = 0, 1, 2, 3, 4
-OUT_LEN = 10
-
-MODE_LAST, MODE_TIMES, MODE_EVERY = 0, 1, 2
 
 
 class TrackerSamples(NamedTuple):
@@ -380,230 +396,6 @@ def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
     ist[IS_BATCH_N] = 0
     ist[IS_GN_CNT] = 0
     ist[IS_GN_STRIDE] = 1
-
-
-@kernel
-def _kf_init(tp, fs, s_px):
-    """Initial covariance of the motion Kalman filter (diagonal)."""
-    for k in range(16):
-        fs[FS_KP + k] = 0.0
-    vp = (tp[TP_P0POS] * s_px) ** 2
-    vv = (tp[TP_P0VEL] * s_px) ** 2
-    fs[FS_KP + 0] = vp
-    fs[FS_KP + 5] = vp
-    fs[FS_KP + 10] = vv
-    fs[FS_KP + 15] = vv
-
-
-@kernel
-def _centroid_step(tp, fs, q, pose):
-    """Move the centre by pose_acq_gain times the mean disc event (rotor plane -> image)."""
-    n = fs[FS_AC + 2]
-    if not n > 0.0:
-        return
-    mx = fs[FS_AC] / n
-    my = fs[FS_AC + 1] / n
-    s_px = math.exp(q[0])
-    c = math.cos(q[1])
-    sn = math.sin(q[1])
-    g = tp[TP_ACQGAIN]
-    dx = g * s_px * (c * mx - sn * my)
-    dy = g * s_px * (sn * mx + c * my)
-    lim = tp[TP_FMAX] * s_px
-    dn = math.sqrt(dx * dx + dy * dy)
-    if dn > lim:
-        dx *= lim / dn
-        dy *= lim / dn
-    q[2] += dx
-    q[3] += dy
-    _pack_pose(q, pose)
-
-
-@kernel
-def _fast_step(acc, tp, fs, q, pose, motion, dt_us):
-    """Fast translation step from the phase-term system of the last dt_us; True if applied.
-
-    Without the motion model: a damped Newton step on the system, which is
-    then forgotten (rho) with its gradient moved to the new pose. With it: a
-    Kalman filter on [tx, ty, vx, vy] (white acceleration), the system being
-    the information-form measurement of the position (singular-safe: only
-    (I + M P_pp) is inverted). The step is limited to pose_fast_max_step tip
-    radii and the velocity to motion_max_rs.
-    """
-    s_px = math.exp(q[0])
-    lim = tp[TP_FMAX] * s_px
-    axx = acc[ACC_FAST]
-    axy = acc[ACC_FAST + 1]
-    ayy = acc[ACC_FAST + 2]
-    gx = acc[ACC_FAST + 3]
-    gy = acc[ACC_FAST + 4]
-    enough = acc[ACC_FAST + 5] >= tp[TP_FMIN]
-    # eigen-decomposition of the 2x2 system; a direction observed much more weakly
-    # than the other is dropped (its estimate is dominated by model errors)
-    tr2 = 0.5 * (axx + ayy)
-    dif = 0.5 * (axx - ayy)
-    rad = math.sqrt(dif * dif + axy * axy)
-    l1 = tr2 + rad
-    l2 = tr2 - rad
-    if rad > 0.0:
-        ang = 0.5 * math.atan2(2.0 * axy, axx - ayy)
-    else:
-        ang = 0.0
-    e1x = math.cos(ang)
-    e1y = math.sin(ang)
-    mx = axx
-    mxy = axy
-    my = ayy
-    ngx = gx
-    ngy = gy
-    if l2 < tp[TP_FANISO] * l1:
-        gp1 = e1x * gx + e1y * gy
-        mx = l1 * e1x * e1x
-        mxy = l1 * e1x * e1y
-        my = l1 * e1y * e1y
-        ngx = gp1 * e1x
-        ngy = gp1 * e1y
-    dx = 0.0
-    dy = 0.0
-    dvx = 0.0
-    dvy = 0.0
-    if not motion:
-        if enough:
-            lm = tp[TP_FDAMP] * 0.5 * (mx + my) + 1e-12
-            det = (mx + lm) * (my + lm) - mxy * mxy
-            if det > 0.0:
-                # (det <= 0 only by rounding with pose_fast_damping = 0: no step)
-                dx = -tp[TP_FGAIN] * ((my + lm) * ngx - mxy * ngy) / det
-                dy = -tp[TP_FGAIN] * ((mx + lm) * ngy - mxy * ngx) / det
-        # forget, and move the kept gradient to the new pose (linearised:
-        # g <- rho (g + A d)) so that old evidence is not applied twice
-        dn = math.sqrt(dx * dx + dy * dy)
-        if not dn == dn:
-            dx = 0.0
-            dy = 0.0
-        elif dn > lim:
-            dx *= lim / dn
-            dy *= lim / dn
-        rf = tp[TP_FFORGET]
-        acc[ACC_FAST + 3] = rf * (gx + axx * dx + axy * dy)
-        acc[ACC_FAST + 4] = rf * (gy + axy * dx + ayy * dy)
-        for k in (0, 1, 2, 5):
-            acc[ACC_FAST + k] *= rf
-    else:
-        P = np.empty((4, 4))
-        for i in range(4):
-            for j in range(4):
-                P[i, j] = fs[FS_KP + 4 * i + j]
-        # predict: F = [[I, dt I], [0, I]], white acceleration of density qa
-        dt = dt_us * 1e-6
-        qa = tp[TP_QACC] * s_px * s_px
-        for i in range(4):
-            for j in range(2):
-                P[i, j] += dt * P[i, j + 2]
-        for i in range(4):
-            for j in range(2):
-                P[j, i] += dt * P[j + 2, i]
-        for k in range(2):
-            P[k, k] += qa * dt * dt * dt / 3.0
-            P[k, k + 2] += qa * dt * dt / 2.0
-            P[k + 2, k] += qa * dt * dt / 2.0
-            P[k + 2, k + 2] += qa * dt
-        if enough:
-            c = tp[TP_FINFO]
-            m00 = c * mx
-            m01 = c * mxy
-            m11 = c * my
-            g0 = c * ngx
-            g1 = c * ngy
-            # innovation gate: a measurement far outside its predicted spread (model
-            # error: a burst of background events, a jolt) gets its information scaled
-            # down (Huber-like); nu = -M^-1 g, S = P_pp + M^-1, d2 = nu^T S^-1 nu
-            # = g^T (M P_pp M + M)^-1 g
-            s00 = m00 * (P[0, 0] * m00 + P[0, 1] * m01) + m01 * (P[1, 0] * m00
-                                                                  + P[1, 1] * m01) + m00
-            s01 = m00 * (P[0, 0] * m01 + P[0, 1] * m11) + m01 * (P[1, 0] * m01
-                                                                  + P[1, 1] * m11) + m01
-            s11 = m01 * (P[0, 0] * m01 + P[0, 1] * m11) + m11 * (P[1, 0] * m01
-                                                                  + P[1, 1] * m11) + m11
-            sdet = s00 * s11 - s01 * s01
-            if sdet > 0.0:
-                d2 = (s11 * g0 * g0 - 2.0 * s01 * g0 * g1 + s00 * g1 * g1) / sdet
-            else:
-                # rank one (weak direction dropped): along e1 only
-                sm = s00 + s11
-                d2 = (g0 * g0 + g1 * g1) / sm if sm > 0.0 else 0.0
-            gate = tp[TP_FGATE]
-            if gate > 0.0 and d2 > gate:
-                f = gate / d2
-                m00 *= f
-                m01 *= f
-                m11 *= f
-                g0 *= f
-                g1 *= f
-            # L = (I + M P_pp)^-1
-            t00 = 1.0 + m00 * P[0, 0] + m01 * P[1, 0]
-            t01 = m00 * P[0, 1] + m01 * P[1, 1]
-            t10 = m01 * P[0, 0] + m11 * P[1, 0]
-            t11 = 1.0 + m01 * P[0, 1] + m11 * P[1, 1]
-            det = t00 * t11 - t01 * t10
-            if det > 1e-12:
-                l00 = t11 / det
-                l01 = -t01 / det
-                l10 = -t10 / det
-                l11 = t00 / det
-                # correction -[P_pp; P_vp] L g
-                lg0 = l00 * g0 + l01 * g1
-                lg1 = l10 * g0 + l11 * g1
-                dx = -(P[0, 0] * lg0 + P[0, 1] * lg1)
-                dy = -(P[1, 0] * lg0 + P[1, 1] * lg1)
-                dvx = -(P[2, 0] * lg0 + P[2, 1] * lg1)
-                dvy = -(P[3, 0] * lg0 + P[3, 1] * lg1)
-                # G = M L^T (symmetric); P <- P - [P_pp; P_vp] G [P_pp, P_pv]
-                a00 = m00 * l00 + m01 * l01
-                a01 = m00 * l10 + m01 * l11
-                a10 = m01 * l00 + m11 * l01
-                a11 = m01 * l10 + m11 * l11
-                gs01 = 0.5 * (a01 + a10)
-                PH = np.empty((4, 2))
-                for i in range(4):
-                    PH[i, 0] = P[i, 0]
-                    PH[i, 1] = P[i, 1]
-                for i in range(4):
-                    u0 = PH[i, 0] * a00 + PH[i, 1] * gs01
-                    u1 = PH[i, 0] * gs01 + PH[i, 1] * a11
-                    for j in range(4):
-                        P[i, j] -= u0 * PH[j, 0] + u1 * PH[j, 1]
-        dn = math.sqrt(dx * dx + dy * dy)
-        f = 1.0
-        if not (dn == dn and dvx == dvx and dvy == dvy):
-            f = 0.0
-        elif dn > lim:
-            f = lim / dn
-        dx *= f
-        dy *= f
-        dvx *= f
-        dvy *= f
-        for i in range(4):
-            for j in range(4):
-                fs[FS_KP + 4 * i + j] = 0.5 * (P[i, j] + P[j, i])
-        for k in range(6):
-            acc[ACC_FAST + k] = 0.0
-        # velocity in px / us
-        vx = fs[FS_VX] + dvx * 1e-6
-        vy = fs[FS_VY] + dvy * 1e-6
-        vmax = tp[TP_MVMAX] * s_px
-        vn = math.sqrt(vx * vx + vy * vy)
-        if vn > vmax:
-            vx *= vmax / vn
-            vy *= vmax / vn
-        fs[FS_VX] = vx
-        fs[FS_VY] = vy
-    if dx == 0.0 and dy == 0.0:
-        return False
-    q[2] += dx
-    q[3] += dy
-    _pack_pose(q, pose)
-    return True
 
 
 @fma
@@ -1405,14 +1197,6 @@ class HelixTracker:
         return time.perf_counter() - t0
 
 
-# per-packet output columns of :func:`_process_packets` (after the OUT_LEN sample columns)
-PK_QCORE = OUT_LEN          # 6: q_core after the packet
-PK_RPM_EKF = OUT_LEN + 6    # shaft RPM of the EKF state (no propagation)
-PK_ZETA = OUT_LEN + 7       # rotation sign
-PK_N = OUT_LEN + 8          # events routed to the rotor
-PK_BOX = OUT_LEN + 9        # 4: routing box (x0, y0, x1, y1)
-PK_LEN = OUT_LEN + 13
-
 
 @kernel
 def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadline_us,
@@ -1474,89 +1258,3 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
         if level == 2 or (deadline >= 0 and t_last > deadline):
             return k + 1
     return n_pk
-
-
-@kernel
-def _route(t_us, xs, ys, ps, e0, e1, x0, y0, x1, y1, stride, bi, bt, bx, by, bp):
-    """Copy every stride-th event of e0:e1 inside [x0, x1] x [y0, y1] to bt, bx, by, bp.
-
-    Returns the number copied. Branch free: u - x0 <= x1 - x0 as unsigned is
-    x0 <= u <= x1. A function of its own (not inlined into the tracker's
-    large kernel), so that the loop keeps its pointers in registers.
-    """
-    w = np.uint32(x1 - x0)
-    h = np.uint32(y1 - y0)
-    m = 0
-    if stride == 1:
-        # one sequential pass: every event is written at slot m, which advances only for
-        # an event inside the box (unsigned indices: no wraparound code)
-        for i in range(np.uint64(e0), np.uint64(e1)):
-            xi = xs[i]
-            yi = ys[i]
-            bt[m] = t_us[i]
-            bx[m] = xi
-            by[m] = yi
-            bp[m] = ps[i]
-            dx = np.uint32(np.int64(xi) - x0)
-            dy = np.uint32(np.int64(yi) - y0)
-            m += np.int64((dx <= w) & (dy <= h))
-        return m
-    n_in = 0
-    for i in range(e0, e1):
-        dx = np.uint32(np.int64(xs[i]) - x0)
-        dy = np.uint32(np.int64(ys[i]) - y0)
-        bi[n_in] = i
-        n_in += np.int64((dx <= w) & (dy <= h))
-    for j in range(0, n_in, stride):
-        i = bi[j]
-        bt[m] = t_us[i]
-        bx[m] = xs[i]
-        by[m] = ys[i]
-        bp[m] = ps[i]
-        m += 1
-    return m
-
-
-_BBOX_COS = np.cos(np.linspace(0.0, TWO_PI, 73))
-_BBOX_SIN = np.sin(np.linspace(0.0, TWO_PI, 73))
-
-
-@kernel
-def _bbox_kernel(q, r_out, margin_px, cos_a, sin_a, out):
-    """Bounds of the projected r_out circle z = pi(H(q) [r_out cos a, r_out sin a, 1])."""
-    s = math.exp(q[0])
-    c = math.cos(q[1])
-    sn = math.sin(q[1])
-    xmin = 1e300
-    ymin = 1e300
-    xmax = -1e300
-    ymax = -1e300
-    for k in range(cos_a.shape[0]):
-        ux = r_out * cos_a[k]
-        uy = r_out * sin_a[k]
-        # z~ = H(q) [u; 1] (Eq. 1), then the perspective division
-        w = q[4] * ux + q[5] * uy + 1.0
-        if w <= 1e-6:
-            out[0] = 0
-            out[1] = 0
-            out[2] = 65535
-            out[3] = 65535
-            return
-        zx = (s * c * ux - s * sn * uy + q[2]) / w
-        zy = (s * sn * ux + s * c * uy + q[3]) / w
-        xmin = min(xmin, zx)
-        xmax = max(xmax, zx)
-        ymin = min(ymin, zy)
-        ymax = max(ymax, zy)
-    out[0] = max(0, int(math.floor(xmin - margin_px)))
-    out[1] = max(0, int(math.floor(ymin - margin_px)))
-    out[2] = max(out[0], min(65535, int(math.ceil(xmax + margin_px))))
-    out[3] = max(out[1], min(65535, int(math.ceil(ymax + margin_px))))
-
-
-def _bbox(q: np.ndarray, r_out: float, margin_px: float) -> tuple[int, int, int, int]:
-    """Image region (x0, y0, x1, y1, inclusive) of the projected r_out circle plus a margin."""
-    out = np.empty(4, np.int64)
-    _bbox_kernel(np.ascontiguousarray(q, dtype=np.float64), float(r_out), float(margin_px),
-                 _BBOX_COS, _BBOX_SIN, out)
-    return (int(out[0]), int(out[1]), int(out[2]), int(out[3]))

@@ -1,0 +1,103 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Event routing: which of the camera's events reach one rotor's tracker.
+
+A rotor sees only the events inside the image box of its projected r_out
+circle plus a margin (:func:`_bbox_kernel`); :func:`_route` copies them out
+of a packet of decoded events, branch free, keeping every stride-th (the
+real-time policy). Kept apart from the tracker's large kernel so that the
+copy loop keeps its pointers in registers.
+"""
+
+import math
+
+import numpy as np
+
+from helixtrack_ros.core.fastmath import TWO_PI
+from helixtrack_ros.core.jit import kernel
+
+
+@kernel
+def _route(t_us, xs, ys, ps, e0, e1, x0, y0, x1, y1, stride, bi, bt, bx, by, bp):
+    """Copy every stride-th event of e0:e1 inside [x0, x1] x [y0, y1] to bt, bx, by, bp.
+
+    Returns the number copied. Branch free: u - x0 <= x1 - x0 as unsigned is
+    x0 <= u <= x1. A function of its own (not inlined into the tracker's
+    large kernel), so that the loop keeps its pointers in registers.
+    """
+    w = np.uint32(x1 - x0)
+    h = np.uint32(y1 - y0)
+    m = 0
+    if stride == 1:
+        # one sequential pass: every event is written at slot m, which advances only for
+        # an event inside the box (unsigned indices: no wraparound code)
+        for i in range(np.uint64(e0), np.uint64(e1)):
+            xi = xs[i]
+            yi = ys[i]
+            bt[m] = t_us[i]
+            bx[m] = xi
+            by[m] = yi
+            bp[m] = ps[i]
+            dx = np.uint32(np.int64(xi) - x0)
+            dy = np.uint32(np.int64(yi) - y0)
+            m += np.int64((dx <= w) & (dy <= h))
+        return m
+    n_in = 0
+    for i in range(e0, e1):
+        dx = np.uint32(np.int64(xs[i]) - x0)
+        dy = np.uint32(np.int64(ys[i]) - y0)
+        bi[n_in] = i
+        n_in += np.int64((dx <= w) & (dy <= h))
+    for j in range(0, n_in, stride):
+        i = bi[j]
+        bt[m] = t_us[i]
+        bx[m] = xs[i]
+        by[m] = ys[i]
+        bp[m] = ps[i]
+        m += 1
+    return m
+
+
+_BBOX_COS = np.cos(np.linspace(0.0, TWO_PI, 73))
+_BBOX_SIN = np.sin(np.linspace(0.0, TWO_PI, 73))
+
+
+@kernel
+def _bbox_kernel(q, r_out, margin_px, cos_a, sin_a, out):
+    """Bounds of the projected r_out circle z = pi(H(q) [r_out cos a, r_out sin a, 1])."""
+    s = math.exp(q[0])
+    c = math.cos(q[1])
+    sn = math.sin(q[1])
+    xmin = 1e300
+    ymin = 1e300
+    xmax = -1e300
+    ymax = -1e300
+    for k in range(cos_a.shape[0]):
+        ux = r_out * cos_a[k]
+        uy = r_out * sin_a[k]
+        # z~ = H(q) [u; 1] (Eq. 1), then the perspective division
+        w = q[4] * ux + q[5] * uy + 1.0
+        if w <= 1e-6:
+            out[0] = 0
+            out[1] = 0
+            out[2] = 65535
+            out[3] = 65535
+            return
+        zx = (s * c * ux - s * sn * uy + q[2]) / w
+        zy = (s * sn * ux + s * c * uy + q[3]) / w
+        xmin = min(xmin, zx)
+        xmax = max(xmax, zx)
+        ymin = min(ymin, zy)
+        ymax = max(ymax, zy)
+    out[0] = max(0, int(math.floor(xmin - margin_px)))
+    out[1] = max(0, int(math.floor(ymin - margin_px)))
+    out[2] = max(out[0], min(65535, int(math.ceil(xmax + margin_px))))
+    out[3] = max(out[1], min(65535, int(math.ceil(ymax + margin_px))))
+
+
+def _bbox(q: np.ndarray, r_out: float, margin_px: float) -> tuple[int, int, int, int]:
+    """Image region (x0, y0, x1, y1, inclusive) of the projected r_out circle plus a margin."""
+    out = np.empty(4, np.int64)
+    _bbox_kernel(np.ascontiguousarray(q, dtype=np.float64), float(r_out), float(margin_px),
+                 _BBOX_COS, _BBOX_SIN, out)
+    return (int(out[0]), int(out[1]), int(out[2]), int(out[3]))
