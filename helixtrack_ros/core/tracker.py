@@ -112,21 +112,16 @@ from typing import NamedTuple
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
-from helixtrack_ros.core.fast_step import _centroid_step, _fast_step, _kf_init
-from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _exp_neg, _wrap_pi
+from helixtrack_ros.core.fast_step import _centroid_step, _fast_step
+from helixtrack_ros.core.fastmath import TWO_PI
 from helixtrack_ros.core.health import (
     DEGRADED,
-    HI_ACC0,
     HI_CAUSE,
     HI_LEVEL,
     HI_NOUT,
     HI_NTIP,
     HI_REASON,
     HI_T0,
-    HP_OUT0,
-    HP_OUT1,
-    HP_TIP_IN,
-    HP_WIN,
     HS_COS,
     HS_GOOD_US,
     HS_RATE_REF,
@@ -139,65 +134,40 @@ from helixtrack_ros.core.health import (
     pack_health_params,
     reason_text,
 )
-from helixtrack_ros.core.homography import _INV_W0, _POSE_LEN, _pack_pose, homography
-from helixtrack_ros.core.jit import fma, kernel, kernel_inline
+from helixtrack_ros.core.homography import _POSE_LEN, _pack_pose, homography
 from helixtrack_ros.core.params import RotorInit, TrackerParams
-from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s
 from helixtrack_ros.core.pose_gn import (
-    ACC_FAST,
     ACC_LEN,
-    ACC_N,
     G_COFF,
     G_CON,
     G_FIXT,
     G_POLADAPT,
     G_POLH,
-    G_ZETA,
-    _accumulate,
     _set_bands,
-    _solve,
     pack_gn_params,
 )
-from helixtrack_ros.core.rotation_sign import _acquire
-from helixtrack_ros.core.routing import _BBOX_COS, _BBOX_SIN, _bbox, _bbox_kernel, _route
+from helixtrack_ros.core.routing import _BBOX_COS, _BBOX_SIN, _bbox
+from helixtrack_ros.core.tracker_kernel import _emit, _process, _process_packets
 from helixtrack_ros.core.tracker_layout import (
     FS_AC,
-    FS_AL,
     FS_LEN,
     FS_OM,
     FS_P00,
-    FS_P01,
-    FS_P02,
     FS_P11,
-    FS_P12,
     FS_P22,
-    FS_PHI,
-    FS_PHIB,
-    FS_PSIB,
-    FS_SW,
-    FS_SWE,
     FS_VX,
-    FS_VY,
     IS_ACCEPT,
     IS_ACQ,
     IS_ACQ_N,
-    IS_ACQ_SEEN,
     IS_ACQ_STRIDE,
-    IS_ACQ_T0,
     IS_BACK,
-    IS_BATCH_N,
-    IS_BATCH_T0,
     IS_DEFER,
     IS_DIR,
-    IS_FAST_T,
     IS_FASTON,
-    IS_GN_CNT,
     IS_GN_STRIDE,
     IS_IN,
     IS_LEN,
-    IS_MT,
     IS_POSE,
-    IS_SOLVE_T,
     IS_T,
     IS_TMAX,
     IS_USED,
@@ -259,6 +229,13 @@ from helixtrack_ros.core.tracker_layout import (
     TP_TIMER,
 )
 
+# the public API, and the names that code outside core/ imports from this module (they
+# moved to tracker_layout / fast_step in issue #12)
+__all__ = ['HelixTracker', 'PacketRun', 'TrackerSamples', 'TrackerState', 'OUT_OMEGA',
+           'OUT_PHASE', 'OUT_Q', 'OUT_RPM', 'OUT_STD', 'PK_BOX', 'PK_N', 'PK_QCORE',
+           'PK_RPM_EKF', 'PK_ZETA', 'FS_AC', 'FS_VX', 'IS_FASTON', '_centroid_step',
+           '_fast_step']
+
 #: GN-vector slots that the kernels learn from the data (kept across a parameter change)
 _GP_LEARNT = (G_CON, G_COFF, G_POLH)
 
@@ -308,452 +285,6 @@ class TrackerState(NamedTuple):
     pose_updates: int
     health: int = 0
     health_reason: str = 'tracking'
-
-
-@kernel_inline
-def _adjugate(pose):
-    """adj(H) of the packed pose as nine scalars (row-major; the back-warp of Sec. 3.1)."""
-    return (pose[6], pose[7], pose[8], pose[9], pose[10], pose[11], pose[12], pose[13],
-            pose[14])
-
-
-@fma
-def _emit(k, t, tp, fs, ist, q, out_t, out_v):
-    """Write the state at time t into output row k (Sec. 3.6).
-
-    The pending update of the current timestamp is applied to a copy, then
-    the state is propagated from its time to t (t before it counts as dt = 0).
-    """
-    B = tp[TP_B]
-    phi = fs[FS_PHI]
-    om = fs[FS_OM]
-    al = fs[FS_AL]
-    P11 = fs[FS_P11]
-    P12 = fs[FS_P12]
-    P22 = fs[FS_P22]
-    if fs[FS_SW] > 0.0:
-        phi, om, al, _, _, _, P11, P12, P22 = _update_fold_s(
-            phi, om, al, fs[FS_P00], fs[FS_P01], fs[FS_P02], P11, P12, P22, fs[FS_SW],
-            fs[FS_SWE], tp[TP_SIG0])
-    dt = 0.0
-    if ist[IS_T] >= 0 and t > ist[IS_T]:
-        dt = (t - ist[IS_T]) * 1e-6
-    phi_t = phi + dt * om + 0.5 * dt * dt * al
-    om_t = om + dt * al
-    P11_t = P11 + 2.0 * dt * P12 + dt * dt * P22 + tp[TP_QJ] * dt * dt * dt / 3.0
-    zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
-    c = 60.0 / (TWO_PI * B)
-    out_t[k] = t
-    out_v[k, OUT_RPM] = c * abs(om_t)
-    out_v[k, OUT_STD] = c * math.sqrt(max(P11_t, 0.0))
-    # blade angle atan2(u_y, u_x) = zeta phi_eff / B = zeta phi / B - psi
-    out_v[k, OUT_PHASE] = _wrap_pi(zeta * phi_t / B - q[1])
-    out_v[k, OUT_OMEGA] = zeta * om_t / B
-    out_v[k, OUT_Q] = math.exp(q[0])
-    for j in range(1, 6):
-        out_v[k, OUT_Q + j] = q[j]
-
-
-@fma
-def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
-    """Decide rotation sign, phase and rate from the acquisition buffer (Sec. 3.2)."""
-    n = ist[IS_ACQ_N]
-    ts = np.empty(n)
-    for j in range(n):
-        ts[j] = (acq_t[j] - t) * 1e-6
-    span_s = (t - ist[IS_ACQ_T0]) * 1e-6
-    out = np.empty(5)
-    B = tp[TP_B]
-    _acquire(ts, acq_a, n, int(B), int(ist[IS_DIR]), tp[TP_OMEGA0], tp[TP_SPAN],
-             tp[TP_MARGIN], span_s, out)
-    zeta = out[0]
-    ist[IS_ZETA] = 1 if zeta > 0 else -1
-    gp[G_ZETA] = zeta
-    # phi = phi_eff + zeta B psi
-    fs[FS_PHI] = out[1] + zeta * B * q[1]
-    fs[FS_OM] = out[2]
-    fs[FS_AL] = 0.0
-    d_omega = math.pi / 8.0 / max(span_s, 1e-9)
-    fs[FS_P00] = tp[TP_P0PHI]
-    fs[FS_P01] = 0.0
-    fs[FS_P02] = 0.0
-    fs[FS_P11] = max(tp[TP_P0OM], 0.0625 * d_omega * d_omega)
-    fs[FS_P12] = 0.0
-    fs[FS_P22] = tp[TP_P0AL]
-    fs[FS_PHIB] = fs[FS_PHI]
-    fs[FS_PSIB] = q[1]
-    fs[FS_SW] = 0.0
-    fs[FS_SWE] = 0.0
-    ist[IS_T] = t
-    ist[IS_ACQ] = 0
-    ist[IS_MT] = t
-    ist[IS_SOLVE_T] = t
-    ist[IS_FAST_T] = t
-    fs[FS_VX] = 0.0
-    fs[FS_VY] = 0.0
-    _kf_init(tp, fs, math.exp(q[0]))
-    ist[IS_BATCH_T0] = t
-    ist[IS_BATCH_N] = 0
-    ist[IS_GN_CNT] = 0
-    ist[IS_GN_STRIDE] = 1
-
-
-@fma
-def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi, mode,
-             sample_t, out_t, out_v):
-    """Run the tracker over one batch; returns the number of output rows written.
-
-    Accepted events of one timestamp are folded into one EKF update
-    (:func:`_update_fold_s`, exact for the linear update given gates at the
-    predicted phase); the fold is committed when a later timestamp arrives,
-    so any batch split gives the same result. Pose triggers and the motion
-    model are checked at each commit; health windows close at input events.
-    """
-    n = t_us.shape[0]
-    n_samp = sample_t.shape[0]
-    k_out = 0
-    k_samp = 0
-    # ---- locals
-    B = tp[TP_B]
-    kappa = tp[TP_KAPPA]
-    qj = tp[TP_QJ]
-    sig0 = tp[TP_SIG0]
-    rfloor = tp[TP_RFLOOR]
-    inv2sr2 = tp[TP_INV2SR2]
-    rin2 = tp[TP_RIN2]
-    rout2 = tp[TP_ROUT2]
-    gn_min = int(tp[TP_GNMIN])
-    gn_target = int(tp[TP_GNTARGET])
-    timer = int(tp[TP_TIMER])
-    maxev = int(tp[TP_MAXEV])
-    ring_acq = tp[TP_RINGACQ]
-    acq_cap = acq_t.shape[0]
-    hpol = gp[G_POLH]
-    # a half shaft turn (paper); a whole one for B = 1 (module notes, "One blade")
-    trig = math.pi * max(B, 2.0)
-    phi = fs[FS_PHI]
-    om = fs[FS_OM]
-    al = fs[FS_AL]
-    P00 = fs[FS_P00]
-    P01 = fs[FS_P01]
-    P02 = fs[FS_P02]
-    P11 = fs[FS_P11]
-    P12 = fs[FS_P12]
-    P22 = fs[FS_P22]
-    phib = fs[FS_PHIB]
-    psib = fs[FS_PSIB]
-    sw = fs[FS_SW]
-    swe = fs[FS_SWE]
-    t_x = ist[IS_T]
-    t_max = ist[IS_TMAX]
-    acquiring = ist[IS_ACQ] != 0
-    zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
-    zb = zeta * B
-    psi = q[1]
-    phiw = _wrap_pi(phi - zb * psi)
-    n_back = 0
-    n_used = 0
-    n_accept = 0
-    gn_stride = ist[IS_GN_STRIDE]
-    gn_cnt = ist[IS_GN_CNT]
-    batch_n = ist[IS_BATCH_N]
-    batch_t0 = ist[IS_BATCH_T0]
-    h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
-    # motion model (module notes, beyond the paper)
-    motion = tp[TP_MOTION] != 0.0
-    mstep = int(tp[TP_MSTEP])
-    mhold = int(tp[TP_MHOLD])
-    vx = fs[FS_VX]
-    vy = fs[FS_VY]
-    t_m = ist[IS_MT]
-    t_sv = ist[IS_SOLVE_T]
-    # one blade: no fast step (module notes, "One blade")
-    fstep = int(tp[TP_FAST]) if B >= 2.0 else 0
-    t_f = ist[IS_FAST_T]
-    fast_on = ist[IS_FASTON] != 0
-    om_fast = tp[TP_FASTRPM] * TWO_PI / 60.0 * B
-    # health counters (core.health)
-    hwin = int(hp[HP_WIN])
-    tip_in = -hp[HP_TIP_IN]
-    out0 = hp[HP_OUT0]
-    out1 = hp[HP_OUT1]
-    h_t0 = hi[HI_T0]
-    h_tip = hi[HI_NTIP]
-    h_out = hi[HI_NOUT]
-    h_cos = hs[HS_COS]
-    acc_base = ist[IS_ACCEPT]
-    for i in range(n):
-        t = t_us[i]
-        if t_max < 0:
-            t_max = t
-        if t < t_max:
-            # time went backwards: dt < 0 is treated as 0
-            n_back += 1
-            t = t_max
-        t_max = t
-        if t >= h_t0 + hwin:
-            if h_t0 < 0:
-                hi[HI_T0] = t
-                hi[HI_ACC0] = acc_base + n_accept
-            else:
-                hi[HI_NTIP] = h_tip
-                hi[HI_NOUT] = h_out
-                hs[HS_COS] = h_cos
-                _health_advance(hp, hs, hi, q, not acquiring, om, P11, acc_base + n_accept, t)
-                h_tip = 0
-                h_out = 0
-                h_cos = 0.0
-            h_t0 = hi[HI_T0]
-        if mode == MODE_TIMES:
-            while k_samp < n_samp and sample_t[k_samp] < t_us[i]:
-                _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
-                _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
-                k_out += 1
-                k_samp += 1
-        if sw > 0.0 and t > t_x:
-            # commit the folded update of the previous timestamp (Sec. 3.4)
-            phi, om, al, P00, P01, P02, P11, P12, P22 = _update_fold_s(
-                phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sig0)
-            sw = 0.0
-            swe = 0.0
-            if fstep > 0:
-                # the fast step runs while a half shaft turn is slow (low RPM), with
-                # hysteresis; the full solve then leaves tx, ty to it
-                if fast_on and abs(om) > 1.25 * om_fast:
-                    fast_on = False
-                    gp[G_FIXT] = 0.0
-                    vx = 0.0
-                    vy = 0.0
-                elif not fast_on and abs(om) < om_fast:
-                    fast_on = True
-                    gn_stride = 1
-                    gn_cnt = 0
-                    gp[G_FIXT] = 1.0
-                    vx = 0.0
-                    vy = 0.0
-                    _kf_init(tp, fs, math.exp(q[0]))
-                    for k in range(6):
-                        acc[ACC_FAST + k] = 0.0
-                    t_f = t_x
-                    t_m = t_x
-                    t_sv = t_x
-            if fast_on and motion and t_x - t_m >= mstep:
-                # constant-velocity propagation of the pose between fast steps
-                if t_x - t_sv > mhold or t_x - t_m > mhold:
-                    # no correction (or no event) for long: the velocity is stale
-                    vx = 0.0
-                    vy = 0.0
-                    _kf_init(tp, fs, math.exp(q[0]))
-                elif vx != 0.0 or vy != 0.0:
-                    dtm = float(t_x - t_m)
-                    q[2] += vx * dtm
-                    q[3] += vy * dtm
-                    _pack_pose(q, pose)
-                    h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
-                t_m = t_x
-            if fast_on and t_x - t_f >= fstep:
-                # fast translation step from the phase term (tracker notes)
-                fs[FS_VX] = vx
-                fs[FS_VY] = vy
-                if _fast_step(acc, tp, fs, q, pose, motion, t_x - t_f):
-                    t_sv = t_x
-                vx = fs[FS_VX]
-                vy = fs[FS_VY]
-                h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
-                t_f = t_x
-            # pose trigger (Sec. 3.5), the release's timer, an event cap
-            if (abs(phi - phib - zb * (psi - psib)) >= trig
-                    or (timer > 0 and t_x - batch_t0 >= timer)
-                    or (maxev > 0 and batch_n >= maxev)):
-                if batch_n >= gn_min and acc[ACC_N] >= 8.0:
-                    _solve(acc, gp, q, pose, True)
-                    ist[IS_POSE] += 1
-                    # keep phi_eff = phi - zeta B psi continuous across a psi step
-                    phi += zb * (q[1] - psi)
-                    psi = q[1]
-                    hpol = gp[G_POLH]
-                    if gn_target > 0:
-                        # in batches longer than 10 ms (low RPM) the 1 ms fast steps feed
-                        # on the same sums: twice the events there
-                        slow = fast_on and t_x - batch_t0 > 10_000
-                        gn_stride = max(1, batch_n // (2 * gn_target if slow else gn_target))
-                    else:
-                        gn_stride = 1
-                    gn_cnt = 0
-                    batch_n = 0
-                    h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
-                else:
-                    ist[IS_DEFER] += 1
-                phib = phi
-                psib = psi
-                batch_t0 = t_x
-        zx = float(xs[i])
-        zy = float(ys[i])
-        # back-warp u = pi(adj(H) [z; 1]) (Sec. 3.1)
-        w3 = h6 * zx + h7 * zy + h8
-        # on the rotor plane's horizon (w3 = 0) u is at infinity: outside the annulus
-        iw = 1.0 / w3 if w3 != 0.0 else _INV_W0
-        ux = (h0 * zx + h1 * zy + h2) * iw
-        uy = (h3 * zx + h4 * zy + h5) * iw
-        r2 = ux * ux + uy * uy
-        if r2 >= rin2 and r2 <= rout2:
-            n_accept += 1
-            r = math.sqrt(r2)
-            if acquiring:
-                if fstep > 0 and tp[TP_OMEGA0] < om_fast:
-                    # while the phase is unknown, the centroid of the disc events (B >= 2
-                    # blades are symmetric about the centre) keeps the centre on a moving
-                    # rotor; background spreads evenly and only dilutes the step
-                    if r2 <= 1.21:
-                        fs[FS_AC] += ux
-                        fs[FS_AC + 1] += uy
-                        fs[FS_AC + 2] += 1.0
-                    if t - t_f >= fstep:
-                        if fs[FS_AC + 2] >= 50.0 and B >= 2.0:
-                            _centroid_step(tp, fs, q, pose)
-                            h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
-                        fs[FS_AC] = 0.0
-                        fs[FS_AC + 1] = 0.0
-                        fs[FS_AC + 2] = 0.0
-                        t_f = t
-                if abs(r - 1.0) <= ring_acq:
-                    seen = ist[IS_ACQ_SEEN]
-                    if seen == 0:
-                        ist[IS_ACQ_T0] = t
-                    stride = ist[IS_ACQ_STRIDE]
-                    if seen % stride == 0:
-                        if ist[IS_ACQ_N] == acq_cap:
-                            # thin the buffer evenly: keep every second entry
-                            half = acq_cap // 2
-                            for j in range(half):
-                                acq_t[j] = acq_t[2 * j]
-                                acq_a[j] = acq_a[2 * j]
-                            ist[IS_ACQ_N] = half
-                            stride *= 2
-                            ist[IS_ACQ_STRIDE] = stride
-                        if seen % stride == 0:
-                            m = ist[IS_ACQ_N]
-                            acq_t[m] = t
-                            acq_a[m] = math.atan2(uy, ux)
-                            ist[IS_ACQ_N] = m + 1
-                    ist[IS_ACQ_SEEN] = seen + 1
-                    if (t - ist[IS_ACQ_T0] >= tp[TP_ACQ_US]
-                            and ist[IS_ACQ_N] >= tp[TP_ACQ_MIN]):
-                        _lock(tp, gp, fs, ist, q, acq_t, acq_a, t)
-                        acquiring = False
-                        phi = fs[FS_PHI]
-                        om = fs[FS_OM]
-                        al = fs[FS_AL]
-                        P00 = fs[FS_P00]
-                        P01 = fs[FS_P01]
-                        P02 = fs[FS_P02]
-                        P11 = fs[FS_P11]
-                        P12 = fs[FS_P12]
-                        P22 = fs[FS_P22]
-                        phib = fs[FS_PHIB]
-                        psib = fs[FS_PSIB]
-                        sw = 0.0
-                        swe = 0.0
-                        t_x = t
-                        zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
-                        zb = zeta * B
-                        phiw = _wrap_pi(phi - zb * psi)
-                        gn_stride = 1
-                        gn_cnt = 0
-                        batch_n = 0
-                        batch_t0 = t
-                        t_m = t
-                        t_sv = t
-                        t_f = t
-                        vx = 0.0
-                        vy = 0.0
-                        fast_on = False
-                        gp[G_FIXT] = 0.0
-            else:
-                # lazy predict over the whole gap since the last accepted event (Sec. 3.3)
-                if t > t_x:
-                    if t_x >= 0:
-                        dt = (t - t_x) * 1e-6
-                        phi, om, al, P00, P01, P02, P11, P12, P22 = _predict_s(
-                            phi, om, al, P00, P01, P02, P11, P12, P22, dt, qj)
-                    t_x = t
-                    phiw = _wrap_pi(phi - zb * psi)
-                # eps = wrap(phi_eff - B theta_zeta(u)) at the predicted phase (Eq. 3),
-                # centred by polarity: -h for ON, +h for OFF (see pose_gn notes)
-                theta = _atan2_poly(zeta * uy, ux)
-                eps = _wrap_pi(phiw - B * theta - (2.0 * min(ps[i], 1) - 1.0) * hpol)
-                # w_vm w_ring in one exp; R = sigma0 / max(w, eps) (Sec. 3.4)
-                d = r - 1.0
-                ce = _cos_poly(eps)
-                w = _exp_neg(kappa * (ce - 1.0) - d * d * inv2sr2)
-                # health: phase coherence of the tip band, spill just outside the tip
-                if d <= 0.0:
-                    if d > tip_in:
-                        h_tip += 1
-                        h_cos += ce
-                elif d > out0 and d < out1:
-                    h_out += 1
-                wf = max(w, rfloor)
-                sw += wf
-                swe += wf * eps
-                n_used += 1
-                batch_n += 1
-                # Gauss-Newton accumulation on every gn_stride-th event (Sec. 3.5, S1)
-                gn_cnt += 1
-                if gn_cnt >= gn_stride:
-                    gn_cnt = 0
-                    _accumulate(acc, gp, pose, zx, zy, ux, uy, r, theta, eps, w, ps[i])
-        if mode == MODE_EVERY:
-            _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
-            _emit(k_out, t, tp, fs, ist, q, out_t, out_v)
-            k_out += 1
-    # ---- write back
-    _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
-    fs[FS_PHIB] = phib
-    fs[FS_PSIB] = psib
-    ist[IS_TMAX] = t_max
-    ist[IS_IN] += n
-    ist[IS_USED] += n_used
-    ist[IS_BACK] += n_back
-    ist[IS_ACCEPT] += n_accept
-    ist[IS_GN_STRIDE] = gn_stride
-    ist[IS_GN_CNT] = gn_cnt
-    ist[IS_BATCH_N] = batch_n
-    ist[IS_BATCH_T0] = batch_t0
-    ist[IS_FASTON] = 1 if fast_on else 0
-    fs[FS_VX] = vx
-    fs[FS_VY] = vy
-    ist[IS_MT] = t_m
-    ist[IS_SOLVE_T] = t_sv
-    ist[IS_FAST_T] = t_f
-    hi[HI_NTIP] = h_tip
-    hi[HI_NOUT] = h_out
-    hs[HS_COS] = h_cos
-    if mode == MODE_TIMES:
-        while k_samp < n_samp:
-            _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
-            k_out += 1
-            k_samp += 1
-    elif mode == MODE_LAST and n > 0:
-        _emit(k_out, t_max, tp, fs, ist, q, out_t, out_v)
-        k_out += 1
-    return k_out
-
-
-@kernel
-def _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe):
-    fs[FS_PHI] = phi
-    fs[FS_OM] = om
-    fs[FS_AL] = al
-    fs[FS_P00] = P00
-    fs[FS_P01] = P01
-    fs[FS_P02] = P02
-    fs[FS_P11] = P11
-    fs[FS_P12] = P12
-    fs[FS_P22] = P22
-    fs[FS_SW] = sw
-    fs[FS_SWE] = swe
-    ist[IS_T] = t_x
 
 
 class PacketRun(NamedTuple):
@@ -1195,66 +726,3 @@ class HelixTracker:
         tr.process_packets(ev, np.array([n // 2, n], np.int64),
                            np.array([t_us[n // 2 - 1], t_us[-1]], np.int64))
         return time.perf_counter() - t0
-
-
-
-@kernel
-def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadline_us,
-                     tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi,
-                     r_out, margin_px, cos_a, sin_a, bi, bt, bx, by, bp, out_v, out_hi, out_hs):
-    """Track one rotor through consecutive packets; returns the packets done.
-
-    Per packet k (events pkt_end[k-1]:pkt_end[k] of the shared decoded
-    arrays): route the events inside the rotor's box (every stride-th),
-    run :func:`_process` with one sample at the packet's last event time,
-    close the health windows up to it (:meth:`HelixTracker.advance`), and
-    write the sample, q_core, box and health into row k. Stops after a
-    packet that leaves the rotor LOST, or not TRACKING past
-    ``reset_deadline_us`` (>= 0: a re-initialised rotor; cleared once
-    TRACKING), so that the caller can run recovery there.
-    """
-    n_pk = pkt_end.shape[0]
-    box = np.empty(4, np.int64)
-    samp = np.empty(1, np.int64)
-    out_t1 = np.empty(1, np.int64)
-    out_v1 = np.empty((1, OUT_LEN))
-    e0 = 0
-    deadline = reset_deadline_us
-    for k in range(n_pk):
-        e1 = pkt_end[k]
-        _bbox_kernel(q, r_out, margin_px, cos_a, sin_a, box)
-        x0 = box[0]
-        y0 = box[1]
-        x1 = box[2]
-        y1 = box[3]
-        # the events inside the box, by branch-free index compaction (u - x0 <= w as
-        # unsigned is x0 <= u <= x1), then gathered; every stride-th of them
-        m = _route(t_us, xs, ys, ps, e0, e1, x0, y0, x1, y1, stride, bi, bt, bx, by, bp)
-        t_last = pkt_t_last[k]
-        samp[0] = t_last
-        _process(bt[:m], bx[:m], by[:m], bp[:m], tp, gp, fs, ist, q, pose, acc, acq_t, acq_a,
-                 hp, hs, hi, MODE_TIMES, samp, out_t1, out_v1)
-        # health windows close even for a rotor that received no event
-        if hi[HI_T0] >= 0 and t_last > ist[IS_TMAX]:
-            _health_advance(hp, hs, hi, q, ist[IS_ACQ] == 0, fs[FS_OM], fs[FS_P11],
-                            ist[IS_ACCEPT], t_last)
-        for j in range(OUT_LEN):
-            out_v[k, j] = out_v1[0, j]
-        for j in range(6):
-            out_v[k, PK_QCORE + j] = q[j]
-        out_v[k, PK_RPM_EKF] = 60.0 * abs(fs[FS_OM]) / (TWO_PI * tp[TP_B])
-        out_v[k, PK_ZETA] = ist[IS_ZETA]
-        out_v[k, PK_N] = m
-        for j in range(4):
-            out_v[k, PK_BOX + j] = box[j]
-        for j in range(hi.shape[0]):
-            out_hi[k, j] = hi[j]
-        for j in range(hs.shape[0]):
-            out_hs[k, j] = hs[j]
-        e0 = e1
-        level = hi[HI_LEVEL]
-        if level == 0:
-            deadline = -1
-        if level == 2 or (deadline >= 0 and t_last > deadline):
-            return k + 1
-    return n_pk
