@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
+from helixtrack_ros.core.gn_layout import ACC_FAST
 from helixtrack_ros.core.homography import _pack_pose
 from helixtrack_ros.core.jit import kernel, kernel_inline
 from helixtrack_ros.core.motion_kf import _gate_scale, _innovation_d2, _kf_predict, _kf_update
-from helixtrack_ros.core.pose_gn import ACC_FAST
 from helixtrack_ros.core.tracker_layout import (
     FS_AC,
     FS_KP,

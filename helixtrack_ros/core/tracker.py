@@ -114,6 +114,16 @@ import numpy as np
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.fast_step import _centroid_step, _fast_step
 from helixtrack_ros.core.fastmath import TWO_PI
+from helixtrack_ros.core.gn_layout import (
+    ACC_LEN,
+    G_COFF,
+    G_CON,
+    G_FIXT,
+    G_POLADAPT,
+    G_POLH,
+    _set_bands,
+    pack_gn_params,
+)
 from helixtrack_ros.core.health import (
     DEGRADED,
     HI_CAUSE,
@@ -136,16 +146,6 @@ from helixtrack_ros.core.health import (
 )
 from helixtrack_ros.core.homography import _POSE_LEN, _pack_pose, homography
 from helixtrack_ros.core.params import RotorInit, TrackerParams
-from helixtrack_ros.core.pose_gn import (
-    ACC_LEN,
-    G_COFF,
-    G_CON,
-    G_FIXT,
-    G_POLADAPT,
-    G_POLH,
-    _set_bands,
-    pack_gn_params,
-)
 from helixtrack_ros.core.routing import _BBOX_COS, _BBOX_SIN, _bbox
 from helixtrack_ros.core.tracker_kernel import _emit, _process, _process_packets
 from helixtrack_ros.core.tracker_layout import (

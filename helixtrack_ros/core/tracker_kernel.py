@@ -33,6 +33,15 @@ import numpy as np
 
 from helixtrack_ros.core.fast_step import _centroid_step, _fast_step, _kf_init
 from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _exp_neg, _wrap_pi
+from helixtrack_ros.core.gn_accumulate import _accumulate
+from helixtrack_ros.core.gn_layout import (
+    ACC_FAST,
+    ACC_N,
+    G_FIXT,
+    G_POLH,
+    G_ZETA,
+)
+from helixtrack_ros.core.gn_solve import _solve
 from helixtrack_ros.core.health import (
     HI_ACC0,
     HI_LEVEL,
@@ -49,15 +58,6 @@ from helixtrack_ros.core.health import (
 from helixtrack_ros.core.homography import _INV_W0, _pack_pose
 from helixtrack_ros.core.jit import fma, fma_inline, kernel, kernel_inline
 from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s
-from helixtrack_ros.core.pose_gn import (
-    ACC_FAST,
-    ACC_N,
-    G_FIXT,
-    G_POLH,
-    G_ZETA,
-    _accumulate,
-    _solve,
-)
 from helixtrack_ros.core.rotation_sign import _acquire
 from helixtrack_ros.core.routing import _bbox_kernel, _route
 from helixtrack_ros.core.tracker_layout import (
