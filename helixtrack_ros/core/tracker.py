@@ -146,8 +146,8 @@ from helixtrack_ros.core.health import (
 )
 from helixtrack_ros.core.homography import _POSE_LEN, _pack_pose, homography
 from helixtrack_ros.core.params import RotorInit, TrackerParams
-from helixtrack_ros.core.routing import _BBOX_COS, _BBOX_SIN, _bbox
-from helixtrack_ros.core.tracker_kernel import _emit, _process, _process_packets
+from helixtrack_ros.core.routing import _BBOX_COS, _BBOX_SIN, _bbox, _process_packets
+from helixtrack_ros.core.tracker_kernel import _emit, _process
 from helixtrack_ros.core.tracker_layout import (
     FS_AC,
     FS_LEN,
@@ -187,46 +187,8 @@ from helixtrack_ros.core.tracker_layout import (
     PK_QCORE,
     PK_RPM_EKF,
     PK_ZETA,
-    TP_ACQ_MIN,
-    TP_ACQ_US,
-    TP_ACQGAIN,
-    TP_B,
-    TP_FANISO,
-    TP_FAST,
-    TP_FASTRPM,
-    TP_FDAMP,
-    TP_FFORGET,
-    TP_FGAIN,
-    TP_FGATE,
-    TP_FINFO,
-    TP_FMAX,
-    TP_FMIN,
-    TP_GNMIN,
     TP_GNTARGET,
-    TP_INV2SR2,
-    TP_KAPPA,
-    TP_LEN,
-    TP_MARGIN,
-    TP_MAXEV,
-    TP_MHOLD,
-    TP_MOTION,
-    TP_MSTEP,
-    TP_MVMAX,
-    TP_OMEGA0,
-    TP_P0AL,
-    TP_P0OM,
-    TP_P0PHI,
-    TP_P0POS,
-    TP_P0VEL,
-    TP_QACC,
-    TP_QJ,
-    TP_RFLOOR,
-    TP_RIN2,
-    TP_RINGACQ,
-    TP_ROUT2,
-    TP_SIG0,
-    TP_SPAN,
-    TP_TIMER,
+    pack_tracker_params,
 )
 
 # the public API, and the names that code outside core/ imports from this module (they
@@ -371,50 +333,11 @@ class HelixTracker:
         self._pack_params()
 
     def _pack_params(self) -> None:
+        """Pack the parameters into the kernels' vectors (learnt GN offsets survive)."""
         p = self._params
         rotor = self.rotor
         B = rotor.blades
-        tp = np.zeros(TP_LEN)
-        tp[TP_B] = B
-        tp[TP_KAPPA] = p.kappa
-        tp[TP_QJ] = p.q_jerk
-        tp[TP_SIG0] = p.sigma0_rad2
-        tp[TP_RFLOOR] = p.r_floor
-        tp[TP_INV2SR2] = 0.5 / p.sigma_ring ** 2
-        tp[TP_RIN2] = p.r_in ** 2
-        tp[TP_ROUT2] = p.r_out ** 2
-        tp[TP_GNMIN] = p.gn_min_events
-        tp[TP_GNTARGET] = self.gn_target_events
-        tp[TP_TIMER] = p.pose_timer_us
-        tp[TP_MAXEV] = p.pose_max_events
-        tp[TP_ACQ_US] = min(p.sign_turns * 60e6 / rotor.rpm_shaft, float(p.sign_max_us))
-        tp[TP_OMEGA0] = rotor.rpm_shaft * TWO_PI / 60.0 * B
-        tp[TP_SPAN] = p.sign_rpm_span
-        tp[TP_MARGIN] = p.sign_margin
-        tp[TP_P0PHI] = p.p0_phase_rad2
-        tp[TP_P0OM] = p.p0_omega_rad2_s2
-        tp[TP_P0AL] = p.p0_alpha_rad2_s4
-        tp[TP_RINGACQ] = 2.0 * p.sigma_ring
-        tp[TP_ACQ_MIN] = min(64, p.sign_events)
-        tp[TP_MOTION] = p.motion_model
-        tp[TP_FASTRPM] = p.pose_fast_rpm
-        tp[TP_MSTEP] = p.motion_step_us
-        tp[TP_MHOLD] = p.motion_hold_us
-        tp[TP_MVMAX] = p.motion_max_rs * 1e-6
-        tp[TP_FAST] = p.pose_fast_us
-        tp[TP_FGAIN] = p.pose_fast_gain
-        tp[TP_FMAX] = p.pose_fast_max_step
-        tp[TP_FDAMP] = p.pose_fast_damping
-        tp[TP_FMIN] = p.pose_fast_min_weight
-        tp[TP_FFORGET] = p.pose_fast_forget
-        tp[TP_FINFO] = p.pose_fast_info
-        tp[TP_QACC] = p.motion_accel
-        tp[TP_P0POS] = p.motion_p0_pos
-        tp[TP_P0VEL] = p.motion_p0_vel
-        tp[TP_FANISO] = p.pose_fast_aniso
-        tp[TP_FGATE] = p.motion_gate
-        tp[TP_ACQGAIN] = p.pose_acq_gain
-        self.tp = tp
+        self.tp = pack_tracker_params(p, rotor, self.gn_target_events)
         self.hp = pack_health_params(p, B, rotor.rpm_range)
         zeta = int(self.ist[IS_ZETA]) if self.ist[IS_ZETA] != 0 else 1
         learnt = getattr(self, 'gp', None)

@@ -29,9 +29,8 @@ angular speed zeta omega / B. Design notes and timings: docs/DESIGN.md.
 
 import math
 
-import numpy as np
-
-from helixtrack_ros.core.fast_step import _centroid_step, _fast_step, _kf_init
+from helixtrack_ros.core.acquisition import _acquire_centroid, _buffer_ring_event, _lock
+from helixtrack_ros.core.fast_step import _fast_step, _kf_init
 from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _exp_neg, _wrap_pi
 from helixtrack_ros.core.gn_accumulate import _accumulate
 from helixtrack_ros.core.gn_layout import (
@@ -39,29 +38,20 @@ from helixtrack_ros.core.gn_layout import (
     ACC_N,
     G_FIXT,
     G_POLH,
-    G_ZETA,
 )
 from helixtrack_ros.core.gn_solve import _solve
 from helixtrack_ros.core.health import (
     HI_ACC0,
-    HI_LEVEL,
     HI_NOUT,
     HI_NTIP,
     HI_T0,
-    HP_OUT0,
-    HP_OUT1,
-    HP_TIP_IN,
-    HP_WIN,
     HS_COS,
     _health_advance,
 )
 from helixtrack_ros.core.homography import _INV_W0, _pack_pose
-from helixtrack_ros.core.jit import fma, fma_inline, kernel, kernel_inline
+from helixtrack_ros.core.jit import fma, fma_inline, kernel_inline
 from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s
-from helixtrack_ros.core.rotation_sign import _acquire
-from helixtrack_ros.core.routing import _bbox_kernel, _route
 from helixtrack_ros.core.tracker_layout import (
-    FS_AC,
     FS_AL,
     FS_OM,
     FS_P00,
@@ -79,67 +69,33 @@ from helixtrack_ros.core.tracker_layout import (
     FS_VY,
     IS_ACCEPT,
     IS_ACQ,
-    IS_ACQ_N,
-    IS_ACQ_SEEN,
-    IS_ACQ_STRIDE,
-    IS_ACQ_T0,
-    IS_BACK,
-    IS_BATCH_N,
-    IS_BATCH_T0,
     IS_DEFER,
-    IS_DIR,
-    IS_FAST_T,
-    IS_FASTON,
-    IS_GN_CNT,
-    IS_GN_STRIDE,
-    IS_IN,
-    IS_MT,
     IS_POSE,
-    IS_SOLVE_T,
     IS_T,
     IS_TMAX,
-    IS_USED,
     IS_ZETA,
     MODE_EVERY,
     MODE_LAST,
     MODE_TIMES,
-    OUT_LEN,
     OUT_OMEGA,
     OUT_PHASE,
     OUT_Q,
     OUT_RPM,
     OUT_STD,
-    PK_BOX,
-    PK_N,
-    PK_QCORE,
-    PK_RPM_EKF,
-    PK_ZETA,
-    TP_ACQ_MIN,
-    TP_ACQ_US,
     TP_B,
-    TP_FAST,
-    TP_FASTRPM,
-    TP_GNMIN,
-    TP_GNTARGET,
-    TP_INV2SR2,
-    TP_KAPPA,
-    TP_MARGIN,
-    TP_MAXEV,
-    TP_MHOLD,
-    TP_MOTION,
-    TP_MSTEP,
     TP_OMEGA0,
-    TP_P0AL,
-    TP_P0OM,
-    TP_P0PHI,
     TP_QJ,
-    TP_RFLOOR,
-    TP_RIN2,
     TP_RINGACQ,
-    TP_ROUT2,
     TP_SIG0,
-    TP_SPAN,
-    TP_TIMER,
+    _ekf_params,
+    _fast_params,
+    _health_params,
+    _load_batch,
+    _load_ekf,
+    _load_motion,
+    _pose_params,
+    _store_batch,
+    _sync,
 )
 
 
@@ -185,143 +141,6 @@ def _emit(k, t, tp, fs, ist, q, out_t, out_v):
     out_v[k, OUT_Q] = math.exp(q[0])
     for j in range(1, 6):
         out_v[k, OUT_Q + j] = q[j]
-
-
-@fma
-def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
-    """Decide rotation sign, phase and rate from the acquisition buffer (Sec. 3.2)."""
-    n = ist[IS_ACQ_N]
-    ts = np.empty(n)
-    for j in range(n):
-        ts[j] = (acq_t[j] - t) * 1e-6
-    span_s = (t - ist[IS_ACQ_T0]) * 1e-6
-    out = np.empty(5)
-    B = tp[TP_B]
-    _acquire(ts, acq_a, n, int(B), int(ist[IS_DIR]), tp[TP_OMEGA0], tp[TP_SPAN],
-             tp[TP_MARGIN], span_s, out)
-    zeta = out[0]
-    ist[IS_ZETA] = 1 if zeta > 0 else -1
-    gp[G_ZETA] = zeta
-    # phi = phi_eff + zeta B psi
-    fs[FS_PHI] = out[1] + zeta * B * q[1]
-    fs[FS_OM] = out[2]
-    fs[FS_AL] = 0.0
-    d_omega = math.pi / 8.0 / max(span_s, 1e-9)
-    fs[FS_P00] = tp[TP_P0PHI]
-    fs[FS_P01] = 0.0
-    fs[FS_P02] = 0.0
-    fs[FS_P11] = max(tp[TP_P0OM], 0.0625 * d_omega * d_omega)
-    fs[FS_P12] = 0.0
-    fs[FS_P22] = tp[TP_P0AL]
-    fs[FS_PHIB] = fs[FS_PHI]
-    fs[FS_PSIB] = q[1]
-    fs[FS_SW] = 0.0
-    fs[FS_SWE] = 0.0
-    ist[IS_T] = t
-    ist[IS_ACQ] = 0
-    ist[IS_MT] = t
-    ist[IS_SOLVE_T] = t
-    ist[IS_FAST_T] = t
-    fs[FS_VX] = 0.0
-    fs[FS_VY] = 0.0
-    _kf_init(tp, fs, math.exp(q[0]))
-    ist[IS_BATCH_T0] = t
-    ist[IS_BATCH_N] = 0
-    ist[IS_GN_CNT] = 0
-    ist[IS_GN_STRIDE] = 1
-
-
-@kernel
-def _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe):
-    fs[FS_PHI] = phi
-    fs[FS_OM] = om
-    fs[FS_AL] = al
-    fs[FS_P00] = P00
-    fs[FS_P01] = P01
-    fs[FS_P02] = P02
-    fs[FS_P11] = P11
-    fs[FS_P12] = P12
-    fs[FS_P22] = P22
-    fs[FS_SW] = sw
-    fs[FS_SWE] = swe
-    ist[IS_T] = t_x
-
-
-# ---- batch set-up: parameters and state into locals -------------------------------------
-
-
-@fma_inline
-def _ekf_params(tp):
-    """B, kappa, q_jerk, sigma0^2, the R floor, 1 / (2 sigma_ring^2), r_in^2, r_out^2."""
-    return (tp[TP_B], tp[TP_KAPPA], tp[TP_QJ], tp[TP_SIG0], tp[TP_RFLOOR], tp[TP_INV2SR2],
-            tp[TP_RIN2], tp[TP_ROUT2])
-
-
-@fma_inline
-def _pose_params(tp):
-    """gn_min_events, the GN event target, pose_timer_us, pose_max_events (Sec. 3.5)."""
-    return int(tp[TP_GNMIN]), int(tp[TP_GNTARGET]), int(tp[TP_TIMER]), int(tp[TP_MAXEV])
-
-
-@fma_inline
-def _fast_params(tp, B):
-    """Motion model on, its step and hold, the fast step period [us], omega it runs below.
-
-    One blade: no fast step (docs/DESIGN.md, "One blade").
-    """
-    fstep = int(tp[TP_FAST]) if B >= 2.0 else 0
-    om_fast = tp[TP_FASTRPM] * TWO_PI / 60.0 * B
-    return tp[TP_MOTION] != 0.0, int(tp[TP_MSTEP]), int(tp[TP_MHOLD]), fstep, om_fast
-
-
-@fma_inline
-def _health_params(hp):
-    """Health window [us] and the tip / outside band limits on r - 1 (core.health)."""
-    return int(hp[HP_WIN]), -hp[HP_TIP_IN], hp[HP_OUT0], hp[HP_OUT1]
-
-
-@fma_inline
-def _load_ekf(fs):
-    """The phase EKF state x = [phi, omega, alpha] and the six entries of P."""
-    return (fs[FS_PHI], fs[FS_OM], fs[FS_AL], fs[FS_P00], fs[FS_P01], fs[FS_P02], fs[FS_P11],
-            fs[FS_P12], fs[FS_P22])
-
-
-@fma_inline
-def _load_batch(ist):
-    """GN subsampling stride and count, events and start time of the pose batch."""
-    return ist[IS_GN_STRIDE], ist[IS_GN_CNT], ist[IS_BATCH_N], ist[IS_BATCH_T0]
-
-
-@fma_inline
-def _load_motion(fs, ist):
-    """Centre velocity, times of the last propagation / applied / tried fast step, fast on."""
-    return (fs[FS_VX], fs[FS_VY], ist[IS_MT], ist[IS_SOLVE_T], ist[IS_FAST_T],
-            ist[IS_FASTON] != 0)
-
-
-@fma_inline
-def _store_batch(fs, ist, phib, psib, t_max, n, n_used, n_back, n_accept, gn_stride, gn_cnt,
-                 batch_n, batch_t0, fast_on, vx, vy, t_m, t_sv, t_f):
-    """Write the pose batch, motion state and counters of a processed batch back."""
-    fs[FS_PHIB] = phib
-    fs[FS_PSIB] = psib
-    ist[IS_TMAX] = t_max
-    ist[IS_IN] += n
-    ist[IS_USED] += n_used
-    ist[IS_BACK] += n_back
-    ist[IS_ACCEPT] += n_accept
-    ist[IS_GN_STRIDE] = gn_stride
-    ist[IS_GN_CNT] = gn_cnt
-    ist[IS_BATCH_N] = batch_n
-    ist[IS_BATCH_T0] = batch_t0
-    ist[IS_FASTON] = 1 if fast_on else 0
-    fs[FS_VX] = vx
-    fs[FS_VY] = vy
-    ist[IS_MT] = t_m
-    ist[IS_SOLVE_T] = t_sv
-    ist[IS_FAST_T] = t_f
-
 
 # ---- per input event --------------------------------------------------------------------
 
@@ -371,63 +190,6 @@ def _backwarp_s(adj, zx, zy):
 
 
 # ---- acquisition of sign, phase and rate (Sec. 3.2) -------------------------------------
-
-
-@fma_inline
-def _acquire_centroid(tp, fs, q, pose, ux, uy, r2, t, t_f, fstep, B):
-    """While the phase is unknown, step the centre towards the centroid of the disc events.
-
-    B >= 2 blades are symmetric about the centre, so the centroid keeps the
-    centre on a moving rotor; background spreads evenly and only dilutes the
-    step. Returns the time of the last step and whether the pose moved.
-    """
-    moved = False
-    if r2 <= 1.21:
-        fs[FS_AC] += ux
-        fs[FS_AC + 1] += uy
-        fs[FS_AC + 2] += 1.0
-    if t - t_f >= fstep:
-        if fs[FS_AC + 2] >= 50.0 and B >= 2.0:
-            _centroid_step(tp, fs, q, pose)
-            moved = True
-        fs[FS_AC] = 0.0
-        fs[FS_AC + 1] = 0.0
-        fs[FS_AC + 2] = 0.0
-        t_f = t
-    return t_f, moved
-
-
-@fma_inline
-def _buffer_ring_event(tp, ist, acq_t, acq_a, ux, uy, t):
-    """Keep the blade angle of a ring event for the sign decision; True once it can be taken.
-
-    Every stride-th ring event is kept; a full buffer is thinned evenly
-    (every second entry) and the stride doubled.
-    """
-    acq_cap = acq_t.shape[0]
-    seen = ist[IS_ACQ_SEEN]
-    if seen == 0:
-        ist[IS_ACQ_T0] = t
-    stride = ist[IS_ACQ_STRIDE]
-    if seen % stride == 0:
-        if ist[IS_ACQ_N] == acq_cap:
-            # thin the buffer evenly: keep every second entry
-            half = acq_cap // 2
-            for j in range(half):
-                acq_t[j] = acq_t[2 * j]
-                acq_a[j] = acq_a[2 * j]
-            ist[IS_ACQ_N] = half
-            stride *= 2
-            ist[IS_ACQ_STRIDE] = stride
-        if seen % stride == 0:
-            m = ist[IS_ACQ_N]
-            acq_t[m] = t
-            acq_a[m] = math.atan2(uy, ux)
-            ist[IS_ACQ_N] = m + 1
-    ist[IS_ACQ_SEEN] = seen + 1
-    return t - ist[IS_ACQ_T0] >= tp[TP_ACQ_US] and ist[IS_ACQ_N] >= tp[TP_ACQ_MIN]
-
-
 # ---- phase EKF: predict (Sec. 3.3), residual and gates (Eq. 3, Sec. 3.4) -----------------
 
 
@@ -738,65 +500,3 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
         _emit(k_out, t_max, tp, fs, ist, q, out_t, out_v)
         k_out += 1
     return k_out
-
-
-@kernel
-def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadline_us,
-                     tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi,
-                     r_out, margin_px, cos_a, sin_a, bi, bt, bx, by, bp, out_v, out_hi, out_hs):
-    """Track one rotor through consecutive packets; returns the packets done.
-
-    Per packet k (events pkt_end[k-1]:pkt_end[k] of the shared decoded
-    arrays): route the events inside the rotor's box (every stride-th),
-    run :func:`_process` with one sample at the packet's last event time,
-    close the health windows up to it (:meth:`HelixTracker.advance`), and
-    write the sample, q_core, box and health into row k. Stops after a
-    packet that leaves the rotor LOST, or not TRACKING past
-    ``reset_deadline_us`` (>= 0: a re-initialised rotor; cleared once
-    TRACKING), so that the caller can run recovery there.
-    """
-    n_pk = pkt_end.shape[0]
-    box = np.empty(4, np.int64)
-    samp = np.empty(1, np.int64)
-    out_t1 = np.empty(1, np.int64)
-    out_v1 = np.empty((1, OUT_LEN))
-    e0 = 0
-    deadline = reset_deadline_us
-    for k in range(n_pk):
-        e1 = pkt_end[k]
-        _bbox_kernel(q, r_out, margin_px, cos_a, sin_a, box)
-        x0 = box[0]
-        y0 = box[1]
-        x1 = box[2]
-        y1 = box[3]
-        # the events inside the box, by branch-free index compaction (u - x0 <= w as
-        # unsigned is x0 <= u <= x1), then gathered; every stride-th of them
-        m = _route(t_us, xs, ys, ps, e0, e1, x0, y0, x1, y1, stride, bi, bt, bx, by, bp)
-        t_last = pkt_t_last[k]
-        samp[0] = t_last
-        _process(bt[:m], bx[:m], by[:m], bp[:m], tp, gp, fs, ist, q, pose, acc, acq_t, acq_a,
-                 hp, hs, hi, MODE_TIMES, samp, out_t1, out_v1)
-        # health windows close even for a rotor that received no event
-        if hi[HI_T0] >= 0 and t_last > ist[IS_TMAX]:
-            _health_advance(hp, hs, hi, q, ist[IS_ACQ] == 0, fs[FS_OM], fs[FS_P11],
-                            ist[IS_ACCEPT], t_last)
-        for j in range(OUT_LEN):
-            out_v[k, j] = out_v1[0, j]
-        for j in range(6):
-            out_v[k, PK_QCORE + j] = q[j]
-        out_v[k, PK_RPM_EKF] = 60.0 * abs(fs[FS_OM]) / (TWO_PI * tp[TP_B])
-        out_v[k, PK_ZETA] = ist[IS_ZETA]
-        out_v[k, PK_N] = m
-        for j in range(4):
-            out_v[k, PK_BOX + j] = box[j]
-        for j in range(hi.shape[0]):
-            out_hi[k, j] = hi[j]
-        for j in range(hs.shape[0]):
-            out_hs[k, j] = hs[j]
-        e0 = e1
-        level = hi[HI_LEVEL]
-        if level == 0:
-            deadline = -1
-        if level == 2 or (deadline >= 0 and t_last > deadline):
-            return k + 1
-    return n_pk
