@@ -6,7 +6,7 @@ At low RPM, or while the camera moves, the paper's half-turn pose trigger
 comes too late for the image motion of the rotor (Sec. 4.4). Every
 pose_fast_us the tracker therefore moves the centre from the phase term's
 2x2 translation system alone (accumulated on the GN subsample,
-``pose_gn.ACC_FAST``): by the motion Kalman filter (:mod:`motion_kf`,
+``gn_layout.ACC_FAST``): by the motion Kalman filter (:mod:`motion_kf`,
 ``motion_model`` = 1) or by a damped Newton step (``motion_model`` = 0).
 While the phase is still unknown the centroid of the disc events moves the
 centre instead. Why and how well: docs/DESIGN.md, "core/fast_step.py".

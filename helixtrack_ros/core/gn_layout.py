@@ -70,7 +70,7 @@ ACC_SEC = 44       # per BTO sector: C_core, C_in, C_out, then dC/dq (3 x 6)
 SEC_LEN = 21
 MAX_SECTORS = 16
 ACC_POL = ACC_SEC + SEC_LEN * MAX_SECTORS  # 4: sum w cos eps, sum w sin eps for OFF, ON
-# phase-term translation system of the fast pose step (tracker notes, beyond the paper):
+# phase-term translation system of the fast pose step (core.fast_step, beyond the paper):
 # A_xx, A_xy, A_yy, g_x, g_y, sum of the phase gates; never touched by _solve
 ACC_FAST = ACC_POL + 4
 ACC_LEN = ACC_FAST + 6

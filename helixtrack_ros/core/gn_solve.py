@@ -240,7 +240,7 @@ def _solve(acc, prm, q, pose, keep_gradient):
             _pack_pose(q, pose)
             _set_bands(prm, math.exp(q[0]))
     if prm[G_POLADAPT] != 0.0:
-        # c- / c+ = circular mean of the OFF / ON residuals (see module notes)
+        # c- / c+ = circular mean of the OFF / ON residuals (see pose_gn notes)
         for k in range(2):
             c = acc[ACC_POL + 2 * k]
             s = acc[ACC_POL + 2 * k + 1]

@@ -17,34 +17,26 @@ invariance d eps / d psi = 0 (a rotation by psi shifts theta_zeta by -zeta
 psi).
 
 Deviations from the paper, each needed to hold the scale on rotors whose
-edge events reach down to the hub (the release drifts 20-30 % there):
+edge events reach down to the hub (the evidence: docs/DESIGN.md):
 
-- BTO bands are Gaussian weights (the release's geometry: core band at r = 1
-  of width sigma_core, inside / outside bands at 1 -+ delta of width
-  sigma_band); p_in = C_in / C_core and p_out = C_out / C_core as in the
-  main text. For a density that stops at the tip, p_in peaks at the true
-  scale and falls on both sides, so the lower bound on p_in pins the tip.
+- BTO bands are Gaussian weights with p = C_band / C_core as in the main
+  text; the lower bound on p_in then pins the tip.
 - The BTO penalty and the perspective regulariser are multiplied by the
-  batch's event count N: the paper's p are batch means, so its BTO gradient
-  is N times weaker than the summed per-event data terms and cannot resist
-  the radial term's outward pull (the release's drift).
-- Polarity offsets: the EKF locks on the gate-weighted mode of the phase
-  residuals, which for a blade with two edges is not the point midway
-  between fixed c+ / c- (on the synthetic rotor it sits 0.2 rad from it);
-  with fixed offsets the polarity term then has a non-zero mean that no
-  rotation can absorb (eps is psi-invariant), so it drags centre and
-  perspective and the RPM follows (0.5 % error). With ``pol_adapt`` the
-  offsets are the ring-weighted circular means of the ON / OFF residuals
-  (forgotten with rho like the normal equations), so the polarity term keeps
-  its information (edge alignment across the disc) without the bias.
-- Polarity-centred phase residual (``ekf_polarity``): a blade seen by an
-  event camera has two edges, leading OFF and trailing ON for dark blades,
-  so the residuals of Eq. (3) are bimodal and the EKF lock can slide from
-  one edge to the other (a 0.3 % RPM wander on the synthetic rotor after a
-  start with the centre 7 % off). With h = (c+ - c-) / 2 (adaptive, see
-  above) the EKF and the GN phase term use eps - h for ON and eps + h for
-  OFF events: both edges then agree on the blade centre. h = 0 (no
-  polarity / edge correlation, or ``ekf_polarity`` = 0) is the paper.
+  batch's event count N, so the BTO term can resist the radial term's
+  outward pull.
+- Polarity offsets (``pol_adapt``): c+ / c- are the ring-weighted circular
+  means of the ON / OFF residuals, so the polarity term has no bias that
+  drags centre and perspective.
+- Polarity-centred phase residual (``ekf_polarity``): a blade has two
+  edges (leading OFF, trailing ON for dark blades), so the residuals of
+  Eq. (3) are bimodal; with h = (c+ - c-) / 2 the EKF and the GN phase term
+  use eps - h for ON and eps + h for OFF events and both edges agree on the
+  blade centre. h = 0 is the paper.
+
+The kernels live in :mod:`gn_accumulate` (per event) and :mod:`gn_solve`
+(per pose step), the vector layouts in :mod:`gn_layout`; this module holds
+the array API (:func:`event_terms`, :func:`normal_equations`,
+:func:`objective`, :func:`bto_occupancy`, :class:`PoseGN`).
 """
 
 import math

@@ -1,106 +1,16 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""HelixTracker: one rotor's per-event phase EKF and batched GN pose (paper Sec. 3).
+"""HelixTracker: one rotor's shaft RPM, blade phase and homography from events (Sec. 3).
 
-Per input event (one numba kernel call per batch, state in preallocated
-arrays, so any batch split gives the same result):
-
-1. back-warp u = H^-1 z with the closed-form inverse (Sec. 3.1) and reject
-   events outside the annulus r_in <= |u| <= r_out (compared on |u|^2);
-2. while the rotor is not yet locked: collect in-ring events for the
-   rotation sign and initial phase / rate (:mod:`rotation_sign`);
-3. lazy predict: the EKF is propagated only when an accepted event carries
-   a new timestamp, over the whole gap since the last accepted event; the
-   white-jerk model is linear time-invariant, so F(a) F(b) = F(a + b) and the
-   process noise composes exactly: the result equals predicting per event;
-4. wrapped phase residual (Eq. 3, polarity-centred, see :mod:`pose_gn`)
-   with polynomial atan2 / cos, gate product w_vm w_ring from one fast exp,
-   heteroscedastic R = sigma0^2 / max(w, eps) (Sec. 3.4);
-5. timestamp folding: the events of one timestamp (about 30 at 30 Mev/s)
-   are assimilated by one update with R = sigma0^2 / sum w_i and the
-   weighted mean residual; for the linear update this equals sequential
-   per-event updates whose gates and residuals are taken at the predicted
-   phase of that timestamp (the paper re-evaluates them after each event;
-   within one microsecond the difference is far below the noise). It breaks
-   the per-event dependency chain (2x faster). The fold is committed when a
-   later timestamp arrives, so batch boundaries do not matter;
-6. Gauss-Newton accumulation (Sec. 3.5, S1) on every k-th accepted event,
-   k = max(1, events of the previous pose batch // gn_target_events)
-   (k = 1 when gn_target_events = 0, the paper; twice the events when the
-   fast step runs and a batch lasts over 10 ms (low RPM): its 1 ms steps use
-   the same sums). A solve
-   needs only a few thousand events; the EKF still sees every event;
-7. pose trigger, checked at each commit: |(phi - phi_base - zeta B (psi -
-   psi_base)) / B| >= pi (paper), or pose_timer_us of stream time (release:
-   100 ms), or pose_max_events accepted events; a batch with fewer than
-   gn_min_events accepted events is not solved but keeps accumulating;
-8. fast translation step (beyond the paper): while the shaft RPM is below
-   pose_fast_rpm (by default always), a translation step runs every
-   pose_fast_us (1 ms) of stream time, see below;
-9. health counters (two compares per in-annulus event) and the health
-   window close on the first input event past the window
-   (:mod:`helixtrack_ros.core.health`).
-
-Low RPM under camera motion (the paper's failure, Sec. 4.4: "the phase
-advance needed to trigger a pose update accumulates too slowly relative to
-the image-plane motion, so the pose estimate lags"). Measured on the
-simulator (``benchmarks/bench_low_rpm.py``), three facts shaped the fix:
-
-- A full GN solve on a batch shorter than a half turn is dominated by the
-  BTO term (occupancies of a few sectors) and by the translation /
-  perspective coupling: its translation step is nearly uncorrelated with
-  the true pose error, so more frequent full solves ("timer") do not help.
-- The phase term alone, restricted to tx, ty, measures the centre error
-  perpendicular to the blades within ~0.5 px from 1 ms of events (the blade
-  line seen from a wrong centre bends); along the blades it observes almost
-  nothing (eigenvalue ratio ~1 / 200), and that direction turns with the
-  blades (90 degrees per quarter turn).
-- A constant-velocity model fed by those 1 ms measurements keeps the weakly
-  observed direction moving with the camera between the times it is seen.
-
-So the fast step accumulates the phase term's 2x2 translation system on
-the GN subsample (``pose_gn.ACC_FAST``) and, every pose_fast_us: with
-``motion_model`` = 1 (default) it updates a Kalman filter on [tx, ty, vx,
-vy] (white acceleration motion_accel) in information form: the system is a
-measurement of the position with information pose_fast_info x A (a
-direction weaker than pose_fast_aniso x the stronger one is dropped,
-an innovation beyond motion_gate standard deviations is down-weighted),
-and the centre then moves with the estimated velocity every motion_step_us;
-with ``motion_model`` = 0 it takes a damped Newton step and forgets the
-system (rho = pose_fast_forget, gradient re-linearised at the new pose).
-The full GN solve keeps its other parameters but no longer moves tx, ty
-(``pose_gn.G_FIXT``). While the phase is being acquired (no phase yet) the
-centre follows the centroid of the disc events instead (pose_acq_gain).
-Above pose_fast_rpm nothing of this runs: the tracker is bit-identical to
-the paper's. Made for low RPM, the fast step also keeps the pose on rotors
-of any RPM whose image moves fast (camera motion): with the half-turn
-trigger alone, the quadcopter scenes lose rotors from egomotion level 5
-(4 m) or 6 (2 m); with it they track within 0.3 % at levels 5 and 6 (level
-7 is still lost; RESULTS.md), so it runs at every RPM by default
-(pose_fast_rpm = 1e6).
-
-One blade (B = 1: a single-blade propeller with a counterweight, a
-rotating marker). The symmetric-blade assumptions fail: (i) half a shaft
-turn shows a lone blade on one half of the disc only, so the pose trigger
-is a whole turn (|Delta phi| >= 2 pi); (ii) a centre shift across a lone
-blade turns all its events the same way, so the phase term confuses it
-with a phase lag (and with the bend of a swept blade), which cancels
-between opposite blades only: the fast step, which trusts that term alone,
-is off (as is the centroid step while acquiring). Measured on the
-simulator's lone scenes with one blade (seed 0, 1 s): lone_constant 1.53 %
-shaft-RPM MArE with the fast step and the half-turn trigger (centre 11 px
-off), 0.12 % with neither; lone_ramp (from 3,000 RPM) 197 % (the centre
-orbits with the blade and leaves) -> 0.20 %; lone_sweep 0.13 %,
-lone_3blade geometry 0.15 %. The fast step with the phase marginalised
-(Schur complement) reached 0.07 % at 10,000 RPM but still ran away at
-3,000 RPM, and fast steps over a whole turn did worse (2 %): the EKF
-absorbs the once-per-turn phase wobble a centre error makes.
-
-Outputs (Sec. 3.6): shaft RPM = 60 |omega| / (2 pi B), its standard
-deviation from P[1, 1], shaft phase = wrap(zeta phi_eff / B) (blade angle
-atan2(u_y, u_x) of one blade in the rotor plane; with the polarity-centred
-residual the phase tracks the middle of the blade's two edges), shaft
-angular speed zeta omega / B.
+The paper's two loops, a per-event phase EKF and a batched Gauss-Newton
+pose, run in the numba kernels of :mod:`tracker_kernel` on state held in
+small numpy arrays (:mod:`tracker_layout`): one kernel call per batch, so
+results do not depend on how a stream is split into batches. This module is
+the Python face: set-up, parameter changes, samples and state, health, and
+packets routed from the whole camera (:mod:`routing`). Beyond the paper:
+the fast translation step (:mod:`fast_step`) that keeps the pose on slow or
+moving rotors, the one-blade variant and the health monitor
+(:mod:`health`). Design notes and measurements: docs/DESIGN.md.
 """
 
 from __future__ import annotations
@@ -282,10 +192,10 @@ class HelixTracker:
 
     Notes
     -----
-    See the module docstring for the per-event steps and their paper
-    sections. All state lives in small numpy arrays; :meth:`process` makes
-    one numba call per batch, so results do not depend on how a stream is
-    split into batches.
+    The per-event steps and their paper sections: :mod:`tracker_kernel`.
+    All state lives in small numpy arrays; :meth:`process` makes one numba
+    call per batch, so results do not depend on how a stream is split into
+    batches.
     """
 
     def __init__(self, rotor: RotorInit,
