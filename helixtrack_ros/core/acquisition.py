@@ -14,9 +14,10 @@ import math
 
 import numpy as np
 
-from helixtrack_ros.core.fast_step import _centroid_step, _kf_init
+from helixtrack_ros.core.fast_step import _centroid_step
 from helixtrack_ros.core.gn_layout import G_ZETA
 from helixtrack_ros.core.jit import fma, fma_inline
+from helixtrack_ros.core.motion_kf import _kf_init
 from helixtrack_ros.core.rotation_sign import _acquire
 from helixtrack_ros.core.tracker_layout import (
     FS_AC,

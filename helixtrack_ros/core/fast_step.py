@@ -14,44 +14,20 @@ centre instead. Why and how well: docs/DESIGN.md, "core/fast_step.py".
 
 import math
 
-import numpy as np
-
 from helixtrack_ros.core.gn_layout import ACC_FAST
 from helixtrack_ros.core.homography import _pack_pose
 from helixtrack_ros.core.jit import kernel, kernel_inline
-from helixtrack_ros.core.motion_kf import _gate_scale, _innovation_d2, _kf_predict, _kf_update
+from helixtrack_ros.core.motion_kf import _kf_step
 from helixtrack_ros.core.tracker_layout import (
     FS_AC,
-    FS_KP,
-    FS_VX,
-    FS_VY,
     TP_ACQGAIN,
     TP_FANISO,
     TP_FDAMP,
     TP_FFORGET,
     TP_FGAIN,
-    TP_FGATE,
-    TP_FINFO,
     TP_FMAX,
     TP_FMIN,
-    TP_MVMAX,
-    TP_P0POS,
-    TP_P0VEL,
-    TP_QACC,
 )
-
-
-@kernel
-def _kf_init(tp, fs, s_px):
-    """Initial covariance of the motion Kalman filter (diagonal)."""
-    for k in range(16):
-        fs[FS_KP + k] = 0.0
-    vp = (tp[TP_P0POS] * s_px) ** 2
-    vv = (tp[TP_P0VEL] * s_px) ** 2
-    fs[FS_KP + 0] = vp
-    fs[FS_KP + 5] = vp
-    fs[FS_KP + 10] = vv
-    fs[FS_KP + 15] = vv
 
 
 @kernel
@@ -150,64 +126,6 @@ def _newton_step(acc, tp, mx, mxy, my, ngx, ngy, enough, lim):
     return dx, dy
 
 
-@kernel_inline
-def _kalman_step(acc, tp, fs, mx, mxy, my, ngx, ngy, enough, lim, s_px, dt_us):
-    """Motion Kalman filter step (motion_model = 1): predict over dt_us, update, store.
-
-    The position correction is limited to lim px (the velocity correction
-    by the same factor) and the velocity to motion_max_rs; the system is
-    consumed. Returns (dx, dy); the velocity is written to fs[FS_VX], fs[FS_VY].
-    """
-    P = np.empty((4, 4))
-    for i in range(4):
-        for j in range(4):
-            P[i, j] = fs[FS_KP + 4 * i + j]
-    _kf_predict(P, dt_us * 1e-6, tp[TP_QACC] * s_px * s_px)
-    dx = 0.0
-    dy = 0.0
-    dvx = 0.0
-    dvy = 0.0
-    if enough:
-        c = tp[TP_FINFO]
-        m00 = c * mx
-        m01 = c * mxy
-        m11 = c * my
-        g0 = c * ngx
-        g1 = c * ngy
-        # innovation gate: a measurement far outside its predicted spread (model
-        # error: a burst of background events, a jolt) gets its information scaled
-        # down (Huber-like)
-        d2 = _innovation_d2(P, m00, m01, m11, g0, g1)
-        m00, m01, m11, g0, g1 = _gate_scale(m00, m01, m11, g0, g1, d2, tp[TP_FGATE])
-        dx, dy, dvx, dvy = _kf_update(P, m00, m01, m11, g0, g1)
-    dn = math.sqrt(dx * dx + dy * dy)
-    f = 1.0
-    if not (dn == dn and dvx == dvx and dvy == dvy):
-        f = 0.0
-    elif dn > lim:
-        f = lim / dn
-    dx *= f
-    dy *= f
-    dvx *= f
-    dvy *= f
-    for i in range(4):
-        for j in range(4):
-            fs[FS_KP + 4 * i + j] = 0.5 * (P[i, j] + P[j, i])
-    for k in range(6):
-        acc[ACC_FAST + k] = 0.0
-    # velocity in px / us
-    vx = fs[FS_VX] + dvx * 1e-6
-    vy = fs[FS_VY] + dvy * 1e-6
-    vmax = tp[TP_MVMAX] * s_px
-    vn = math.sqrt(vx * vx + vy * vy)
-    if vn > vmax:
-        vx *= vmax / vn
-        vy *= vmax / vn
-    fs[FS_VX] = vx
-    fs[FS_VY] = vy
-    return dx, dy
-
-
 @kernel
 def _fast_step(acc, tp, fs, q, pose, motion, dt_us):
     """Fast translation step from the phase-term system of the last dt_us; True if applied.
@@ -228,7 +146,7 @@ def _fast_step(acc, tp, fs, q, pose, motion, dt_us):
     if not motion:
         dx, dy = _newton_step(acc, tp, mx, mxy, my, ngx, ngy, enough, lim)
     else:
-        dx, dy = _kalman_step(acc, tp, fs, mx, mxy, my, ngx, ngy, enough, lim, s_px, dt_us)
+        dx, dy = _kf_step(acc, tp, fs, mx, mxy, my, ngx, ngy, enough, lim, s_px, dt_us)
     if dx == 0.0 and dy == 0.0:
         return False
     q[2] += dx

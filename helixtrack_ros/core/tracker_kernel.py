@@ -30,7 +30,7 @@ angular speed zeta omega / B. Design notes and timings: docs/DESIGN.md.
 import math
 
 from helixtrack_ros.core.acquisition import _acquire_centroid, _buffer_ring_event, _lock
-from helixtrack_ros.core.fast_step import _fast_step, _kf_init
+from helixtrack_ros.core.fast_step import _fast_step
 from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _exp_neg, _wrap_pi
 from helixtrack_ros.core.gn_accumulate import _accumulate
 from helixtrack_ros.core.gn_layout import (
@@ -50,6 +50,7 @@ from helixtrack_ros.core.health import (
 )
 from helixtrack_ros.core.homography import _INV_W0, _pack_pose
 from helixtrack_ros.core.jit import fma, fma_inline, kernel_inline
+from helixtrack_ros.core.motion_kf import _kf_init
 from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s
 from helixtrack_ros.core.tracker_layout import (
     FS_AL,
