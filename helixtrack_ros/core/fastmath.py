@@ -5,9 +5,9 @@
 The polynomials are least-squares minimax fits made for this package
 (odd polynomial of degree 15 for atan on [0, 1], max error 3.8e-8 rad; even
 polynomial of degree 14 for cos on [-pi, pi], max error 6.7e-10; degree 6
-for 2^f on [0, 1], relative error 2.6e-9). They replace libm ``atan2``
-(~36 ns), ``cos`` (~14 ns) and ``exp`` (~10 ns) in the per-event path.
-Helpers that inline into the hot loop take scalars only: numba's inlining
+for 2^f on [0, 1], relative error 2.6e-9). They replace the slower libm
+``atan2``, ``cos`` and ``exp`` in the per-event path (timings:
+docs/DESIGN.md). Helpers that inline into the hot loop take scalars only: numba's inlining
 of functions with array arguments adds reference counting per call.
 
 Importing this module also drops stale on-disk numba caches of the core
@@ -22,7 +22,8 @@ import numpy as np
 from helixtrack_ros.core.jit import fma, fma_inline, kernel
 
 _KERNEL_MODULES = ('fastmath', 'homography', 'phase_ekf', 'rotation_sign', 'pose_gn', 'tracker',
-                   'health')
+                   'health', 'routing', 'tracker_layout', 'tracker_kernel', 'motion_kf',
+                   'fast_step', 'gn_layout', 'gn_accumulate', 'gn_solve', 'acquisition')
 
 
 def _guard_kernel_cache() -> None:

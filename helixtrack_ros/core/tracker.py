@@ -1,106 +1,16 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""HelixTracker: one rotor's per-event phase EKF and batched GN pose (paper Sec. 3).
+"""HelixTracker: one rotor's shaft RPM, blade phase and homography from events (Sec. 3).
 
-Per input event (one numba kernel call per batch, state in preallocated
-arrays, so any batch split gives the same result):
-
-1. back-warp u = H^-1 z with the closed-form inverse (Sec. 3.1) and reject
-   events outside the annulus r_in <= |u| <= r_out (compared on |u|^2);
-2. while the rotor is not yet locked: collect in-ring events for the
-   rotation sign and initial phase / rate (:mod:`rotation_sign`);
-3. lazy predict: the EKF is propagated only when an accepted event carries
-   a new timestamp, over the whole gap since the last accepted event; the
-   white-jerk model is linear time-invariant, so F(a) F(b) = F(a + b) and the
-   process noise composes exactly: the result equals predicting per event;
-4. wrapped phase residual (Eq. 3, polarity-centred, see :mod:`pose_gn`)
-   with polynomial atan2 / cos, gate product w_vm w_ring from one fast exp,
-   heteroscedastic R = sigma0^2 / max(w, eps) (Sec. 3.4);
-5. timestamp folding: the events of one timestamp (about 30 at 30 Mev/s)
-   are assimilated by one update with R = sigma0^2 / sum w_i and the
-   weighted mean residual; for the linear update this equals sequential
-   per-event updates whose gates and residuals are taken at the predicted
-   phase of that timestamp (the paper re-evaluates them after each event;
-   within one microsecond the difference is far below the noise). It breaks
-   the per-event dependency chain (2x faster). The fold is committed when a
-   later timestamp arrives, so batch boundaries do not matter;
-6. Gauss-Newton accumulation (Sec. 3.5, S1) on every k-th accepted event,
-   k = max(1, events of the previous pose batch // gn_target_events)
-   (k = 1 when gn_target_events = 0, the paper; twice the events when the
-   fast step runs and a batch lasts over 10 ms (low RPM): its 1 ms steps use
-   the same sums). A solve
-   needs only a few thousand events; the EKF still sees every event;
-7. pose trigger, checked at each commit: |(phi - phi_base - zeta B (psi -
-   psi_base)) / B| >= pi (paper), or pose_timer_us of stream time (release:
-   100 ms), or pose_max_events accepted events; a batch with fewer than
-   gn_min_events accepted events is not solved but keeps accumulating;
-8. fast translation step (beyond the paper): while the shaft RPM is below
-   pose_fast_rpm (by default always), a translation step runs every
-   pose_fast_us (1 ms) of stream time, see below;
-9. health counters (two compares per in-annulus event) and the health
-   window close on the first input event past the window
-   (:mod:`helixtrack_ros.core.health`).
-
-Low RPM under camera motion (the paper's failure, Sec. 4.4: "the phase
-advance needed to trigger a pose update accumulates too slowly relative to
-the image-plane motion, so the pose estimate lags"). Measured on the
-simulator (``benchmarks/bench_low_rpm.py``), three facts shaped the fix:
-
-- A full GN solve on a batch shorter than a half turn is dominated by the
-  BTO term (occupancies of a few sectors) and by the translation /
-  perspective coupling: its translation step is nearly uncorrelated with
-  the true pose error, so more frequent full solves ("timer") do not help.
-- The phase term alone, restricted to tx, ty, measures the centre error
-  perpendicular to the blades within ~0.5 px from 1 ms of events (the blade
-  line seen from a wrong centre bends); along the blades it observes almost
-  nothing (eigenvalue ratio ~1 / 200), and that direction turns with the
-  blades (90 degrees per quarter turn).
-- A constant-velocity model fed by those 1 ms measurements keeps the weakly
-  observed direction moving with the camera between the times it is seen.
-
-So the fast step accumulates the phase term's 2x2 translation system on
-the GN subsample (``pose_gn.ACC_FAST``) and, every pose_fast_us: with
-``motion_model`` = 1 (default) it updates a Kalman filter on [tx, ty, vx,
-vy] (white acceleration motion_accel) in information form: the system is a
-measurement of the position with information pose_fast_info x A (a
-direction weaker than pose_fast_aniso x the stronger one is dropped,
-an innovation beyond motion_gate standard deviations is down-weighted),
-and the centre then moves with the estimated velocity every motion_step_us;
-with ``motion_model`` = 0 it takes a damped Newton step and forgets the
-system (rho = pose_fast_forget, gradient re-linearised at the new pose).
-The full GN solve keeps its other parameters but no longer moves tx, ty
-(``pose_gn.G_FIXT``). While the phase is being acquired (no phase yet) the
-centre follows the centroid of the disc events instead (pose_acq_gain).
-Above pose_fast_rpm nothing of this runs: the tracker is bit-identical to
-the paper's. Made for low RPM, the fast step also keeps the pose on rotors
-of any RPM whose image moves fast (camera motion): with the half-turn
-trigger alone, the quadcopter scenes lose rotors from egomotion level 5
-(4 m) or 6 (2 m); with it they track within 0.3 % at levels 5 and 6 (level
-7 is still lost; RESULTS.md), so it runs at every RPM by default
-(pose_fast_rpm = 1e6).
-
-One blade (B = 1: a single-blade propeller with a counterweight, a
-rotating marker). The symmetric-blade assumptions fail: (i) half a shaft
-turn shows a lone blade on one half of the disc only, so the pose trigger
-is a whole turn (|Delta phi| >= 2 pi); (ii) a centre shift across a lone
-blade turns all its events the same way, so the phase term confuses it
-with a phase lag (and with the bend of a swept blade), which cancels
-between opposite blades only: the fast step, which trusts that term alone,
-is off (as is the centroid step while acquiring). Measured on the
-simulator's lone scenes with one blade (seed 0, 1 s): lone_constant 1.53 %
-shaft-RPM MArE with the fast step and the half-turn trigger (centre 11 px
-off), 0.12 % with neither; lone_ramp (from 3,000 RPM) 197 % (the centre
-orbits with the blade and leaves) -> 0.20 %; lone_sweep 0.13 %,
-lone_3blade geometry 0.15 %. The fast step with the phase marginalised
-(Schur complement) reached 0.07 % at 10,000 RPM but still ran away at
-3,000 RPM, and fast steps over a whole turn did worse (2 %): the EKF
-absorbs the once-per-turn phase wobble a centre error makes.
-
-Outputs (Sec. 3.6): shaft RPM = 60 |omega| / (2 pi B), its standard
-deviation from P[1, 1], shaft phase = wrap(zeta phi_eff / B) (blade angle
-atan2(u_y, u_x) of one blade in the rotor plane; with the polarity-centred
-residual the phase tracks the middle of the blade's two edges), shaft
-angular speed zeta omega / B.
+The paper's two loops, a per-event phase EKF and a batched Gauss-Newton
+pose, run in the numba kernels of :mod:`tracker_kernel` on state held in
+small numpy arrays (:mod:`tracker_layout`): one kernel call per batch, so
+results do not depend on how a stream is split into batches. This module is
+the Python face: set-up, parameter changes, samples and state, health, and
+packets routed from the whole camera (:mod:`routing`). Beyond the paper:
+the fast translation step (:mod:`fast_step`) that keeps the pose on slow or
+moving rotors, the one-blade variant and the health monitor
+(:mod:`health`). Design notes and measurements: docs/DESIGN.md.
 """
 
 from __future__ import annotations
@@ -112,20 +22,26 @@ from typing import NamedTuple
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
-from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _exp_neg, _wrap_pi
+from helixtrack_ros.core.fast_step import _centroid_step, _fast_step
+from helixtrack_ros.core.fastmath import TWO_PI
+from helixtrack_ros.core.gn_layout import (
+    ACC_LEN,
+    G_COFF,
+    G_CON,
+    G_FIXT,
+    G_POLADAPT,
+    G_POLH,
+    _set_bands,
+    pack_gn_params,
+)
 from helixtrack_ros.core.health import (
     DEGRADED,
-    HI_ACC0,
     HI_CAUSE,
     HI_LEVEL,
     HI_NOUT,
     HI_NTIP,
     HI_REASON,
     HI_T0,
-    HP_OUT0,
-    HP_OUT1,
-    HP_TIP_IN,
-    HP_WIN,
     HS_COS,
     HS_GOOD_US,
     HS_RATE_REF,
@@ -138,113 +54,62 @@ from helixtrack_ros.core.health import (
     pack_health_params,
     reason_text,
 )
-from helixtrack_ros.core.homography import _INV_W0, _POSE_LEN, _pack_pose, homography
-from helixtrack_ros.core.jit import fma, kernel, kernel_inline
+from helixtrack_ros.core.homography import _POSE_LEN, _pack_pose, homography
 from helixtrack_ros.core.params import RotorInit, TrackerParams
-from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s
-from helixtrack_ros.core.pose_gn import (
-    ACC_FAST,
-    ACC_LEN,
-    ACC_N,
-    G_COFF,
-    G_CON,
-    G_FIXT,
-    G_POLADAPT,
-    G_POLH,
-    G_ZETA,
-    _accumulate,
-    _set_bands,
-    _solve,
-    pack_gn_params,
+from helixtrack_ros.core.routing import _BBOX_COS, _BBOX_SIN, _bbox, _process_packets
+from helixtrack_ros.core.tracker_kernel import _emit, _process
+from helixtrack_ros.core.tracker_layout import (
+    FS_AC,
+    FS_LEN,
+    FS_OM,
+    FS_P00,
+    FS_P11,
+    FS_P22,
+    FS_VX,
+    IS_ACCEPT,
+    IS_ACQ,
+    IS_ACQ_N,
+    IS_ACQ_STRIDE,
+    IS_BACK,
+    IS_DEFER,
+    IS_DIR,
+    IS_FASTON,
+    IS_GN_STRIDE,
+    IS_IN,
+    IS_LEN,
+    IS_POSE,
+    IS_T,
+    IS_TMAX,
+    IS_USED,
+    IS_ZETA,
+    MODE_EVERY,
+    MODE_LAST,
+    MODE_TIMES,
+    OUT_LEN,
+    OUT_OMEGA,
+    OUT_PHASE,
+    OUT_Q,
+    OUT_RPM,
+    OUT_STD,
+    PK_BOX,
+    PK_LEN,
+    PK_N,
+    PK_QCORE,
+    PK_RPM_EKF,
+    PK_ZETA,
+    TP_GNTARGET,
+    pack_tracker_params,
 )
-from helixtrack_ros.core.rotation_sign import _acquire
+
+# the public API, and the names that code outside core/ imports from this module (they
+# moved to tracker_layout / fast_step in issue #12)
+__all__ = ['HelixTracker', 'PacketRun', 'TrackerSamples', 'TrackerState', 'OUT_OMEGA',
+           'OUT_PHASE', 'OUT_Q', 'OUT_RPM', 'OUT_STD', 'PK_BOX', 'PK_N', 'PK_QCORE',
+           'PK_RPM_EKF', 'PK_ZETA', 'FS_AC', 'FS_VX', 'IS_FASTON', '_centroid_step',
+           '_fast_step']
 
 #: GN-vector slots that the kernels learn from the data (kept across a parameter change)
 _GP_LEARNT = (G_CON, G_COFF, G_POLH)
-
-# ---- float state ------------------------------------------------------------------------
-FS_PHI, FS_OM, FS_AL = 0, 1, 2
-FS_P00, FS_P01, FS_P02, FS_P11, FS_P12, FS_P22 = 3, 4, 5, 6, 7, 8
-FS_PHIB, FS_PSIB = 9, 10
-FS_SW, FS_SWE = 11, 12    # pending fold of the current timestamp: sum w, sum w eps
-FS_VX, FS_VY = 13, 14     # motion model: image velocity of the centre [px / us]
-FS_KP = 15         # 16: covariance of the motion Kalman filter [x, y, vx, vy] (px, px/s)
-FS_AC = 31         # 3: while acquiring, sum u_x, sum u_y, count of disc events (centroid)
-FS_LEN = 34
-
-# ---- int state --------------------------------------------------------------------------
-IS_T = 0           # time of the EKF state x [us]; -1 before the first accepted event
-IS_TMAX = 1        # latest input time [us]; -1 before the first event
-IS_IN = 2          # input events
-IS_USED = 3        # events assimilated by the EKF
-IS_POSE = 4        # pose solves
-IS_BACK = 5        # events whose time went backwards
-IS_ZETA = 6        # rotation sign; 0 while acquiring an unknown sign
-IS_ACQ = 7         # 1 while acquiring sign / phase
-IS_ACQ_N = 8       # buffered acquisition events
-IS_ACQ_STRIDE = 9
-IS_ACQ_SEEN = 10   # in-ring events seen while acquiring
-IS_ACQ_T0 = 11
-IS_GN_STRIDE = 12
-IS_GN_CNT = 13
-IS_BATCH_N = 14    # accepted events in the current pose batch
-IS_BATCH_T0 = 15
-IS_DIR = 16        # configured direction
-IS_DEFER = 17      # triggers whose batch was too small
-IS_ACCEPT = 18     # events inside the annulus
-IS_MT = 19         # motion model: time the centre was last propagated to [us]
-IS_SOLVE_T = 20    # time of the last applied fast step [us]
-IS_FAST_T = 21     # time of the last fast translation step [us]
-IS_FASTON = 22     # 1 while the fast translation step runs (low RPM)
-IS_LEN = 23
-
-# ---- tracker parameter vector -----------------------------------------------------------
-TP_B = 0
-TP_KAPPA = 1
-TP_QJ = 2
-TP_SIG0 = 3
-TP_RFLOOR = 4
-TP_INV2SR2 = 5
-TP_RIN2 = 6
-TP_ROUT2 = 7
-TP_GNMIN = 8
-TP_GNTARGET = 9
-TP_TIMER = 10
-TP_MAXEV = 11
-TP_ACQ_US = 12     # minimum acquisition window [us]
-TP_OMEGA0 = 13     # initial |omega| [rad/s] of the B-fold phase
-TP_SPAN = 14
-TP_MARGIN = 15
-TP_P0PHI = 16
-TP_P0OM = 17
-TP_P0AL = 18
-TP_RINGACQ = 19    # acquisition uses |r - 1| <= this
-TP_ACQ_MIN = 20    # minimum buffered events before a decision
-TP_MOTION = 21     # 1: constant-velocity pose propagation between fast steps
-TP_FASTRPM = 22    # the fast step runs below this shaft RPM
-TP_MSTEP = 23
-TP_MHOLD = 24
-TP_MVMAX = 25      # largest image speed [tip radii / us]
-TP_FAST = 26       # fast translation step period [us] (0 = off)
-TP_FGAIN = 27
-TP_FMAX = 28
-TP_FDAMP = 29
-TP_FMIN = 30
-TP_FFORGET = 31    # forgetting of the fast translation system
-TP_FINFO = 32      # information per unit of the phase-term normal equations [1/px^2]
-TP_QACC = 33       # white-acceleration density of the motion model [tip radii^2 / s^3]
-TP_P0POS = 34      # initial position / velocity standard deviations [tip radii, tip radii/s]
-TP_P0VEL = 35
-TP_FANISO = 36     # weakest / strongest eigenvalue below this: weak direction dropped
-TP_FGATE = 37      # innovation gate (squared Mahalanobis distance; 0 = off)
-TP_ACQGAIN = 38    # centroid step gain while acquiring
-TP_LEN = 39
-
-# output columns
-OUT_RPM, OUT_STD, OUT_PHASE, OUT_OMEGA, OUT_Q = 0, 1, 2, 3, 4
-OUT_LEN = 10
-
-MODE_LAST, MODE_TIMES, MODE_EVERY = 0, 1, 2
 
 
 class TrackerSamples(NamedTuple):
@@ -294,676 +159,6 @@ class TrackerState(NamedTuple):
     health_reason: str = 'tracking'
 
 
-@kernel_inline
-def _adjugate(pose):
-    """adj(H) of the packed pose as nine scalars (row-major; the back-warp of Sec. 3.1)."""
-    return (pose[6], pose[7], pose[8], pose[9], pose[10], pose[11], pose[12], pose[13],
-            pose[14])
-
-
-@fma
-def _emit(k, t, tp, fs, ist, q, out_t, out_v):
-    """Write the state at time t into output row k (Sec. 3.6).
-
-    The pending update of the current timestamp is applied to a copy, then
-    the state is propagated from its time to t (t before it counts as dt = 0).
-    """
-    B = tp[TP_B]
-    phi = fs[FS_PHI]
-    om = fs[FS_OM]
-    al = fs[FS_AL]
-    P11 = fs[FS_P11]
-    P12 = fs[FS_P12]
-    P22 = fs[FS_P22]
-    if fs[FS_SW] > 0.0:
-        phi, om, al, _, _, _, P11, P12, P22 = _update_fold_s(
-            phi, om, al, fs[FS_P00], fs[FS_P01], fs[FS_P02], P11, P12, P22, fs[FS_SW],
-            fs[FS_SWE], tp[TP_SIG0])
-    dt = 0.0
-    if ist[IS_T] >= 0 and t > ist[IS_T]:
-        dt = (t - ist[IS_T]) * 1e-6
-    phi_t = phi + dt * om + 0.5 * dt * dt * al
-    om_t = om + dt * al
-    P11_t = P11 + 2.0 * dt * P12 + dt * dt * P22 + tp[TP_QJ] * dt * dt * dt / 3.0
-    zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
-    c = 60.0 / (TWO_PI * B)
-    out_t[k] = t
-    out_v[k, OUT_RPM] = c * abs(om_t)
-    out_v[k, OUT_STD] = c * math.sqrt(max(P11_t, 0.0))
-    # blade angle atan2(u_y, u_x) = zeta phi_eff / B = zeta phi / B - psi
-    out_v[k, OUT_PHASE] = _wrap_pi(zeta * phi_t / B - q[1])
-    out_v[k, OUT_OMEGA] = zeta * om_t / B
-    out_v[k, OUT_Q] = math.exp(q[0])
-    for j in range(1, 6):
-        out_v[k, OUT_Q + j] = q[j]
-
-
-@fma
-def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
-    """Decide rotation sign, phase and rate from the acquisition buffer (Sec. 3.2)."""
-    n = ist[IS_ACQ_N]
-    ts = np.empty(n)
-    for j in range(n):
-        ts[j] = (acq_t[j] - t) * 1e-6
-    span_s = (t - ist[IS_ACQ_T0]) * 1e-6
-    out = np.empty(5)
-    B = tp[TP_B]
-    _acquire(ts, acq_a, n, int(B), int(ist[IS_DIR]), tp[TP_OMEGA0], tp[TP_SPAN],
-             tp[TP_MARGIN], span_s, out)
-    zeta = out[0]
-    ist[IS_ZETA] = 1 if zeta > 0 else -1
-    gp[G_ZETA] = zeta
-    # phi = phi_eff + zeta B psi
-    fs[FS_PHI] = out[1] + zeta * B * q[1]
-    fs[FS_OM] = out[2]
-    fs[FS_AL] = 0.0
-    d_omega = math.pi / 8.0 / max(span_s, 1e-9)
-    fs[FS_P00] = tp[TP_P0PHI]
-    fs[FS_P01] = 0.0
-    fs[FS_P02] = 0.0
-    fs[FS_P11] = max(tp[TP_P0OM], 0.0625 * d_omega * d_omega)
-    fs[FS_P12] = 0.0
-    fs[FS_P22] = tp[TP_P0AL]
-    fs[FS_PHIB] = fs[FS_PHI]
-    fs[FS_PSIB] = q[1]
-    fs[FS_SW] = 0.0
-    fs[FS_SWE] = 0.0
-    ist[IS_T] = t
-    ist[IS_ACQ] = 0
-    ist[IS_MT] = t
-    ist[IS_SOLVE_T] = t
-    ist[IS_FAST_T] = t
-    fs[FS_VX] = 0.0
-    fs[FS_VY] = 0.0
-    _kf_init(tp, fs, math.exp(q[0]))
-    ist[IS_BATCH_T0] = t
-    ist[IS_BATCH_N] = 0
-    ist[IS_GN_CNT] = 0
-    ist[IS_GN_STRIDE] = 1
-
-
-@kernel
-def _kf_init(tp, fs, s_px):
-    """Initial covariance of the motion Kalman filter (diagonal)."""
-    for k in range(16):
-        fs[FS_KP + k] = 0.0
-    vp = (tp[TP_P0POS] * s_px) ** 2
-    vv = (tp[TP_P0VEL] * s_px) ** 2
-    fs[FS_KP + 0] = vp
-    fs[FS_KP + 5] = vp
-    fs[FS_KP + 10] = vv
-    fs[FS_KP + 15] = vv
-
-
-@kernel
-def _centroid_step(tp, fs, q, pose):
-    """Move the centre by pose_acq_gain times the mean disc event (rotor plane -> image)."""
-    n = fs[FS_AC + 2]
-    if not n > 0.0:
-        return
-    mx = fs[FS_AC] / n
-    my = fs[FS_AC + 1] / n
-    s_px = math.exp(q[0])
-    c = math.cos(q[1])
-    sn = math.sin(q[1])
-    g = tp[TP_ACQGAIN]
-    dx = g * s_px * (c * mx - sn * my)
-    dy = g * s_px * (sn * mx + c * my)
-    lim = tp[TP_FMAX] * s_px
-    dn = math.sqrt(dx * dx + dy * dy)
-    if dn > lim:
-        dx *= lim / dn
-        dy *= lim / dn
-    q[2] += dx
-    q[3] += dy
-    _pack_pose(q, pose)
-
-
-@kernel
-def _fast_step(acc, tp, fs, q, pose, motion, dt_us):
-    """Fast translation step from the phase-term system of the last dt_us; True if applied.
-
-    Without the motion model: a damped Newton step on the system, which is
-    then forgotten (rho) with its gradient moved to the new pose. With it: a
-    Kalman filter on [tx, ty, vx, vy] (white acceleration), the system being
-    the information-form measurement of the position (singular-safe: only
-    (I + M P_pp) is inverted). The step is limited to pose_fast_max_step tip
-    radii and the velocity to motion_max_rs.
-    """
-    s_px = math.exp(q[0])
-    lim = tp[TP_FMAX] * s_px
-    axx = acc[ACC_FAST]
-    axy = acc[ACC_FAST + 1]
-    ayy = acc[ACC_FAST + 2]
-    gx = acc[ACC_FAST + 3]
-    gy = acc[ACC_FAST + 4]
-    enough = acc[ACC_FAST + 5] >= tp[TP_FMIN]
-    # eigen-decomposition of the 2x2 system; a direction observed much more weakly
-    # than the other is dropped (its estimate is dominated by model errors)
-    tr2 = 0.5 * (axx + ayy)
-    dif = 0.5 * (axx - ayy)
-    rad = math.sqrt(dif * dif + axy * axy)
-    l1 = tr2 + rad
-    l2 = tr2 - rad
-    if rad > 0.0:
-        ang = 0.5 * math.atan2(2.0 * axy, axx - ayy)
-    else:
-        ang = 0.0
-    e1x = math.cos(ang)
-    e1y = math.sin(ang)
-    mx = axx
-    mxy = axy
-    my = ayy
-    ngx = gx
-    ngy = gy
-    if l2 < tp[TP_FANISO] * l1:
-        gp1 = e1x * gx + e1y * gy
-        mx = l1 * e1x * e1x
-        mxy = l1 * e1x * e1y
-        my = l1 * e1y * e1y
-        ngx = gp1 * e1x
-        ngy = gp1 * e1y
-    dx = 0.0
-    dy = 0.0
-    dvx = 0.0
-    dvy = 0.0
-    if not motion:
-        if enough:
-            lm = tp[TP_FDAMP] * 0.5 * (mx + my) + 1e-12
-            det = (mx + lm) * (my + lm) - mxy * mxy
-            if det > 0.0:
-                # (det <= 0 only by rounding with pose_fast_damping = 0: no step)
-                dx = -tp[TP_FGAIN] * ((my + lm) * ngx - mxy * ngy) / det
-                dy = -tp[TP_FGAIN] * ((mx + lm) * ngy - mxy * ngx) / det
-        # forget, and move the kept gradient to the new pose (linearised:
-        # g <- rho (g + A d)) so that old evidence is not applied twice
-        dn = math.sqrt(dx * dx + dy * dy)
-        if not dn == dn:
-            dx = 0.0
-            dy = 0.0
-        elif dn > lim:
-            dx *= lim / dn
-            dy *= lim / dn
-        rf = tp[TP_FFORGET]
-        acc[ACC_FAST + 3] = rf * (gx + axx * dx + axy * dy)
-        acc[ACC_FAST + 4] = rf * (gy + axy * dx + ayy * dy)
-        for k in (0, 1, 2, 5):
-            acc[ACC_FAST + k] *= rf
-    else:
-        P = np.empty((4, 4))
-        for i in range(4):
-            for j in range(4):
-                P[i, j] = fs[FS_KP + 4 * i + j]
-        # predict: F = [[I, dt I], [0, I]], white acceleration of density qa
-        dt = dt_us * 1e-6
-        qa = tp[TP_QACC] * s_px * s_px
-        for i in range(4):
-            for j in range(2):
-                P[i, j] += dt * P[i, j + 2]
-        for i in range(4):
-            for j in range(2):
-                P[j, i] += dt * P[j + 2, i]
-        for k in range(2):
-            P[k, k] += qa * dt * dt * dt / 3.0
-            P[k, k + 2] += qa * dt * dt / 2.0
-            P[k + 2, k] += qa * dt * dt / 2.0
-            P[k + 2, k + 2] += qa * dt
-        if enough:
-            c = tp[TP_FINFO]
-            m00 = c * mx
-            m01 = c * mxy
-            m11 = c * my
-            g0 = c * ngx
-            g1 = c * ngy
-            # innovation gate: a measurement far outside its predicted spread (model
-            # error: a burst of background events, a jolt) gets its information scaled
-            # down (Huber-like); nu = -M^-1 g, S = P_pp + M^-1, d2 = nu^T S^-1 nu
-            # = g^T (M P_pp M + M)^-1 g
-            s00 = m00 * (P[0, 0] * m00 + P[0, 1] * m01) + m01 * (P[1, 0] * m00
-                                                                  + P[1, 1] * m01) + m00
-            s01 = m00 * (P[0, 0] * m01 + P[0, 1] * m11) + m01 * (P[1, 0] * m01
-                                                                  + P[1, 1] * m11) + m01
-            s11 = m01 * (P[0, 0] * m01 + P[0, 1] * m11) + m11 * (P[1, 0] * m01
-                                                                  + P[1, 1] * m11) + m11
-            sdet = s00 * s11 - s01 * s01
-            if sdet > 0.0:
-                d2 = (s11 * g0 * g0 - 2.0 * s01 * g0 * g1 + s00 * g1 * g1) / sdet
-            else:
-                # rank one (weak direction dropped): along e1 only
-                sm = s00 + s11
-                d2 = (g0 * g0 + g1 * g1) / sm if sm > 0.0 else 0.0
-            gate = tp[TP_FGATE]
-            if gate > 0.0 and d2 > gate:
-                f = gate / d2
-                m00 *= f
-                m01 *= f
-                m11 *= f
-                g0 *= f
-                g1 *= f
-            # L = (I + M P_pp)^-1
-            t00 = 1.0 + m00 * P[0, 0] + m01 * P[1, 0]
-            t01 = m00 * P[0, 1] + m01 * P[1, 1]
-            t10 = m01 * P[0, 0] + m11 * P[1, 0]
-            t11 = 1.0 + m01 * P[0, 1] + m11 * P[1, 1]
-            det = t00 * t11 - t01 * t10
-            if det > 1e-12:
-                l00 = t11 / det
-                l01 = -t01 / det
-                l10 = -t10 / det
-                l11 = t00 / det
-                # correction -[P_pp; P_vp] L g
-                lg0 = l00 * g0 + l01 * g1
-                lg1 = l10 * g0 + l11 * g1
-                dx = -(P[0, 0] * lg0 + P[0, 1] * lg1)
-                dy = -(P[1, 0] * lg0 + P[1, 1] * lg1)
-                dvx = -(P[2, 0] * lg0 + P[2, 1] * lg1)
-                dvy = -(P[3, 0] * lg0 + P[3, 1] * lg1)
-                # G = M L^T (symmetric); P <- P - [P_pp; P_vp] G [P_pp, P_pv]
-                a00 = m00 * l00 + m01 * l01
-                a01 = m00 * l10 + m01 * l11
-                a10 = m01 * l00 + m11 * l01
-                a11 = m01 * l10 + m11 * l11
-                gs01 = 0.5 * (a01 + a10)
-                PH = np.empty((4, 2))
-                for i in range(4):
-                    PH[i, 0] = P[i, 0]
-                    PH[i, 1] = P[i, 1]
-                for i in range(4):
-                    u0 = PH[i, 0] * a00 + PH[i, 1] * gs01
-                    u1 = PH[i, 0] * gs01 + PH[i, 1] * a11
-                    for j in range(4):
-                        P[i, j] -= u0 * PH[j, 0] + u1 * PH[j, 1]
-        dn = math.sqrt(dx * dx + dy * dy)
-        f = 1.0
-        if not (dn == dn and dvx == dvx and dvy == dvy):
-            f = 0.0
-        elif dn > lim:
-            f = lim / dn
-        dx *= f
-        dy *= f
-        dvx *= f
-        dvy *= f
-        for i in range(4):
-            for j in range(4):
-                fs[FS_KP + 4 * i + j] = 0.5 * (P[i, j] + P[j, i])
-        for k in range(6):
-            acc[ACC_FAST + k] = 0.0
-        # velocity in px / us
-        vx = fs[FS_VX] + dvx * 1e-6
-        vy = fs[FS_VY] + dvy * 1e-6
-        vmax = tp[TP_MVMAX] * s_px
-        vn = math.sqrt(vx * vx + vy * vy)
-        if vn > vmax:
-            vx *= vmax / vn
-            vy *= vmax / vn
-        fs[FS_VX] = vx
-        fs[FS_VY] = vy
-    if dx == 0.0 and dy == 0.0:
-        return False
-    q[2] += dx
-    q[3] += dy
-    _pack_pose(q, pose)
-    return True
-
-
-@fma
-def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi, mode,
-             sample_t, out_t, out_v):
-    """Run the tracker over one batch; returns the number of output rows written.
-
-    Accepted events of one timestamp are folded into one EKF update
-    (:func:`_update_fold_s`, exact for the linear update given gates at the
-    predicted phase); the fold is committed when a later timestamp arrives,
-    so any batch split gives the same result. Pose triggers and the motion
-    model are checked at each commit; health windows close at input events.
-    """
-    n = t_us.shape[0]
-    n_samp = sample_t.shape[0]
-    k_out = 0
-    k_samp = 0
-    # ---- locals
-    B = tp[TP_B]
-    kappa = tp[TP_KAPPA]
-    qj = tp[TP_QJ]
-    sig0 = tp[TP_SIG0]
-    rfloor = tp[TP_RFLOOR]
-    inv2sr2 = tp[TP_INV2SR2]
-    rin2 = tp[TP_RIN2]
-    rout2 = tp[TP_ROUT2]
-    gn_min = int(tp[TP_GNMIN])
-    gn_target = int(tp[TP_GNTARGET])
-    timer = int(tp[TP_TIMER])
-    maxev = int(tp[TP_MAXEV])
-    ring_acq = tp[TP_RINGACQ]
-    acq_cap = acq_t.shape[0]
-    hpol = gp[G_POLH]
-    # a half shaft turn (paper); a whole one for B = 1 (module notes, "One blade")
-    trig = math.pi * max(B, 2.0)
-    phi = fs[FS_PHI]
-    om = fs[FS_OM]
-    al = fs[FS_AL]
-    P00 = fs[FS_P00]
-    P01 = fs[FS_P01]
-    P02 = fs[FS_P02]
-    P11 = fs[FS_P11]
-    P12 = fs[FS_P12]
-    P22 = fs[FS_P22]
-    phib = fs[FS_PHIB]
-    psib = fs[FS_PSIB]
-    sw = fs[FS_SW]
-    swe = fs[FS_SWE]
-    t_x = ist[IS_T]
-    t_max = ist[IS_TMAX]
-    acquiring = ist[IS_ACQ] != 0
-    zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
-    zb = zeta * B
-    psi = q[1]
-    phiw = _wrap_pi(phi - zb * psi)
-    n_back = 0
-    n_used = 0
-    n_accept = 0
-    gn_stride = ist[IS_GN_STRIDE]
-    gn_cnt = ist[IS_GN_CNT]
-    batch_n = ist[IS_BATCH_N]
-    batch_t0 = ist[IS_BATCH_T0]
-    h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
-    # motion model (module notes, beyond the paper)
-    motion = tp[TP_MOTION] != 0.0
-    mstep = int(tp[TP_MSTEP])
-    mhold = int(tp[TP_MHOLD])
-    vx = fs[FS_VX]
-    vy = fs[FS_VY]
-    t_m = ist[IS_MT]
-    t_sv = ist[IS_SOLVE_T]
-    # one blade: no fast step (module notes, "One blade")
-    fstep = int(tp[TP_FAST]) if B >= 2.0 else 0
-    t_f = ist[IS_FAST_T]
-    fast_on = ist[IS_FASTON] != 0
-    om_fast = tp[TP_FASTRPM] * TWO_PI / 60.0 * B
-    # health counters (core.health)
-    hwin = int(hp[HP_WIN])
-    tip_in = -hp[HP_TIP_IN]
-    out0 = hp[HP_OUT0]
-    out1 = hp[HP_OUT1]
-    h_t0 = hi[HI_T0]
-    h_tip = hi[HI_NTIP]
-    h_out = hi[HI_NOUT]
-    h_cos = hs[HS_COS]
-    acc_base = ist[IS_ACCEPT]
-    for i in range(n):
-        t = t_us[i]
-        if t_max < 0:
-            t_max = t
-        if t < t_max:
-            # time went backwards: dt < 0 is treated as 0
-            n_back += 1
-            t = t_max
-        t_max = t
-        if t >= h_t0 + hwin:
-            if h_t0 < 0:
-                hi[HI_T0] = t
-                hi[HI_ACC0] = acc_base + n_accept
-            else:
-                hi[HI_NTIP] = h_tip
-                hi[HI_NOUT] = h_out
-                hs[HS_COS] = h_cos
-                _health_advance(hp, hs, hi, q, not acquiring, om, P11, acc_base + n_accept, t)
-                h_tip = 0
-                h_out = 0
-                h_cos = 0.0
-            h_t0 = hi[HI_T0]
-        if mode == MODE_TIMES:
-            while k_samp < n_samp and sample_t[k_samp] < t_us[i]:
-                _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
-                _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
-                k_out += 1
-                k_samp += 1
-        if sw > 0.0 and t > t_x:
-            # commit the folded update of the previous timestamp (Sec. 3.4)
-            phi, om, al, P00, P01, P02, P11, P12, P22 = _update_fold_s(
-                phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sig0)
-            sw = 0.0
-            swe = 0.0
-            if fstep > 0:
-                # the fast step runs while a half shaft turn is slow (low RPM), with
-                # hysteresis; the full solve then leaves tx, ty to it
-                if fast_on and abs(om) > 1.25 * om_fast:
-                    fast_on = False
-                    gp[G_FIXT] = 0.0
-                    vx = 0.0
-                    vy = 0.0
-                elif not fast_on and abs(om) < om_fast:
-                    fast_on = True
-                    gn_stride = 1
-                    gn_cnt = 0
-                    gp[G_FIXT] = 1.0
-                    vx = 0.0
-                    vy = 0.0
-                    _kf_init(tp, fs, math.exp(q[0]))
-                    for k in range(6):
-                        acc[ACC_FAST + k] = 0.0
-                    t_f = t_x
-                    t_m = t_x
-                    t_sv = t_x
-            if fast_on and motion and t_x - t_m >= mstep:
-                # constant-velocity propagation of the pose between fast steps
-                if t_x - t_sv > mhold or t_x - t_m > mhold:
-                    # no correction (or no event) for long: the velocity is stale
-                    vx = 0.0
-                    vy = 0.0
-                    _kf_init(tp, fs, math.exp(q[0]))
-                elif vx != 0.0 or vy != 0.0:
-                    dtm = float(t_x - t_m)
-                    q[2] += vx * dtm
-                    q[3] += vy * dtm
-                    _pack_pose(q, pose)
-                    h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
-                t_m = t_x
-            if fast_on and t_x - t_f >= fstep:
-                # fast translation step from the phase term (tracker notes)
-                fs[FS_VX] = vx
-                fs[FS_VY] = vy
-                if _fast_step(acc, tp, fs, q, pose, motion, t_x - t_f):
-                    t_sv = t_x
-                vx = fs[FS_VX]
-                vy = fs[FS_VY]
-                h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
-                t_f = t_x
-            # pose trigger (Sec. 3.5), the release's timer, an event cap
-            if (abs(phi - phib - zb * (psi - psib)) >= trig
-                    or (timer > 0 and t_x - batch_t0 >= timer)
-                    or (maxev > 0 and batch_n >= maxev)):
-                if batch_n >= gn_min and acc[ACC_N] >= 8.0:
-                    _solve(acc, gp, q, pose, True)
-                    ist[IS_POSE] += 1
-                    # keep phi_eff = phi - zeta B psi continuous across a psi step
-                    phi += zb * (q[1] - psi)
-                    psi = q[1]
-                    hpol = gp[G_POLH]
-                    if gn_target > 0:
-                        # in batches longer than 10 ms (low RPM) the 1 ms fast steps feed
-                        # on the same sums: twice the events there
-                        slow = fast_on and t_x - batch_t0 > 10_000
-                        gn_stride = max(1, batch_n // (2 * gn_target if slow else gn_target))
-                    else:
-                        gn_stride = 1
-                    gn_cnt = 0
-                    batch_n = 0
-                    h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
-                else:
-                    ist[IS_DEFER] += 1
-                phib = phi
-                psib = psi
-                batch_t0 = t_x
-        zx = float(xs[i])
-        zy = float(ys[i])
-        # back-warp u = pi(adj(H) [z; 1]) (Sec. 3.1)
-        w3 = h6 * zx + h7 * zy + h8
-        # on the rotor plane's horizon (w3 = 0) u is at infinity: outside the annulus
-        iw = 1.0 / w3 if w3 != 0.0 else _INV_W0
-        ux = (h0 * zx + h1 * zy + h2) * iw
-        uy = (h3 * zx + h4 * zy + h5) * iw
-        r2 = ux * ux + uy * uy
-        if r2 >= rin2 and r2 <= rout2:
-            n_accept += 1
-            r = math.sqrt(r2)
-            if acquiring:
-                if fstep > 0 and tp[TP_OMEGA0] < om_fast:
-                    # while the phase is unknown, the centroid of the disc events (B >= 2
-                    # blades are symmetric about the centre) keeps the centre on a moving
-                    # rotor; background spreads evenly and only dilutes the step
-                    if r2 <= 1.21:
-                        fs[FS_AC] += ux
-                        fs[FS_AC + 1] += uy
-                        fs[FS_AC + 2] += 1.0
-                    if t - t_f >= fstep:
-                        if fs[FS_AC + 2] >= 50.0 and B >= 2.0:
-                            _centroid_step(tp, fs, q, pose)
-                            h0, h1, h2, h3, h4, h5, h6, h7, h8 = _adjugate(pose)
-                        fs[FS_AC] = 0.0
-                        fs[FS_AC + 1] = 0.0
-                        fs[FS_AC + 2] = 0.0
-                        t_f = t
-                if abs(r - 1.0) <= ring_acq:
-                    seen = ist[IS_ACQ_SEEN]
-                    if seen == 0:
-                        ist[IS_ACQ_T0] = t
-                    stride = ist[IS_ACQ_STRIDE]
-                    if seen % stride == 0:
-                        if ist[IS_ACQ_N] == acq_cap:
-                            # thin the buffer evenly: keep every second entry
-                            half = acq_cap // 2
-                            for j in range(half):
-                                acq_t[j] = acq_t[2 * j]
-                                acq_a[j] = acq_a[2 * j]
-                            ist[IS_ACQ_N] = half
-                            stride *= 2
-                            ist[IS_ACQ_STRIDE] = stride
-                        if seen % stride == 0:
-                            m = ist[IS_ACQ_N]
-                            acq_t[m] = t
-                            acq_a[m] = math.atan2(uy, ux)
-                            ist[IS_ACQ_N] = m + 1
-                    ist[IS_ACQ_SEEN] = seen + 1
-                    if (t - ist[IS_ACQ_T0] >= tp[TP_ACQ_US]
-                            and ist[IS_ACQ_N] >= tp[TP_ACQ_MIN]):
-                        _lock(tp, gp, fs, ist, q, acq_t, acq_a, t)
-                        acquiring = False
-                        phi = fs[FS_PHI]
-                        om = fs[FS_OM]
-                        al = fs[FS_AL]
-                        P00 = fs[FS_P00]
-                        P01 = fs[FS_P01]
-                        P02 = fs[FS_P02]
-                        P11 = fs[FS_P11]
-                        P12 = fs[FS_P12]
-                        P22 = fs[FS_P22]
-                        phib = fs[FS_PHIB]
-                        psib = fs[FS_PSIB]
-                        sw = 0.0
-                        swe = 0.0
-                        t_x = t
-                        zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
-                        zb = zeta * B
-                        phiw = _wrap_pi(phi - zb * psi)
-                        gn_stride = 1
-                        gn_cnt = 0
-                        batch_n = 0
-                        batch_t0 = t
-                        t_m = t
-                        t_sv = t
-                        t_f = t
-                        vx = 0.0
-                        vy = 0.0
-                        fast_on = False
-                        gp[G_FIXT] = 0.0
-            else:
-                # lazy predict over the whole gap since the last accepted event (Sec. 3.3)
-                if t > t_x:
-                    if t_x >= 0:
-                        dt = (t - t_x) * 1e-6
-                        phi, om, al, P00, P01, P02, P11, P12, P22 = _predict_s(
-                            phi, om, al, P00, P01, P02, P11, P12, P22, dt, qj)
-                    t_x = t
-                    phiw = _wrap_pi(phi - zb * psi)
-                # eps = wrap(phi_eff - B theta_zeta(u)) at the predicted phase (Eq. 3),
-                # centred by polarity: -h for ON, +h for OFF (see pose_gn notes)
-                theta = _atan2_poly(zeta * uy, ux)
-                eps = _wrap_pi(phiw - B * theta - (2.0 * min(ps[i], 1) - 1.0) * hpol)
-                # w_vm w_ring in one exp; R = sigma0 / max(w, eps) (Sec. 3.4)
-                d = r - 1.0
-                ce = _cos_poly(eps)
-                w = _exp_neg(kappa * (ce - 1.0) - d * d * inv2sr2)
-                # health: phase coherence of the tip band, spill just outside the tip
-                if d <= 0.0:
-                    if d > tip_in:
-                        h_tip += 1
-                        h_cos += ce
-                elif d > out0 and d < out1:
-                    h_out += 1
-                wf = max(w, rfloor)
-                sw += wf
-                swe += wf * eps
-                n_used += 1
-                batch_n += 1
-                # Gauss-Newton accumulation on every gn_stride-th event (Sec. 3.5, S1)
-                gn_cnt += 1
-                if gn_cnt >= gn_stride:
-                    gn_cnt = 0
-                    _accumulate(acc, gp, pose, zx, zy, ux, uy, r, theta, eps, w, ps[i])
-        if mode == MODE_EVERY:
-            _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
-            _emit(k_out, t, tp, fs, ist, q, out_t, out_v)
-            k_out += 1
-    # ---- write back
-    _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
-    fs[FS_PHIB] = phib
-    fs[FS_PSIB] = psib
-    ist[IS_TMAX] = t_max
-    ist[IS_IN] += n
-    ist[IS_USED] += n_used
-    ist[IS_BACK] += n_back
-    ist[IS_ACCEPT] += n_accept
-    ist[IS_GN_STRIDE] = gn_stride
-    ist[IS_GN_CNT] = gn_cnt
-    ist[IS_BATCH_N] = batch_n
-    ist[IS_BATCH_T0] = batch_t0
-    ist[IS_FASTON] = 1 if fast_on else 0
-    fs[FS_VX] = vx
-    fs[FS_VY] = vy
-    ist[IS_MT] = t_m
-    ist[IS_SOLVE_T] = t_sv
-    ist[IS_FAST_T] = t_f
-    hi[HI_NTIP] = h_tip
-    hi[HI_NOUT] = h_out
-    hs[HS_COS] = h_cos
-    if mode == MODE_TIMES:
-        while k_samp < n_samp:
-            _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
-            k_out += 1
-            k_samp += 1
-    elif mode == MODE_LAST and n > 0:
-        _emit(k_out, t_max, tp, fs, ist, q, out_t, out_v)
-        k_out += 1
-    return k_out
-
-
-@kernel
-def _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe):
-    fs[FS_PHI] = phi
-    fs[FS_OM] = om
-    fs[FS_AL] = al
-    fs[FS_P00] = P00
-    fs[FS_P01] = P01
-    fs[FS_P02] = P02
-    fs[FS_P11] = P11
-    fs[FS_P12] = P12
-    fs[FS_P22] = P22
-    fs[FS_SW] = sw
-    fs[FS_SWE] = swe
-    ist[IS_T] = t_x
-
-
 class PacketRun(NamedTuple):
     """Per-packet rows of :meth:`HelixTracker.process_packets`.
 
@@ -997,10 +192,10 @@ class HelixTracker:
 
     Notes
     -----
-    See the module docstring for the per-event steps and their paper
-    sections. All state lives in small numpy arrays; :meth:`process` makes
-    one numba call per batch, so results do not depend on how a stream is
-    split into batches.
+    The per-event steps and their paper sections: :mod:`tracker_kernel`.
+    All state lives in small numpy arrays; :meth:`process` makes one numba
+    call per batch, so results do not depend on how a stream is split into
+    batches.
     """
 
     def __init__(self, rotor: RotorInit,
@@ -1048,50 +243,11 @@ class HelixTracker:
         self._pack_params()
 
     def _pack_params(self) -> None:
+        """Pack the parameters into the kernels' vectors (learnt GN offsets survive)."""
         p = self._params
         rotor = self.rotor
         B = rotor.blades
-        tp = np.zeros(TP_LEN)
-        tp[TP_B] = B
-        tp[TP_KAPPA] = p.kappa
-        tp[TP_QJ] = p.q_jerk
-        tp[TP_SIG0] = p.sigma0_rad2
-        tp[TP_RFLOOR] = p.r_floor
-        tp[TP_INV2SR2] = 0.5 / p.sigma_ring ** 2
-        tp[TP_RIN2] = p.r_in ** 2
-        tp[TP_ROUT2] = p.r_out ** 2
-        tp[TP_GNMIN] = p.gn_min_events
-        tp[TP_GNTARGET] = self.gn_target_events
-        tp[TP_TIMER] = p.pose_timer_us
-        tp[TP_MAXEV] = p.pose_max_events
-        tp[TP_ACQ_US] = min(p.sign_turns * 60e6 / rotor.rpm_shaft, float(p.sign_max_us))
-        tp[TP_OMEGA0] = rotor.rpm_shaft * TWO_PI / 60.0 * B
-        tp[TP_SPAN] = p.sign_rpm_span
-        tp[TP_MARGIN] = p.sign_margin
-        tp[TP_P0PHI] = p.p0_phase_rad2
-        tp[TP_P0OM] = p.p0_omega_rad2_s2
-        tp[TP_P0AL] = p.p0_alpha_rad2_s4
-        tp[TP_RINGACQ] = 2.0 * p.sigma_ring
-        tp[TP_ACQ_MIN] = min(64, p.sign_events)
-        tp[TP_MOTION] = p.motion_model
-        tp[TP_FASTRPM] = p.pose_fast_rpm
-        tp[TP_MSTEP] = p.motion_step_us
-        tp[TP_MHOLD] = p.motion_hold_us
-        tp[TP_MVMAX] = p.motion_max_rs * 1e-6
-        tp[TP_FAST] = p.pose_fast_us
-        tp[TP_FGAIN] = p.pose_fast_gain
-        tp[TP_FMAX] = p.pose_fast_max_step
-        tp[TP_FDAMP] = p.pose_fast_damping
-        tp[TP_FMIN] = p.pose_fast_min_weight
-        tp[TP_FFORGET] = p.pose_fast_forget
-        tp[TP_FINFO] = p.pose_fast_info
-        tp[TP_QACC] = p.motion_accel
-        tp[TP_P0POS] = p.motion_p0_pos
-        tp[TP_P0VEL] = p.motion_p0_vel
-        tp[TP_FANISO] = p.pose_fast_aniso
-        tp[TP_FGATE] = p.motion_gate
-        tp[TP_ACQGAIN] = p.pose_acq_gain
-        self.tp = tp
+        self.tp = pack_tracker_params(p, rotor, self.gn_target_events)
         self.hp = pack_health_params(p, B, rotor.rpm_range)
         zeta = int(self.ist[IS_ZETA]) if self.ist[IS_ZETA] != 0 else 1
         learnt = getattr(self, 'gp', None)
@@ -1403,160 +559,3 @@ class HelixTracker:
         tr.process_packets(ev, np.array([n // 2, n], np.int64),
                            np.array([t_us[n // 2 - 1], t_us[-1]], np.int64))
         return time.perf_counter() - t0
-
-
-# per-packet output columns of :func:`_process_packets` (after the OUT_LEN sample columns)
-PK_QCORE = OUT_LEN          # 6: q_core after the packet
-PK_RPM_EKF = OUT_LEN + 6    # shaft RPM of the EKF state (no propagation)
-PK_ZETA = OUT_LEN + 7       # rotation sign
-PK_N = OUT_LEN + 8          # events routed to the rotor
-PK_BOX = OUT_LEN + 9        # 4: routing box (x0, y0, x1, y1)
-PK_LEN = OUT_LEN + 13
-
-
-@kernel
-def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadline_us,
-                     tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi,
-                     r_out, margin_px, cos_a, sin_a, bi, bt, bx, by, bp, out_v, out_hi, out_hs):
-    """Track one rotor through consecutive packets; returns the packets done.
-
-    Per packet k (events pkt_end[k-1]:pkt_end[k] of the shared decoded
-    arrays): route the events inside the rotor's box (every stride-th),
-    run :func:`_process` with one sample at the packet's last event time,
-    close the health windows up to it (:meth:`HelixTracker.advance`), and
-    write the sample, q_core, box and health into row k. Stops after a
-    packet that leaves the rotor LOST, or not TRACKING past
-    ``reset_deadline_us`` (>= 0: a re-initialised rotor; cleared once
-    TRACKING), so that the caller can run recovery there.
-    """
-    n_pk = pkt_end.shape[0]
-    box = np.empty(4, np.int64)
-    samp = np.empty(1, np.int64)
-    out_t1 = np.empty(1, np.int64)
-    out_v1 = np.empty((1, OUT_LEN))
-    e0 = 0
-    deadline = reset_deadline_us
-    for k in range(n_pk):
-        e1 = pkt_end[k]
-        _bbox_kernel(q, r_out, margin_px, cos_a, sin_a, box)
-        x0 = box[0]
-        y0 = box[1]
-        x1 = box[2]
-        y1 = box[3]
-        # the events inside the box, by branch-free index compaction (u - x0 <= w as
-        # unsigned is x0 <= u <= x1), then gathered; every stride-th of them
-        m = _route(t_us, xs, ys, ps, e0, e1, x0, y0, x1, y1, stride, bi, bt, bx, by, bp)
-        t_last = pkt_t_last[k]
-        samp[0] = t_last
-        _process(bt[:m], bx[:m], by[:m], bp[:m], tp, gp, fs, ist, q, pose, acc, acq_t, acq_a,
-                 hp, hs, hi, MODE_TIMES, samp, out_t1, out_v1)
-        # health windows close even for a rotor that received no event
-        if hi[HI_T0] >= 0 and t_last > ist[IS_TMAX]:
-            _health_advance(hp, hs, hi, q, ist[IS_ACQ] == 0, fs[FS_OM], fs[FS_P11],
-                            ist[IS_ACCEPT], t_last)
-        for j in range(OUT_LEN):
-            out_v[k, j] = out_v1[0, j]
-        for j in range(6):
-            out_v[k, PK_QCORE + j] = q[j]
-        out_v[k, PK_RPM_EKF] = 60.0 * abs(fs[FS_OM]) / (TWO_PI * tp[TP_B])
-        out_v[k, PK_ZETA] = ist[IS_ZETA]
-        out_v[k, PK_N] = m
-        for j in range(4):
-            out_v[k, PK_BOX + j] = box[j]
-        for j in range(hi.shape[0]):
-            out_hi[k, j] = hi[j]
-        for j in range(hs.shape[0]):
-            out_hs[k, j] = hs[j]
-        e0 = e1
-        level = hi[HI_LEVEL]
-        if level == 0:
-            deadline = -1
-        if level == 2 or (deadline >= 0 and t_last > deadline):
-            return k + 1
-    return n_pk
-
-
-@kernel
-def _route(t_us, xs, ys, ps, e0, e1, x0, y0, x1, y1, stride, bi, bt, bx, by, bp):
-    """Copy every stride-th event of e0:e1 inside [x0, x1] x [y0, y1] to bt, bx, by, bp.
-
-    Returns the number copied. Branch free: u - x0 <= x1 - x0 as unsigned is
-    x0 <= u <= x1. A function of its own (not inlined into the tracker's
-    large kernel), so that the loop keeps its pointers in registers.
-    """
-    w = np.uint32(x1 - x0)
-    h = np.uint32(y1 - y0)
-    m = 0
-    if stride == 1:
-        # one sequential pass: every event is written at slot m, which advances only for
-        # an event inside the box (unsigned indices: no wraparound code)
-        for i in range(np.uint64(e0), np.uint64(e1)):
-            xi = xs[i]
-            yi = ys[i]
-            bt[m] = t_us[i]
-            bx[m] = xi
-            by[m] = yi
-            bp[m] = ps[i]
-            dx = np.uint32(np.int64(xi) - x0)
-            dy = np.uint32(np.int64(yi) - y0)
-            m += np.int64((dx <= w) & (dy <= h))
-        return m
-    n_in = 0
-    for i in range(e0, e1):
-        dx = np.uint32(np.int64(xs[i]) - x0)
-        dy = np.uint32(np.int64(ys[i]) - y0)
-        bi[n_in] = i
-        n_in += np.int64((dx <= w) & (dy <= h))
-    for j in range(0, n_in, stride):
-        i = bi[j]
-        bt[m] = t_us[i]
-        bx[m] = xs[i]
-        by[m] = ys[i]
-        bp[m] = ps[i]
-        m += 1
-    return m
-
-
-_BBOX_COS = np.cos(np.linspace(0.0, TWO_PI, 73))
-_BBOX_SIN = np.sin(np.linspace(0.0, TWO_PI, 73))
-
-
-@kernel
-def _bbox_kernel(q, r_out, margin_px, cos_a, sin_a, out):
-    """Bounds of the projected r_out circle z = pi(H(q) [r_out cos a, r_out sin a, 1])."""
-    s = math.exp(q[0])
-    c = math.cos(q[1])
-    sn = math.sin(q[1])
-    xmin = 1e300
-    ymin = 1e300
-    xmax = -1e300
-    ymax = -1e300
-    for k in range(cos_a.shape[0]):
-        ux = r_out * cos_a[k]
-        uy = r_out * sin_a[k]
-        # z~ = H(q) [u; 1] (Eq. 1), then the perspective division
-        w = q[4] * ux + q[5] * uy + 1.0
-        if w <= 1e-6:
-            out[0] = 0
-            out[1] = 0
-            out[2] = 65535
-            out[3] = 65535
-            return
-        zx = (s * c * ux - s * sn * uy + q[2]) / w
-        zy = (s * sn * ux + s * c * uy + q[3]) / w
-        xmin = min(xmin, zx)
-        xmax = max(xmax, zx)
-        ymin = min(ymin, zy)
-        ymax = max(ymax, zy)
-    out[0] = max(0, int(math.floor(xmin - margin_px)))
-    out[1] = max(0, int(math.floor(ymin - margin_px)))
-    out[2] = max(out[0], min(65535, int(math.ceil(xmax + margin_px))))
-    out[3] = max(out[1], min(65535, int(math.ceil(ymax + margin_px))))
-
-
-def _bbox(q: np.ndarray, r_out: float, margin_px: float) -> tuple[int, int, int, int]:
-    """Image region (x0, y0, x1, y1, inclusive) of the projected r_out circle plus a margin."""
-    out = np.empty(4, np.int64)
-    _bbox_kernel(np.ascontiguousarray(q, dtype=np.float64), float(r_out), float(margin_px),
-                 _BBOX_COS, _BBOX_SIN, out)
-    return (int(out[0]), int(out[1]), int(out[2]), int(out[3]))
