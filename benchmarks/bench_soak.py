@@ -151,21 +151,36 @@ def _account(counts: Counts, sent: int, primed: int, timeout_s: float = 60.0) ->
             f'{seen_by_probe} ~/rotors messages')
 
 
-def run(args: argparse.Namespace) -> list[str]:
-    from event_camera_msgs.msg import EventPacket
-    from rclpy.serialization import serialize_message
-
-    from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
-    from helixtrack_ros.core.events import EventArrays
-    from helixtrack_ros.io.params_file import rotor_params_tree
+def _stream(args: argparse.Namespace):
+    """The looped scene, its events (thinned) and their 1 ms packet cuts."""
+    from helixtrack_ros.codecs.evt3_encoder import packetize
     from helixtrack_ros.sim import Simulator
 
     scene = periodic_scene(args.period, args.seed)
     ev = Simulator(scene, seed=args.seed).all_events()
     if args.thin > 1:
-        ev = EventArrays(ev.t_us[::args.thin], ev.x[::args.thin], ev.y[::args.thin],
-                         ev.p[::args.thin])
-    cuts = packetize(ev.t_us, 1000)
+        ev = ev.every(args.thin)
+    return scene, ev, packetize(ev.t_us, 1000)
+
+
+def _table_head(args: argparse.Namespace, n_events: int) -> list[str]:
+    return [f'command: bench_soak.py {" ".join(sys.argv[1:])}',
+            f'stream: quadcopter_4m, static camera, {n_events / args.period / 1e6:.1f} M '
+            f'events/s, looped every {args.period:.1f} s',
+            '', '| minute | node RSS [MB] | latency p50 [ms] | latency p99 [ms] | packets '
+            'sent | published | refused | dropped | rotor outputs not TRACKING | losses |',
+            '|---|---|---|---|---|---|---|---|---|---|']
+
+
+def run(args: argparse.Namespace) -> list[str]:
+    from event_camera_msgs.msg import EventPacket
+    from rclpy.serialization import serialize_message
+
+    from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder
+    from helixtrack_ros.core.events import EventArrays
+    from helixtrack_ros.io.params_file import rotor_params_tree
+
+    scene, ev, cuts = _stream(args)
     period_us = int(round(args.period * 1e6))
     tmp = Path(tempfile.mkdtemp(prefix='bench_soak_'))
     tree = rotor_params_tree(scene.initial_rotor_params())
@@ -176,12 +191,7 @@ def run(args: argparse.Namespace) -> list[str]:
                           '-r', '~/events:=/soak/events'], log_dir=tmp)
     probe = F.Probe('soak_probe')
     counts = Counts(len(scene.rotors))
-    lines = [f'command: bench_soak.py {" ".join(sys.argv[1:])}',
-             f'stream: quadcopter_4m, static camera, {len(ev) / args.period / 1e6:.1f} M '
-             f'events/s, looped every {args.period:.1f} s',
-             '', '| minute | node RSS [MB] | latency p50 [ms] | latency p99 [ms] | packets '
-             'sent | published | refused | dropped | rotor outputs not TRACKING | losses |',
-             '|---|---|---|---|---|---|---|---|---|---|']
+    lines = _table_head(args, len(ev))
     print('\n'.join(lines), flush=True)
     try:
         _subscribe(probe, counts)

@@ -81,7 +81,7 @@ _C_RESYNC = COUNTER_INDEX['resync_skipped']
 
 
 @kernel
-def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, state, counters,
+def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, state, counters,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
                  out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id):
     """Decode native-order 32-bit EVT 2.0 words, updating ``state`` and ``counters``.
 

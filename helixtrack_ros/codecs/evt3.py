@@ -123,7 +123,7 @@ def new_state() -> np.ndarray:
 
 
 @kernel
-def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, out_t, out_x, out_y,
+def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, out_t, out_x, out_y,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
                  out_p, tr_t, tr_v, tr_id):
     """Decode native-order 16-bit EVT 3.0 words, updating ``state`` and ``counters``.
 

@@ -156,7 +156,7 @@ def _libcaer_decode(words, new_packet, odd_bytes, time_base_us, width, height, s
 
 
 @kernel
-def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, height, state,
+def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, height, state,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
                         counters, out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id):
     """Decode native-order 16-bit libcaer_cmp words (up to 8 events per word)."""
     n = words.shape[0]

@@ -11,7 +11,7 @@ docs/DESIGN.md). Helpers that inline into the hot loop take scalars only: numba'
 of functions with array arguments adds reference counting per call.
 
 Importing this module also drops stale on-disk numba caches of the core
-kernels (:func:`_guard_kernel_cache`).
+kernels (:func:`helixtrack_ros.core.jit.drop_stale_cache`).
 """
 
 import math
@@ -19,43 +19,17 @@ import os
 
 import numpy as np
 
-from helixtrack_ros.core.jit import fma, fma_inline, kernel
+from helixtrack_ros.core.jit import drop_stale_cache, fma, fma_inline, kernel
 
 _KERNEL_MODULES = ('fastmath', 'homography', 'phase_ekf', 'rotation_sign', 'pose_gn', 'tracker',
                    'health', 'routing', 'tracker_layout', 'tracker_kernel', 'motion_kf',
                    'fast_step', 'gn_layout', 'gn_accumulate', 'gn_solve', 'acquisition')
 
 
-def _guard_kernel_cache() -> None:
-    """Drop numba's on-disk cache of the core kernels when any kernel module changed.
-
-    numba keys a cached function on its own source file only, but the
-    tracker kernel inlines code from the other core modules; a stale cache
-    would silently run old code after an edit. Best effort: errors (e.g. a
-    read-only install) are ignored.
-    """
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        stamp = ';'.join(f'{m}:{st.st_mtime_ns}:{st.st_size}' for m, st in
-                         ((m, os.stat(os.path.join(here, m + '.py'))) for m in _KERNEL_MODULES))
-        cache = os.path.join(here, '__pycache__')
-        mark = os.path.join(cache, 'helixtrack_kernels.stamp')
-        if os.path.isfile(mark):
-            with open(mark) as f:
-                if f.read() == stamp:
-                    return
-        if os.path.isdir(cache):
-            for name in os.listdir(cache):
-                if name.endswith(('.nbi', '.nbc')) and name.split('.')[0] in _KERNEL_MODULES:
-                    os.remove(os.path.join(cache, name))
-        os.makedirs(cache, exist_ok=True)
-        with open(mark, 'w') as f:
-            f.write(stamp)
-    except OSError:
-        pass
-
-
-_guard_kernel_cache()
+# the tracker kernel inlines code from the other core modules: its cache is stale when
+# any of them changed
+drop_stale_cache(os.path.dirname(os.path.abspath(__file__)), _KERNEL_MODULES,
+                 'helixtrack_kernels.stamp')
 
 PI = math.pi
 TWO_PI = 2.0 * math.pi

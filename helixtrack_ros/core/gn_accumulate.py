@@ -202,7 +202,7 @@ def _bto_bands(r, er, sc, sb, dl):
 
 
 @fma
-def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, theta, eps, w, pol):
+def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, theta, eps, w, pol):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
     """Add one event's residuals to the normal equations (S1, upper triangle).
 
     theta = atan2(zeta u_y, u_x) is the event's blade angle (Eq. 3, already

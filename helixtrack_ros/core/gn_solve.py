@@ -179,7 +179,7 @@ def _tip_shift(q, step):
 
 
 @kernel
-def _solve(acc, prm, q, pose, keep_gradient):
+def _solve(acc, prm, q, pose, keep_gradient):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
     """One damped GN step on the accumulated batch; then forget (Sec. 3.5).
 
     Returns True when q changed. A_ii <- A_ii (1 + mu) + mu; A dq = -g;

@@ -268,7 +268,7 @@ def _gate(hp, hs, q, om, t_end):
 
 
 @kernel
-def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):
+def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
     """Close the health window ending at ``t_end`` and update the level.
 
     ``n_acc`` is the tracker's in-annulus counter (the window's count is its
@@ -411,39 +411,32 @@ def _health_advance(hp, hs, hi, q, locked, om, P11, n_acc, t):
         k += 1
 
 
+#: The message of each health cause, from the cause's value and its reference.
+_CAUSE_TEXT = {
+    R_ACQUIRING: lambda val, ref: 'acquiring phase lock',
+    R_STARVED: lambda val, ref: f'starved: {val:.1f} events/ms in the annulus (usual {ref:.1f})',
+    R_INCOHERENT: lambda val, ref: f'phase incoherent: tip coherence {val:.2f} (usual {ref:.2f})',
+    R_SPILL: lambda val, ref: f'pose off: tip spill {val:.2f} (usual {ref:.2f})',
+    R_SCALE: lambda val, ref: f'scale drift {100.0 * math.expm1(val):+.0f} %',
+    R_PERSP: lambda val, ref: f'perspective drift {val:.2f}',
+    R_UNCERTAIN: lambda val, ref: f'RPM uncertain: std {100.0 * val:.1f} %',
+    R_RPM_RANGE: lambda val, ref: f'implausible RPM: {val:.0f} shaft RPM (bound {ref:.0f})',
+    R_ACCEL: lambda val, ref: f'implausible RPM change: {val:.0f} RPM/s (bound {ref:.0f})',
+    R_SCALE_JUMP: lambda val, ref: f'implausible scale change {100.0 * math.expm1(val):+.0f} %',
+    R_CENTRE_JUMP: lambda val, ref: (f'implausible centre step: {val:.2f} tip radii per window '
+                                     f'(bound {ref:.2f})'),
+    R_GAP: lambda val, ref: 'events lost in transport: re-validating',
+}
+
+
 def reason_text(hi: np.ndarray, hs: np.ndarray) -> str:
     """Human-readable health message of a health state (see :func:`_health_close`)."""
     level = int(hi[HI_LEVEL])
     if level == TRACKING:
         return 'tracking'
     cause = int(hi[HI_CAUSE])
-    val, ref = float(hs[HS_CAUSE_VAL]), float(hs[HS_CAUSE_REF])
-    if cause == R_ACQUIRING:
-        text = 'acquiring phase lock'
-    elif cause == R_STARVED:
-        text = f'starved: {val:.1f} events/ms in the annulus (usual {ref:.1f})'
-    elif cause == R_INCOHERENT:
-        text = f'phase incoherent: tip coherence {val:.2f} (usual {ref:.2f})'
-    elif cause == R_SPILL:
-        text = f'pose off: tip spill {val:.2f} (usual {ref:.2f})'
-    elif cause == R_SCALE:
-        text = f'scale drift {100.0 * math.expm1(val):+.0f} %'
-    elif cause == R_PERSP:
-        text = f'perspective drift {val:.2f}'
-    elif cause == R_UNCERTAIN:
-        text = f'RPM uncertain: std {100.0 * val:.1f} %'
-    elif cause == R_RPM_RANGE:
-        text = f'implausible RPM: {val:.0f} shaft RPM (bound {ref:.0f})'
-    elif cause == R_ACCEL:
-        text = f'implausible RPM change: {val:.0f} RPM/s (bound {ref:.0f})'
-    elif cause == R_SCALE_JUMP:
-        text = f'implausible scale change {100.0 * math.expm1(val):+.0f} %'
-    elif cause == R_CENTRE_JUMP:
-        text = f'implausible centre step: {val:.2f} tip radii per window (bound {ref:.2f})'
-    elif cause == R_GAP:
-        text = 'events lost in transport: re-validating'
-    else:
-        text = 'unknown'
+    fmt = _CAUSE_TEXT.get(cause)
+    text = fmt(float(hs[HS_CAUSE_VAL]), float(hs[HS_CAUSE_REF])) if fmt else 'unknown'
     if level == LOST:
         return f'lost: {text}'
     if int(hi[HI_REASON]) == R_OK and cause != R_ACQUIRING:

@@ -351,7 +351,7 @@ def _pose_update(acc, gp, q, pose, ist, phi, psi, zb, hpol, gn_min, gn_target, g
 
 
 @fma
-def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi, mode,
+def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi, mode,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
              sample_t, out_t, out_v):
     """Run the tracker over one batch; returns the number of output rows written.
 

@@ -179,7 +179,7 @@ def read_raw_header(path: 'str | Path') -> RawHeader:
 
 
 @kernel
-def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):
+def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
     """Find the packet cuts in ``words`` (global index of word 0: ``base``); returns the count.
 
     ``cuts[i]`` is the global index where a packet ends, ``starts[i]`` the time of

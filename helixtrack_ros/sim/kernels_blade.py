@@ -91,7 +91,7 @@ def _uv(g, fx, fy):
 
 
 @numpy_errors
-def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk, bk, xk, yk,
+def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk, bk, xk, yk,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
                  coef, ic):
     """Fill ``coef[ic]`` (n_iv, N_CO) for one pixel; False when it never meets the blades.
 

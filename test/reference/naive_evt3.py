@@ -48,7 +48,7 @@ class NaiveEvt3Decoder:
             t = self.latest_event_t
         self.now = t
 
-    def decode(self, data, is_bigendian=False):
+    def decode(self, data, is_bigendian=False):  # noqa: C901, PLR0912, PLR0915 (naive twin of a numba kernel)
         """Decode one packet; returns (events, triggers) as lists of tuples."""
         data = bytes(data)
         c = self.counters
