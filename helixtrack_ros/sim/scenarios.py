@@ -173,6 +173,26 @@ def _losses(spec, size: int, what: str) -> list:
     return [tuple(item) for item in items]
 
 
+def _induce_losses(name: str, rotors: list, hide_rotor, jump) -> None:
+    """Apply the induced losses of :func:`make_scenario` to its rotors (in place)."""
+    by_name = {r.name: r for r in rotors}
+    for rname, t0_s, t1_s in _losses(hide_rotor, 3, 'hide_rotor'):
+        if rname not in by_name:
+            raise ValueError(f'hide_rotor: no rotor {rname!r} in {name} ({sorted(by_name)})')
+        if not t1_s > t0_s:
+            raise ValueError('hide_rotor: need t0_s < t1_s')
+        r = by_name[rname]
+        r.hidden_us = r.hidden_us + ((float(t0_s) * 1e6, float(t1_s) * 1e6),)
+    for rname, t_s, dx_frac, dy_frac in _losses(jump, 4, 'jump'):
+        if rname not in by_name:
+            raise ValueError(f'jump: no rotor {rname!r} in {name} ({sorted(by_name)})')
+        r = by_name[rname]
+        if math.isfinite(r.jump_us):
+            raise ValueError(f'jump: one jump per rotor ({rname})')
+        r.jump_us = float(t_s) * 1e6
+        r.jump_px = (float(dx_frac) * r.radius_px, float(dy_frac) * r.radius_px)
+
+
 def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = None,
                   seed: int = 0, hide_rotor=None, jump=None,
                   sensor_size: 'tuple[int, int]' = (WIDTH, HEIGHT)) -> Scene:
@@ -241,22 +261,7 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
                                                    edge_len * (width * height) / (WIDTH * HEIGHT)),
                                  drone_body_edges(bg_rng, rotors)])
     sensor = _sensor(np.random.default_rng([int(seed), 13]), width, height)
-    by_name = {r.name: r for r in rotors}
-    for rname, t0_s, t1_s in _losses(hide_rotor, 3, 'hide_rotor'):
-        if rname not in by_name:
-            raise ValueError(f'hide_rotor: no rotor {rname!r} in {name} ({sorted(by_name)})')
-        if not t1_s > t0_s:
-            raise ValueError('hide_rotor: need t0_s < t1_s')
-        r = by_name[rname]
-        r.hidden_us = r.hidden_us + ((float(t0_s) * 1e6, float(t1_s) * 1e6),)
-    for rname, t_s, dx_frac, dy_frac in _losses(jump, 4, 'jump'):
-        if rname not in by_name:
-            raise ValueError(f'jump: no rotor {rname!r} in {name} ({sorted(by_name)})')
-        r = by_name[rname]
-        if math.isfinite(r.jump_us):
-            raise ValueError(f'jump: one jump per rotor ({rname})')
-        r.jump_us = float(t_s) * 1e6
-        r.jump_px = (float(dx_frac) * r.radius_px, float(dy_frac) * r.radius_px)
+    _induce_losses(name, rotors, hide_rotor, jump)
     return Scene(name=name, width=width, height=height, duration_us=duration_us,
                  ego_level=level, rotors=rotors, camera=camera, edges=edges, sensor=sensor,
                  seed=int(seed), description=SCENARIOS[name])
