@@ -113,12 +113,16 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, t_last: np.ndarray, stri
     rows = run.values[:run.done].tolist()           # Python floats: cheap to index
     levels = run.health_int[:run.done, HI_LEVEL].tolist()
     outs = []
+    good = -1          # the last TRACKING row: the pose a later search starts from
     for k in range(run.done):
         row = rows[k]
         health = levels[k]
         if recovery and health == TRACKING:
-            rec.note_good(row[PK_QCORE:PK_QCORE + 6], row[PK_RPM_EKF], int(row[PK_ZETA]))
+            good = k
+            if rec.searching or rec.reset or rec.buf or rec.detecting is not None:
+                rec.forget()
         elif recovery and k == run.done - 1:
+            good = _note_good(rec, rows, good)
             rec.step(bank, r, *last_packet)
         # (the health reason is text only a rotor not TRACKING needs)
         cause = int(run.health_int[k, HI_CAUSE])
@@ -137,4 +141,13 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, t_last: np.ndarray, stri
             omega_rad_s=row[OUT_OMEGA], rpm_shaft=row[OUT_RPM],
             rpm_shaft_std=row[OUT_STD], homography=hom, events=int(row[PK_N]),
             level=level, message=message, health=health))
+    _note_good(rec, rows, good)
     return outs
+
+
+def _note_good(rec: RotorRecovery, rows: list[list[float]], k: int) -> int:
+    """Remember row k's pose as the rotor's last good one (k < 0: none); returns -1."""
+    if k >= 0:
+        row = rows[k]
+        rec.note_good(row[PK_QCORE:PK_QCORE + 6], row[PK_RPM_EKF], int(row[PK_ZETA]))
+    return -1
