@@ -147,7 +147,7 @@ DEVIATIONS: list[Deviation] = [
     Deviation(
         'gn_subsample', ('gn_target_events',), 'Sec. 3.5: GN on every event of the batch',
         'every k-th in-annulus event, about 3000 per batch',
-        'speed: same RPM errors, a solve needs only a few thousand events'),
+        'speed: a solve needs only a few thousand events'),
     Deviation(
         'ekf_polarity', ('ekf_polarity',), 'Eq. 3: one residual for both polarities',
         'residual centred by polarity: eps -+ (c+ - c-) / 2 for ON / OFF events',
