@@ -13,7 +13,7 @@ import json
 import math
 import platform
 
-from helixtrack_ros.core.presets import DEVIATIONS, PRESETS
+from helixtrack_ros.core.presets import DEVIATIONS, PAPER_CHOICES, PRESETS
 
 #: the paper's Table 1 order of the propellers
 PROPELLERS = ('rear_right', 'rear_left', 'front_left', 'front_right')
@@ -190,6 +190,9 @@ def deviations_md(rows: list[dict], command: str) -> list[str]:
         if p != 'default':
             lines.append(f'| {p} | {_effect(rows, p, QUAD, quad_levels)} | '
                          f'{_effect(rows, p, low, None)} |')
+    lines += ['', '## Preset paper where the paper gives no number', '',
+              '| fields | value | why |', '|---|---|---|']
+    lines += [f'| {_md(f)} | {_md(v)} | {_md(w)} |' for f, v, w in PAPER_CHOICES]
     lines += ['', '## Not yet switchable', '',
               'Every preset runs our version of these; a switch needs kernel code at the '
               'place named.', '',

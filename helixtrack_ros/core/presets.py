@@ -87,6 +87,27 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+#: preset paper where the paper gives no number: (fields, value, why)
+PAPER_CHOICES: list[tuple[str, str, str]] = [
+    ('bto_p_in_min, bto_p_out_max', '1/3', 'Sec. 3.5 names the bounds without values; '
+     'released 0.5 on C_band / C_core is the same threshold on our bounded ratio'),
+    ('bto_sigma_core, bto_delta, bto_sigma_band', '0.06, 0.03, 0.02',
+     '"narrow radial bands" without widths; released values'),
+    ('bto_tau', '0.05', 'one tau for the band barriers and BTO in Sec. 3.5; released 0.05'),
+    ('bto_min_px', '0', 'no floor in the paper or the release'),
+    ('gn_max_step', '10 (never binds)', "no trust region in the paper; the range's maximum"),
+    ('r_floor', '1e-3 / 22', 'eps unspecified; released R = 1 / max(1e-3, kappa w_ring)'),
+    ('sign_rpm_span', '0', '"circular statistics over a short prefix": no search over the '
+     'rate (the release has none)'),
+    ('pose_timer_us', '0', 'the half-turn trigger only (preset release: 100 ms)'),
+    ('kappa, sigma0_rad2, sigma_ring, P0, Huber thresholds, gn_damping, gn_forget, '
+     'gn_min_events, pol_c_on_rad / pol_c_off_rad', 'the defaults',
+     'no number in the paper; the defaults are the released values'),
+    ('lambda_reg', '0.01 (default)', 'named in Eq. loss without a value; the facts of the '
+     'release list none'),
+]
+
+
 class Deviation(NamedTuple):
     """One difference between the paper and this package.
 
