@@ -8,8 +8,10 @@ Run by hand (takes minutes)::
         --out benchmarks/results_accuracy.md
 
 Every cell: shaft-RPM MArE [%] / MAE [RPM] of one rotor with correct
-initialisation and default parameters, errors after the first 0.2 s; plus
-the largest scale error over the track. Also the lone-rotor rows.
+initialisation and the parameters of ``--preset`` (default, paper or
+release; ``helixtrack_ros.core.presets``) with ``--set`` on top, errors
+after the first 0.2 s; plus the largest scale error over the track. Also
+the lone-rotor rows.
 """
 
 import argparse
@@ -21,6 +23,7 @@ import numpy as np
 from report import emit, tracker_params  # benchmarks/report.py
 
 from helixtrack_ros.core.params import TrackerParams
+from helixtrack_ros.core.presets import PRESETS
 from helixtrack_ros.evaluation import scale_drift_pct, track_scene, track_scene_pipeline
 from helixtrack_ros.sim import Simulator, make_scenario
 
@@ -63,10 +66,12 @@ def main() -> int:
                     help='track through the full pipeline (health, loss recovery), states '
                          'per 1 ms batch, instead of bare trackers')
     ap.add_argument('--no-lone', action='store_true', help='skip the lone-rotor scenes')
+    ap.add_argument('--preset', default='default', choices=sorted(PRESETS),
+                    help='tracker preset the --set values go on top of')
     ap.add_argument('--set', action='append', default=[], metavar='FIELD=VALUE',
-                    help='a tracker parameter other than the default (repeatable)')
+                    help="a tracker parameter other than the preset's (repeatable)")
     args = ap.parse_args()
-    params = tracker_params(args.set)
+    params = tracker_params(args.set, args.preset)
     rows = []
     for name in () if args.no_lone else ('lone_constant', 'lone_ramp', 'lone_sweep', 'low_rpm'):
         rows += run(name, args.duration, None, args.seed, args.pipeline, params)
@@ -79,7 +84,8 @@ def main() -> int:
     lines = [
         f'Machine: {platform.processor() or platform.machine()}, {platform.python_version()}; '
         f'command: `{" ".join(sys.argv)}`; scene duration {args.duration} s, seed {args.seed}, '
-        f'correct initialisation, {", ".join(args.set) or "default parameters"}, '
+        f'correct initialisation, preset {args.preset}'
+        f'{"".join(", " + s for s in args.set)}, '
         'errors after 0.2 s.',
         '',
         '| scene | ego | rotor | MArE [%] | MAE [RPM] | RMSE [RPM] | max scale err [%] '

@@ -4,13 +4,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from helixtrack_ros.core.params import TrackerParams
+from helixtrack_ros.core.presets import apply_preset
 
 
-def tracker_params(items: list[str]) -> TrackerParams:
-    """Default tracker parameters with ``FIELD=VALUE`` overrides (``--set``)."""
+def tracker_params(items: list[str], preset: str = 'default') -> TrackerParams:
+    """Tracker parameters of ``preset`` with ``FIELD=VALUE`` overrides (``--set``)."""
     changes = {}
     for item in items:
         key, _, value = item.partition('=')
@@ -18,7 +17,10 @@ def tracker_params(items: list[str]) -> TrackerParams:
             raise SystemExit(f'--set {item}: expected FIELD=VALUE with a TrackerParams field')
         kind = type(getattr(TrackerParams(), key))
         changes[key] = kind(float(value)) if kind is int else kind(value)
-    return replace(TrackerParams(), **changes)
+    try:
+        return apply_preset(preset, changes)
+    except ValueError as exc:
+        raise SystemExit(f'--preset {preset}: {exc}') from None
 
 
 def emit(lines: list[str], out: str | None) -> None:

@@ -11,14 +11,20 @@ import yaml
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 
 
-def test_defaults_follow_paper_and_release():
+def test_defaults_are_ours_with_the_deviations_named():
+    """The defaults share the paper's loss weights and annulus and the release's EKF
+    values; where they differ from the paper the field is a named deviation switch
+    (the paper's values: preset paper, test_presets.py)."""
+    from helixtrack_ros.core.presets import PRESETS, switch_fields
     p = TrackerParams()
     assert (p.kappa, p.r_in, p.r_out) == (22.0, 0.2, 1.5)
-    assert p.q_jerk == 4e6  # deliberate: paper 400 loses lock on fast RPM sweeps
     assert (p.lambda_phi, p.lambda_r, p.lambda_pol, p.lambda_band) == (1.0, 1.0, 0.25, 5.0)
     assert (p.gamma_t, p.gn_min_events, p.pose_timer_us) == (6.0, 2000, 100_000)
-    assert p.gamma_persp == 0.1  # deliberate: paper 1.0 (its own sweep tried 0.1)
     assert (p.p0_phase_rad2, p.p0_omega_rad2_s2, p.p0_alpha_rad2_s4) == (1.0, 100.0, 1e4)
+    # deviations: paper q_jerk 400 and gamma_persp 1.0 (docs/DEVIATIONS.md)
+    assert p.q_jerk == 4e6 and p.gamma_persp == 0.1
+    assert {'q_jerk', 'gamma_persp'} <= switch_fields()
+    assert (PRESETS['paper']['q_jerk'], PRESETS['paper']['gamma_persp']) == (400.0, 1.0)
 
 
 def test_round_trip_and_describe():
@@ -65,7 +71,7 @@ def test_from_dict_rejects_unknown_and_out_of_range():
 def test_config_file_lists_every_field_with_its_default():
     path = Path(__file__).resolve().parents[1] / 'config' / 'helixtrack.yaml'
     doc = yaml.safe_load(path.read_text())['/**']['ros__parameters']
-    assert doc['rotor_names'] == []
+    assert doc['rotor_names'] == [] and doc['preset'] == 'default'
     assert TrackerParams.from_dict(doc['tracker']) == TrackerParams()
     assert set(doc['tracker']) == {f.name for f in fields(TrackerParams)}
 

@@ -38,7 +38,8 @@ def test_matches_naive_twin():
     ev, _ = make_rotor_events(0.03, 6000, radius_px=30, center_px=(100, 80), noise_frac=0.05,
                               seed=3)
     ev = ev.slice(0, 15000)
-    # the twin is the paper's tracker (plus the release's timer): no fast step
+    # the twin implements the kernels without the fast step (pose_fast_rpm 0): our other
+    # defaults, not the paper preset
     prm = TrackerParams(gn_min_events=200, gn_target_events=300, sign_events=256,
                         pose_timer_us=3000, pose_fast_rpm=0.0)
     rot = RotorInit('a', (101.0, 79.0), 32.0, 6300.0, 2, 0)

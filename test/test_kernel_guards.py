@@ -62,11 +62,11 @@ def test_r_in_zero_is_accepted():
     assert TrackerParams.from_dict({'r_in': 0}).r_in == 0.0
 
 
-@pytest.mark.parametrize('extra', [{'pose_fast_rpm': 0.0}, {}], ids=['paper', 'default'])
+@pytest.mark.parametrize('extra', [{'pose_fast_rpm': 0.0}, {}], ids=['no_fast_step', 'default'])
 def test_r_in_zero_with_events_at_the_centre(rotor, extra):
     """r_in = 0 (paper S3 grid) and an event at the centre pixel every 50 us.
 
-    Paper configuration (no fast step): the centre stays on its integer pixel until
+    Without the fast step (pose_fast_rpm 0): the centre stays on its integer pixel until
     the first pose solve, so the centre events back-warp to u = 0 exactly (before
     the guards: ZeroDivisionError in pose_gn._event_jac_s, 1 / r).
     """

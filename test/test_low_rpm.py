@@ -1,6 +1,10 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""The paper's low-RPM failure under abrupt camera motion, and the fast step that fixes it."""
+"""The paper's low-RPM failure under abrupt camera motion, and the fast step that fixes it.
+
+``paper`` is the paper preset (core.presets); ``half_turn`` is our default
+without the fast step (pose updates at half a turn and the 100 ms timer only).
+"""
 
 import numpy as np
 import pytest
@@ -9,6 +13,7 @@ from reference.synthetic_rotor import make_rotor_events
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.params import RotorInit, TrackerParams
+from helixtrack_ros.core.presets import apply_preset
 from helixtrack_ros.core.tracker import FS_VX, IS_FASTON, HelixTracker
 from helixtrack_ros.evaluation import track_scene
 from helixtrack_ros.sim import Simulator, make_scenario
@@ -22,7 +27,18 @@ def shaky_low_rpm():
     return scene, list(Simulator(scene, seed=1).chunks(chunk_us=1000))
 
 
-def test_paper_pose_trigger_loses_the_shaky_low_rpm_rotor(shaky_low_rpm):
+def test_paper_preset_keeps_the_rpm_of_the_shaky_low_rpm_rotor_but_not_its_scale(
+        shaky_low_rpm):
+    # on this simulated scene (seed 1) the paper preset does not show the paper's failure
+    # in RPM (0.4 % MArE, where our default without the fast step loses the rotor, test
+    # below), but its scale drifts by about 10 % (results/presets.md: other levels)
+    scene, chunks = shaky_low_rpm
+    res, _ = track_scene(scene, Replay(chunks), params=apply_preset('paper'))
+    assert res[0].errors.mare_pct < 2.0
+    assert abs(res[0].scale_error_pct) > 5.0
+
+
+def test_half_turn_pose_trigger_alone_loses_it_too(shaky_low_rpm):
     scene, chunks = shaky_low_rpm
     res, _ = track_scene(scene, Replay(chunks), params=TrackerParams(pose_fast_us=0))
     assert res[0].errors.mare_pct > 20.0
@@ -36,7 +52,8 @@ def test_fast_step_with_motion_model_tracks_it(shaky_low_rpm):
 
 
 def test_fast_step_stays_off_above_pose_fast_rpm():
-    # above pose_fast_rpm the tracker is exactly the paper's (bit-identical output)
+    # above pose_fast_rpm the tracker is exactly the one without the fast step
+    # (bit-identical output)
     ev, _ = make_rotor_events(0.25, 9000.0, radius_px=60, center_px=(300, 200), seed=2)
     rotor = RotorInit('a', (301.0, 199.0), 61.0, 9000.0, 2, 0)
     samp = np.arange(ev.t_us[0], ev.t_us[-1], 1000, dtype=np.int64)
@@ -49,8 +66,9 @@ def test_fast_step_stays_off_above_pose_fast_rpm():
 
 
 def _track_drifting(rpm, seed, drift_px_per_us):
-    """A rotor whose image drifts along x (drift(t) in px); for the paper's pose updates
-    and the default: (centre x error at the end [px], |RPM error|, the default tracker)."""
+    """A rotor whose image drifts along x (drift(t) in px); for the half-turn pose
+    updates (no fast step) and the default: (centre x error at the end [px], |RPM
+    error|, the tracker)."""
     ev, _ = make_rotor_events(0.3, rpm, radius_px=60, center_px=(300, 200), seed=seed,
                               noise_frac=0.05)
     t = (ev.t_us - ev.t_us[0]).astype(np.float64)
@@ -59,7 +77,8 @@ def _track_drifting(rpm, seed, drift_px_per_us):
     moving = EventArrays(ev.t_us, x, ev.y, ev.p)
     rotor = RotorInit('a', (300.0, 200.0), 60.0, rpm, 2, 1)
     out = {}
-    for label, prm in (('paper', TrackerParams(pose_fast_us=0)), ('default', TrackerParams())):
+    for label, prm in (('half_turn', TrackerParams(pose_fast_us=0)),
+                       ('default', TrackerParams())):
         tr = HelixTracker(rotor, prm)
         tr.process(moving)
         out[label] = (abs(tr.q[2] - (300.0 + drift[-1])), abs(tr.rpm_shaft - rpm), tr)
@@ -68,18 +87,18 @@ def _track_drifting(rpm, seed, drift_px_per_us):
 
 
 def test_by_default_the_fast_step_follows_a_fast_moving_rotor_at_high_rpm():
-    # camera motion moves the image of a 9,000 RPM rotor at 3 px / ms: between the paper's
+    # camera motion moves the image of a 9,000 RPM rotor at 3 px / ms: between the
     # half-turn pose updates (3.3 ms) it moves 10 px, a sixth of its radius; the fast step
     # and motion model (on at any RPM by default) keep the centre and the RPM
     errs = _track_drifting(9000.0, 5, lambda t: 3e-3 * t * np.minimum(1.0, t / 50_000.0))
     assert errs['default'][0] < 3.0 and errs['default'][1] < 90.0
-    assert errs['paper'][0] > 2 * errs['default'][0]
+    assert errs['half_turn'][0] > 2 * errs['default'][0]
 
 
 def test_fast_step_runs_at_low_rpm_and_follows_a_moving_rotor():
-    # a static synthetic low-RPM rotor whose image drifts at 0.3 px / ms: the paper's
-    # half-turn trigger lags, the fast step + motion model keep the centre
+    # a static synthetic low-RPM rotor whose image drifts at 0.3 px / ms: the half-turn
+    # trigger lags, the fast step + motion model keep the centre
     errs = _track_drifting(1300.0, 3, lambda t: 0.3e-3 * t)
     # learnt velocity [px/ms], truth 0.3
     assert 0.15 < errs['default'][2].fs[FS_VX] * 1e3 < 0.5
-    assert errs['default'][0] < 2.0 < errs['paper'][0]
+    assert errs['default'][0] < 2.0 < errs['half_turn'][0]

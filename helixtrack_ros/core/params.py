@@ -7,7 +7,9 @@ Defaults are the paper's settings (supplement S3) completed with the values of
 the authors' released configuration (see ``shared/notes/helixtrack-facts.md``);
 where this package deliberately differs the field description says so.
 :class:`RotorInit` is the coarse initial state of one rotor (the detector
-output the paper assumes).
+output the paper assumes). Named configurations (``paper``, ``release``,
+``default``) and the list of deviations from the paper are in
+:mod:`helixtrack_ros.core.presets`.
 """
 
 from __future__ import annotations
@@ -39,8 +41,10 @@ class TrackerParams:
     bands, Huber thresholds, damping, forgetting, minimum batch, 100 ms pose
     timer). The deliberate differences from the paper and the release, and
     the additions beyond it (fast translation step, motion model, health),
-    are listed with the measurements behind them in docs/DESIGN.md
-    (Parameters).
+    are switches listed in :data:`helixtrack_ros.core.presets.DEVIATIONS`,
+    measured in docs/DEVIATIONS.md; preset ``paper`` turns them off. A
+    single switch set to the paper's value does not make the tracker the
+    paper's.
     """
 
     # phase EKF
@@ -80,10 +84,10 @@ class TrackerParams:
                                   'expected phase residual c- of OFF events')
     pol_adapt: int = _param(1, (0, 1), '',
                             '1: c+ / c- follow the circular mean of the ON / OFF phase '
-                            'residuals; 0: fixed (paper)')
+                            'residuals; 0: fixed, as Sec. 3.5')
     ekf_polarity: int = _param(1, (0, 1), '',
                                '1: phase residuals centred by polarity, eps -+ (c+ - c-) / 2 '
-                               'for ON / OFF events (both blade edges agree); 0: paper')
+                               'for ON / OFF events (both blade edges agree); 0: as Eq. 3')
     pol_scale: float = _param(1.0, (0.0, 1e3), '', 'c_pol of the polarity residual')
     band_scale: float = _param(1.0, (0.0, 1e3), '', 'c_b of the soft annulus barriers')
     band_tau: float = _param(0.05, (1e-4, 10.0), 'tip radii',
@@ -98,7 +102,7 @@ class TrackerParams:
     bto_min_px: float = _param(1.0, (0.0, 100.0), 'px',
                                'lower bound of every band width and offset')
     bto_sectors: int = _param(8, (1, 16), '',
-                              'angular sectors with their own BTO occupancies (1 = paper)')
+                              'angular sectors with their own BTO occupancies (1 = Sec. 3.5)')
     bto_tau: float = _param(0.02, (1e-4, 10.0), '',
                             'softplus temperature of the occupancy penalties')
     bto_p_in_min: float = _param(0.62, (-1.0, 100.0), '',
@@ -129,8 +133,8 @@ class TrackerParams:
                                 '(deferred)')
     gn_target_events: int = _param(3000, (0, 1e9), '',
                                    'GN accumulates every k-th in-annulus event, k chosen so a '
-                                   'pose batch holds about this many (0 = every event, as the '
-                                   'paper)')
+                                   'pose batch holds about this many (0 = every event, as Sec. '
+                                   '3.5)')
     gn_max_step: float = _param(0.02, (1e-6, 10.0), 'tip radii',
                                 'trust region: a solve moves the tip circle by at most this '
                                 'many tip radii')
@@ -141,7 +145,7 @@ class TrackerParams:
     # fast translation step and motion model
     pose_fast_us: int = _param(1000, (0, 1e9), 'us',
                                'translation-only pose step from the phase term on this grid of '
-                               'stream time (0 = off, paper)')
+                               'stream time (0 = off, as Sec. 3.5)')
     pose_fast_rpm: float = _param(1e6, (0.0, 1e6), 'RPM',
                                   'the fast step runs while the shaft RPM is below this '
                                   '(default 1e6: always; 3000 restricts it to low RPM, where a '

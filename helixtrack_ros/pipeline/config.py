@@ -17,6 +17,7 @@ import math
 from typing import Any, NamedTuple
 
 from helixtrack_ros.core.params import RotorInit, TrackerParams
+from helixtrack_ros.core.presets import PRESETS, apply_preset
 from helixtrack_ros.io.params_file import load_ros_params
 
 #: Rotor parameters: field -> (default, or None when required; description).
@@ -32,6 +33,16 @@ ROTOR_FIELDS: dict[str, tuple[Any, str]] = {
                   'tracker.gate_rpm_min / gate_rpm_max'),
 }
 _PAIR_FIELDS = ('center_px', 'perspective', 'rpm_range')
+
+#: The pipeline's string parameters: name -> (allowed values, the first the default;
+#: description). Read only; the node declares them beside its own NODE_CHOICES.
+CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
+    'preset': (('default', *(k for k in PRESETS if k != 'default')),
+               'tracker configuration the tracker.* values start from: default (this '
+               "package), paper (the HelixTrack paper, Sec. 3 and S3) or release (the "
+               "authors' released configuration); tracker.* values given override it "
+               '(docs/DEVIATIONS.md)'),
+}
 _INT_ROTOR_FIELDS = ('blades', 'direction')
 
 
@@ -97,6 +108,8 @@ class PipelineConfig:
         """Build a config from flat ROS parameters (``rotors.<name>.<field>``).
 
         Keys that are no parameter are appended to ``unknown`` (when given).
+        ``preset`` (:data:`CHOICES`) selects the tracker preset; the
+        ``tracker.*`` values given override it.
 
         Raises
         ------
@@ -108,15 +121,20 @@ class PipelineConfig:
         rotors = _rotors_from_params(params)
         values: dict[str, Any] = {}
         for key, value in params.items():
-            if key in table:
+            if key in CHOICES:
+                reason = check_choice(key, value)
+                if reason:
+                    raise ValueError(f'parameter {key}: {reason}')
+            elif key in table:
                 reason = check_value(table[key], value)
                 if reason:
                     raise ValueError(f'parameter {key}: {reason}')
                 values[key] = type(table[key].default)(value)
             elif unknown is not None and not _is_rotor_key(key, params):
                 unknown.append(key)
-        tracker = TrackerParams.from_dict({k[len('tracker.'):]: v for k, v in values.items()
-                                           if k.startswith('tracker.')})
+        tracker = apply_preset(params.get('preset', CHOICES['preset'][0][0]),
+                               {k[len('tracker.'):]: v for k, v in values.items()
+                                if k.startswith('tracker.')})
         own = {k: v for k, v in values.items() if not k.startswith('tracker.')}
         return PipelineConfig(rotors=rotors, tracker=tracker, **own)
 
@@ -147,6 +165,14 @@ def check_value(spec: ParamSpec, value: Any) -> str | None:
     if kind is int and not (isinstance(value, int) and not isinstance(value, bool)):
         return f'must be an integer, not {value!r}'
     return check_range(value, spec.lo, spec.hi)
+
+
+def check_choice(key: str, value: Any) -> str | None:
+    """Why ``value`` is refused for the string parameter ``key`` of :data:`CHOICES`."""
+    allowed = CHOICES[key][0]
+    if value not in allowed:
+        return f'must be {" or ".join(repr(a) for a in allowed)}, not {value!r}'
+    return None
 
 
 def check_range(value: Any, lo: float | None, hi: float | None) -> str | None:

@@ -6,7 +6,10 @@ The pipeline's parameters come from
 :func:`helixtrack_ros.pipeline.config.parameter_table` and
 :data:`~helixtrack_ros.pipeline.config.ROTOR_FIELDS`; the node adds its own
 (:data:`NODE_PARAMETERS`, :data:`NODE_CHOICES`). Every value, at start-up and
-when changed at run time, goes through the same checks the CLI uses.
+when changed at run time, goes through the same checks the CLI uses. The
+pipeline's string parameters (:data:`~helixtrack_ros.pipeline.config.CHOICES`:
+``preset``) are declared first: the ``tracker.*`` defaults are the preset's,
+so that only the values a parameter file gives override it, as in the CLI.
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ from typing import Any
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
 
+from helixtrack_ros.core.presets import apply_preset
 from helixtrack_ros.pipeline.config import (
+    CHOICES,
     ROTOR_FIELDS,
     ParamSpec,
+    check_choice,
     check_value,
     coerce_rotor_field,
 )
@@ -96,6 +102,11 @@ class NodeParameters:
         a value is refused, the message names it)."""
         out: dict[str, Any] = {'rotor_names': self._declare_rotors()}
         out.update(self._rotor_values)
+        for key, (allowed, text) in CHOICES.items():
+            out[key] = self._node.declare_parameter(key, allowed[0], ParameterDescriptor(
+                description=text, read_only=True)).value
+            self._checked(key, out[key])
+        self._preset_defaults(out['preset'])
         for key, spec in self.table.items():
             value = self._node.declare_parameter(
                 key, spec.default, _descriptor(spec, not key.startswith('tracker.'))).value
@@ -109,6 +120,14 @@ class NodeParameters:
                 description=text, read_only=key in NODE_READ_ONLY)).value
             self._checked(key, value)
         return out
+
+    def _preset_defaults(self, preset: str) -> None:
+        """Make the tracker.* defaults those of ``preset``."""
+        values = apply_preset(preset).to_dict()
+        for key, spec in self.table.items():
+            name = key[len('tracker.'):]
+            if key.startswith('tracker.') and name in values:
+                self.table[key] = spec._replace(default=values[name])
 
     def _declare_rotors(self) -> list[str]:
         """Declare rotor_names and every rotor's fields (read only)."""
@@ -145,6 +164,8 @@ class NodeParameters:
 
     def reason(self, key: str, value: Any) -> str | None:
         """Why ``value`` is refused for parameter ``key`` (None: accepted or not ours)."""
+        if key in CHOICES:
+            return check_choice(key, value)
         if key in NODE_CHOICES:
             allowed = NODE_CHOICES[key][0]
             if value not in allowed:

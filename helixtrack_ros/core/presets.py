@@ -1,0 +1,262 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Named tracker configurations (presets) and the one list of deviations from the paper.
+
+A preset is a set of :class:`TrackerParams` overrides on top of this
+package's defaults:
+
+- ``paper``: the HelixTrack paper (Sec. 3 and supplement S3) as far as our
+  switches reach; where the paper gives no number, the authors' released
+  configuration (``shared/notes/helixtrack-facts.md``, "released" below);
+- ``release``: the released configuration's behaviour;
+- ``default``: this package's defaults (no override).
+
+Every field a preset sets belongs to a row of :data:`DEVIATIONS`, so presets
+differ only in those named switches. Rows without fields are deviations
+that still need a kernel switch (``kernel`` says where); those parts of the
+paper cannot be selected yet and every preset runs our version of them.
+docs/DEVIATIONS.md is generated from :data:`DEVIATIONS` plus measurements
+(``benchmarks/bench_presets.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from helixtrack_ros.core.params import TrackerParams
+
+#: release: R = 1 / max(1e-3, kappa w_ring), i.e. sigma0^2 / max(w, eps) with
+#: sigma0^2 = 1 / kappa and eps = 1e-3 / kappa (kappa = 22)
+_RELEASE_R_FLOOR = 1e-3 / 22.0
+#: release bounds 0.5 on p = C_band / C_core; our bounded ratio C_band / (C_band +
+#: C_core) = p / (1 + p) crosses the same threshold at 0.5 / 1.5
+_RELEASE_BTO_BOUND = 0.5 / 1.5
+
+_PAPER: dict[str, Any] = {
+    # S3: q_jerk = 400 (element-wise search 50..600)
+    'q_jerk': 400.0,
+    # S3: gamma_persp = 1.0
+    'gamma_persp': 1.0,
+    # Sec. 3.5 / S1: one p_in, one p_out for the whole batch
+    'bto_sectors': 1,
+    # Sec. 3.5: l_BTO = softplus(p_out - pbar_out) + softplus(p_in_low - p_in): a lower
+    # bound on p_in and an upper bound on p_out only; values: released 0.5 / 0.5
+    'bto_p_in_min': _RELEASE_BTO_BOUND,
+    'bto_p_in_max': -1.0,
+    'bto_p_out_min': -1.0,
+    'bto_p_out_max': _RELEASE_BTO_BOUND,
+    # Sec. 3.5 names "narrow radial bands" at 1 - Delta, 1, 1 + Delta without numbers:
+    # released core sigma 0.06, offset 0.03, band sigma 0.02; the BTO softplus uses the
+    # same tau as the band barriers (released 0.05); no pixel floor on the bands
+    'bto_sigma_core': 0.06,
+    'bto_delta': 0.03,
+    'bto_sigma_band': 0.02,
+    'bto_tau': 0.05,
+    'bto_min_px': 0.0,
+    # Sec. 3.5: q <- q + Gamma dq, no trust region (10 tip radii, the range's maximum,
+    # never binds)
+    'gn_max_step': 10.0,
+    # Sec. 3.5: pose updates only from the batched GN solve; no fast translation step,
+    # so GN also moves tx, ty and no centroid step runs while the phase is acquired
+    'pose_fast_us': 0,
+    'pose_fast_rpm': 0.0,
+    # Sec. 3.5: GN on every event of the mini-batch B
+    'gn_target_events': 0,
+    # Eq. 3: eps = wrap(phi_eff - B theta) for every event, whatever its polarity
+    'ekf_polarity': 0,
+    # Sec. 3.5: theta_pol(+) = c+, theta_pol(-) = c- are constants (released +-0.25)
+    'pol_adapt': 0,
+    # Sec. 3.5: a pose update when the helical phase advanced half a shaft turn, only
+    'pose_timer_us': 0,
+    # Sec. 3.4: eps of R unspecified; released R = 1 / max(1e-3, kappa w_ring)
+    'r_floor': _RELEASE_R_FLOOR,
+    # Sec. 3.2: zeta "from circular statistics over a short prefix": scored at the
+    # detector's rate, no search over the rate (released: both signs, no rate search)
+    'sign_rpm_span': 0.0,
+}
+
+#: preset name -> TrackerParams overrides on top of the defaults
+PRESETS: dict[str, dict[str, Any]] = {
+    'paper': _PAPER,
+    'release': {
+        **_PAPER,
+        # facts: a pose solve also when 100 ms of stream time passed
+        'pose_timer_us': 100_000,
+    },
+    'default': {},
+}
+
+
+#: preset paper where the paper gives no number: (fields, value, why)
+PAPER_CHOICES: list[tuple[str, str, str]] = [
+    ('bto_p_in_min, bto_p_out_max', '1/3', 'Sec. 3.5 names the bounds without values; '
+     'released 0.5 on C_band / C_core is the same threshold on our bounded ratio'),
+    ('bto_sigma_core, bto_delta, bto_sigma_band', '0.06, 0.03, 0.02',
+     '"narrow radial bands" without widths; released values'),
+    ('bto_tau', '0.05', 'one tau for the band barriers and BTO in Sec. 3.5; released 0.05'),
+    ('bto_min_px', '0', 'no floor in the paper or the release'),
+    ('gn_max_step', '10 (never binds)', "no trust region in the paper; the range's maximum"),
+    ('r_floor', '1e-3 / 22', 'eps unspecified; released R = 1 / max(1e-3, kappa w_ring)'),
+    ('sign_rpm_span', '0', '"circular statistics over a short prefix": no search over the '
+     'rate (the release has none)'),
+    ('pose_timer_us', '0', 'the half-turn trigger only (preset release: 100 ms)'),
+    ('kappa, sigma0_rad2, sigma_ring, P0, Huber thresholds, gn_damping, gn_forget, '
+     'gn_min_events, pol_c_on_rad / pol_c_off_rad', 'the defaults',
+     'no number in the paper; the defaults are the released values'),
+    ('lambda_reg', '0.01 (default)', 'named in Eq. loss without a value; the facts of the '
+     'release list none'),
+]
+
+
+class Deviation(NamedTuple):
+    """One difference between the paper and this package.
+
+    ``fields`` are the TrackerParams fields that switch it (empty: not yet
+    switchable, ``kernel`` names the code a switch needs).
+    """
+
+    name: str
+    fields: tuple[str, ...]
+    paper: str
+    ours: str
+    why: str
+    kernel: str = ''
+
+
+#: every deviation from the paper, switchable ones first (docs/DEVIATIONS.md)
+DEVIATIONS: list[Deviation] = [
+    Deviation(
+        'q_jerk', ('q_jerk',), 'S3: q_jerk = 400', 'q_jerk = 4e6',
+        'with 400 the EKF lags the 30-80 % RPM sweeps of the simulator at 3-15 M events/s '
+        'and loses lock'),
+    Deviation(
+        'gamma_persp', ('gamma_persp',), 'S3: gamma_persp = 1.0', 'gamma_persp = 0.1',
+        'the perspective terms otherwise absorb centre errors (z ~ t p^T u) and drag the '
+        'scale'),
+    Deviation(
+        'bto_sectors', ('bto_sectors',), 'Sec. 3.5 / S1: one p_in, one p_out per batch',
+        '8 angular sectors, each with its own occupancies',
+        'one scalar fixes only the mean tip radius; sectors pin the tip ellipse (scale, '
+        'centre, perspective)'),
+    Deviation(
+        'bto_bounds', ('bto_p_in_min', 'bto_p_in_max', 'bto_p_out_min', 'bto_p_out_max'),
+        'Sec. 3.5: lower bound on p_in, upper bound on p_out (released 0.5 / 0.5 on '
+        'C_band / C_core = 1/3 on our bounded ratio)',
+        'p_in held in 0.62-0.68, p_out <= 0.09',
+        'for a density that stops at the tip, p_in peaks at the true scale: a band on it '
+        'pins the tip from both sides'),
+    Deviation(
+        'bto_bands', ('bto_sigma_core', 'bto_delta', 'bto_sigma_band', 'bto_tau',
+                      'bto_min_px'),
+        'Sec. 3.5: narrow bands at 1 - Delta, 1, 1 + Delta, softplus_tau (released: '
+        'sigma 0.06 / offset 0.03 / sigma 0.02, tau 0.05; S1 instead writes sigmoid '
+        'occupancies at r_in / r_out)',
+        'sigma 0.04 / offset 0.1 / sigma 0.04, tau 0.02, widths at least 1 px',
+        'wider, separated bands keep enough events per sector to measure p'),
+    Deviation(
+        'trust_region', ('gn_max_step',), 'Sec. 3.5: q <- q + Gamma dq',
+        'a solve moves the tip circle by at most 0.02 tip radii (|d psi| <= 0.02)',
+        'one bad batch (BTO-dominated, few events) cannot throw the pose off the rotor'),
+    Deviation(
+        'fast_step', ('pose_fast_us', 'pose_fast_rpm'),
+        'Sec. 3.5: the pose moves only at the half-turn GN solve',
+        'a translation step from the phase term every 1 ms feeds a constant-velocity '
+        'Kalman filter of the centre, at every RPM; GN then keeps tx, ty fixed, and the '
+        'centroid of the disc moves the centre while the phase is acquired',
+        "the paper's low-RPM failure (Sec. 4.4) and rotors whose image moves fast under "
+        'camera motion'),
+    Deviation(
+        'gn_subsample', ('gn_target_events',), 'Sec. 3.5: GN on every event of the batch',
+        'every k-th in-annulus event, about 3000 per batch',
+        'speed: a solve needs only a few thousand events'),
+    Deviation(
+        'ekf_polarity', ('ekf_polarity',), 'Eq. 3: one residual for both polarities',
+        'residual centred by polarity: eps -+ (c+ - c-) / 2 for ON / OFF events',
+        'a blade has two edges; the bimodal residual lets the EKF lock slide between them'),
+    Deviation(
+        'pol_adapt', ('pol_adapt',), 'Sec. 3.5: constant c+ / c- (released +-0.25)',
+        'c+ / c- follow the circular means of the ON / OFF residuals',
+        'with fixed offsets the polarity term has a non-zero mean that drags centre and '
+        'perspective'),
+    Deviation(
+        'pose_timer', ('pose_timer_us',), 'Sec. 3.5: a pose update at half a shaft turn',
+        'also every 100 ms of stream time (as the release)',
+        'a rotor that stalls or is lost still gets pose updates'),
+    Deviation(
+        'r_floor', ('r_floor',), 'Sec. 3.4: eps of R unspecified (released 1e-3 / kappa)',
+        'eps = 1e-3', 'bounds R for events far from the predicted phase'),
+    Deviation(
+        'sign_rate_search', ('sign_rpm_span',),
+        'Sec. 3.2: zeta from circular statistics over a short prefix',
+        'both signs scored on a grid of rates +-30 % around the initial rate',
+        'a rate error of a few % blurs the statistic over a window of half a turn'),
+    Deviation(
+        'release_r_without_vm', (), 'Sec. 3.4: R = sigma0^2 / max(w_vm w_ring, eps) (ours '
+        'too)', 'as the paper; the release drops w_vm (R = 1 / max(1e-3, kappa w_ring))',
+        'w_vm in R makes off-phase events (noise, the other edge) harmless; needed only '
+        'for the release preset',
+        'phase_ekf._meas_var and the gate product w in tracker._process (the line '
+        '`w = _exp_neg(kappa * (ce - 1.0) - d * d * inv2sr2)` feeds both R and GN)'),
+    Deviation(
+        'bto_squared_hinge', (), "Sec. 3.5 / S1: l_BTO = softplus_tau(s), A += phi'' J J^T",
+        '0.5 softplus_tau(s)^2 per bound (Gauss-Newton form)',
+        "the paper's curvature vanishes for s >> tau, so its step explodes when the "
+        'penalty matters', 'pose_gn._bto_add: `e = _softplus(s, tau)`, `value += 0.5 * '
+        'wsec * e * e` and the A / g updates below it'),
+    Deviation(
+        'bto_weight_n', (), 'Eq. loss: lambda_BTO l_BTO and lambda_reg l_reg once per batch',
+        'multiplied by the batch event count N',
+        'the p are batch means: unscaled, BTO is N times weaker than the summed data terms',
+        'pose_gn._system: `_bto_add(A, g, acc, prm, prm[G_LBTO] * n)` and `lr = '
+        'prm[G_LREG] * n`; the same in the loss value (`prm[G_LBTO] * n`, `prm[G_LREG] * n`)'),
+    Deviation(
+        'bto_ratio', (), 'Sec. 3.5: p = C_band / (C_core + eps)',
+        'p = C_band / (C_band + C_core) (thresholds converted in the presets)',
+        'unbounded when the core band empties', 'pose_gn._bto_add: `p = cb / den`, '
+        '`den = cb + cc + _BTO_EPS` and dp/dq'),
+    Deviation(
+        'psi_stiffness', (), 'Sec. 3.5: plain damped GN on all six parameters',
+        'psi gets the curvature of log-scale added (A[1, 1] += A[0, 0])',
+        'psi is unobservable to first order (d eps / d psi = 0); noise would spin it',
+        'pose_gn._solve: `A[1, 1] += A[0, 0]`'),
+    Deviation(
+        'timestamp_fold', (), 'Sec. 3.4: one EKF update per event, gates re-evaluated',
+        'events of one timestamp folded into one update, gates at the predicted phase',
+        '2x faster; within one microsecond the difference is far below the noise',
+        'tracker._process: the fold `sw` / `swe` and `_update_fold_s` at a new timestamp'),
+    Deviation(
+        'acquisition', (), 'Sec. 3.2: zeta from a short prefix; phi0 not stated (release: '
+        'first 5000 in-ring events, phi0 = 0)',
+        'window of at least half a shaft turn, thinned to 5000 events; phi0 and omega '
+        'locked from the same statistic',
+        '5000 events at 30 M events/s last 0.2 ms: both signs look alike',
+        'tracker._process (acquisition: TP_ACQ_US / TP_ACQ_MIN) and tracker._lock / '
+        'rotation_sign._acquire (phase and rate lock)'),
+    Deviation(
+        'log_scale', (), 'Eq. 1: q = [s, psi, tx, ty, p31, p32]',
+        'q = [log s, ...] (as the release); gamma_scale acts on log s',
+        'keeps s > 0', 'pose_gn (parameterisation of q throughout)'),
+    Deviation(
+        'signed_psi', (), 'Sec. 3.2: phi_eff = phi - B psi; trigger |(dphi - B dpsi) / B| '
+        '>= pi', 'phi_eff = phi - zeta B psi (and zeta in the trigger)',
+        "for zeta = -1 the paper's form breaks its own invariance d eps / d psi = 0 "
+        '(a correction; equal for zeta = +1)', 'no switch planned'),
+]
+
+
+def apply_preset(name: str, overrides: dict[str, Any] | None = None) -> TrackerParams:
+    """TrackerParams of preset ``name`` with ``overrides`` (field -> value) on top.
+
+    Raises
+    ------
+    ValueError
+        Unknown preset or field, or a value out of range.
+    """
+    if name not in PRESETS:
+        raise ValueError(f'unknown preset {name!r}: choose {", ".join(PRESETS)}')
+    return TrackerParams.from_dict({**PRESETS[name], **(overrides or {})})
+
+
+def switch_fields() -> set[str]:
+    """Every TrackerParams field that switches a deviation."""
+    return {f for d in DEVIATIONS for f in d.fields}

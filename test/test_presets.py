@@ -1,0 +1,118 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Tracker presets (paper / release / default), the deviation list, preset selection."""
+
+from dataclasses import fields
+
+import pytest
+
+from helixtrack_ros.core.params import TrackerParams
+from helixtrack_ros.core.presets import DEVIATIONS, PRESETS, apply_preset, switch_fields
+from helixtrack_ros.pipeline.config import CHOICES, PipelineConfig, check_choice
+
+
+def test_paper_preset_sets_exactly_the_s3_values():
+    p = apply_preset('paper')
+    # supplement S3, "the complete set of parameters we searched for and their final values"
+    assert p.q_jerk == 400.0
+    assert (p.lambda_phi, p.lambda_r, p.lambda_pol, p.lambda_band, p.lambda_bto) == \
+        (1.0, 1.0, 0.25, 5.0, 1.0)
+    assert (p.r_in, p.r_out) == (0.2, 1.5)
+    assert p.gamma_t == 6.0 and p.gamma_persp == 1.0
+
+
+def test_paper_preset_turns_off_every_switchable_deviation():
+    p = apply_preset('paper')
+    assert p.bto_sectors == 1 and p.bto_p_in_max < 0 and p.bto_p_out_min < 0
+    assert p.pose_fast_us == 0 and p.pose_fast_rpm == 0.0 and p.pose_timer_us == 0
+    assert p.gn_target_events == 0 and p.ekf_polarity == 0 and p.pol_adapt == 0
+    assert p.gn_max_step == 10.0 and p.sign_rpm_span == 0.0
+    # each switchable deviation differs from the default in at least one field
+    default = TrackerParams()
+    for d in DEVIATIONS:
+        if d.fields:
+            assert any(getattr(p, f) != getattr(default, f) for f in d.fields), d.name
+
+
+def test_presets_differ_only_in_named_switches():
+    names = {f.name for f in fields(TrackerParams)}
+    assert switch_fields() <= names
+    for name, overrides in PRESETS.items():
+        assert set(overrides) <= switch_fields(), name
+    assert PRESETS['default'] == {}
+    assert apply_preset('default') == TrackerParams()
+    release = apply_preset('release')
+    diff = {k for k, v in release.to_dict().items() if getattr(apply_preset('paper'), k) != v}
+    assert diff == {'pose_timer_us'} and release.pose_timer_us == 100_000
+    # rows that need a kernel switch say where; names are unique
+    assert all(d.kernel for d in DEVIATIONS if not d.fields)
+    assert len({d.name for d in DEVIATIONS}) == len(DEVIATIONS)
+
+
+def test_overrides_go_on_top_of_a_preset():
+    p = apply_preset('paper', {'q_jerk': 500.0, 'pose_fast_us': 1000})
+    assert p.q_jerk == 500.0 and p.pose_fast_us == 1000 and p.gamma_persp == 1.0
+    with pytest.raises(ValueError, match='unknown preset'):
+        apply_preset('papers')
+    with pytest.raises(ValueError, match='no_such'):
+        apply_preset('paper', {'no_such': 1.0})
+
+
+def test_parameter_file_selects_a_preset(tmp_path):
+    path = tmp_path / 'p.yaml'
+    path.write_text('/**:\n  ros__parameters:\n    preset: paper\n'
+                    '    tracker:\n      q_jerk: 500.0\n')
+    config = PipelineConfig.from_yaml(str(path))
+    assert config.tracker == apply_preset('paper', {'q_jerk': 500.0})
+    assert PipelineConfig.from_ros_params({}).tracker == TrackerParams()
+    assert PipelineConfig.from_ros_params({'preset': 'release'}).tracker == \
+        apply_preset('release')
+    with pytest.raises(ValueError, match="parameter preset: must be 'default' or"):
+        PipelineConfig.from_ros_params({'preset': 'paper2'})
+    assert CHOICES['preset'][0][0] == 'default'
+    assert set(CHOICES['preset'][0]) == set(PRESETS)
+    assert check_choice('preset', 'paper') is None
+
+
+def test_node_declares_the_preset_and_starts_its_tracker_values_from_it():
+    pytest.importorskip('rclpy')
+    pytest.importorskip('event_camera_msgs.msg')
+    import node_fixtures as F  # noqa: N812
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from helixtrack_ros.io.params_file import flatten
+    from helixtrack_ros.pipeline.config import parameter_table
+    from helixtrack_ros.ros import node as hn
+
+    def make(ctx, tree):
+        # the stand-in pipeline with the real parameter table
+        return hn.HelixtrackNode(context=ctx, parameter_overrides=[
+            Parameter(k, value=v) for k, v in flatten(tree).items()],
+            **{**F.STANDIN_KWARGS, 'parameters': parameter_table()})
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    try:
+        node = make(ctx, {**F.TWO_ROTORS, 'preset': 'paper'})
+        try:
+            p = node._pipe.params
+            assert p['preset'] == 'paper' and node.describe_parameter('preset').read_only
+            assert p['tracker.q_jerk'] == 300.0 and p['tracker.gamma_persp'] == 1.0
+            assert PipelineConfig.from_ros_params(p).tracker == \
+                apply_preset('paper', {'q_jerk': 300.0})
+        finally:
+            node.destroy_node()
+        with pytest.raises(Exception, match='preset'):
+            make(ctx, {**F.TWO_ROTORS, 'preset': 'paper2'})
+    finally:
+        rclpy.try_shutdown(context=ctx)
+
+
+def test_deviations_doc_has_every_row():
+    """docs/DEVIATIONS.md is generated from DEVIATIONS: each row appears once."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / 'docs' / 'DEVIATIONS.md').read_text()
+    rows = [line for line in text.splitlines() if line.count(' | ') >= 4]
+    for d in DEVIATIONS:
+        assert sum(line.startswith(f'| {d.name} |') for line in rows) == 1, d.name
