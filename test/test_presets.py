@@ -116,3 +116,34 @@ def test_deviations_doc_has_every_row():
     rows = [line for line in text.splitlines() if line.count(' | ') >= 4]
     for d in DEVIATIONS:
         assert sum(line.startswith(f'| {d.name} |') for line in rows) == 1, d.name
+
+
+def test_cli_track_and_detect_take_a_preset(tmp_path):
+    """``helixtrack track --preset`` replaces the file's preset (its tracker.* values stay
+    on top); ``helixtrack detect --preset`` writes it into the parameter file."""
+    import yaml
+
+    from helixtrack_ros.cli import main
+    from helixtrack_ros.cli.track import load_config
+    from helixtrack_ros.io.params_file import load_ros_params, rotor_params_tree, write_ros_params
+
+    params = tmp_path / 'p.yaml'
+    tree = rotor_params_tree([{'name': 'a', 'center_px': [100.0, 100.0], 'radius_px': 40.0,
+                               'rpm': 3000.0, 'blades': 2}])
+    tree['tracker'] = {'kappa': 10.0}
+    write_ros_params(params, tree)
+    paper = load_config(str(params), 'paper').tracker
+    assert paper == apply_preset('paper', {'kappa': 10.0})
+    assert paper.q_jerk == PRESETS['paper']['q_jerk'] != TrackerParams().q_jerk
+    assert load_config(str(params)).tracker == apply_preset('default', {'kappa': 10.0})
+    with pytest.raises(SystemExit):
+        main(['track', 'x', '--out', str(tmp_path / 'o'), '--preset', 'nonsense'])
+
+    scene = tmp_path / 'scene'
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.15',
+                 '--out', str(scene), '-q']) == 0
+    out = tmp_path / 'det.yaml'
+    assert main(['detect', str(scene / 'events'), '--out', str(out), '--preset', 'paper',
+                 '-q']) == 0
+    assert load_ros_params(out)['preset'] == 'paper'
+    assert 'preset' in yaml.safe_load(out.read_text())['/**']['ros__parameters']

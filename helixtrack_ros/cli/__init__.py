@@ -71,6 +71,13 @@ def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_simulate)
 
 
+def _add_preset(p: argparse.ArgumentParser, text: str) -> None:
+    from helixtrack_ros.pipeline.config import CHOICES
+    names = CHOICES['preset'][0]
+    p.add_argument('--preset', default=None, choices=names,
+                   help=f'{text}: {", ".join(names)} (docs/DEVIATIONS.md)')
+
+
 def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     """The sub-commands that read a recording: ``track``, ``detect``, ``events``."""
     positive_s, nonnegative_s = seconds(positive=True), seconds(positive=False)
@@ -84,6 +91,8 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--ground-truth', default=None, help='CSV t_us,rotor,rpm (shaft RPM)')
     p.add_argument('--skip', type=nonnegative_s, default=0.2,
                    help='seconds of convergence left out of the errors')
+    _add_preset(p, "tracker configuration (replaces the parameter file's preset:, its "
+                'tracker.* values still apply on top)')
     _add_quiet(p)
     p.set_defaults(func=cmd_track)
 
@@ -95,6 +104,7 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--window', type=positive_s, default=0.1,
                    help='seconds of events to use')
     p.add_argument('--out', required=True, help='parameter file to write (.yaml)')
+    _add_preset(p, 'write this preset: into the parameter file')
     _add_quiet(p)
     p.set_defaults(func=cmd_detect)
 

@@ -132,6 +132,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
     for name, r in zip(names, rotors):
         print(rotor_line(name, r))
     tree = rotor_params_tree([r.to_params_dict(n) for n, r in zip(names, rotors)])
+    if args.preset is not None:
+        tree['preset'] = args.preset
     write_ros_params(args.out, tree, header=f'rotors detected by helixtrack detect in {args.bag} '
                                             f'at {args.at_s:g} s')
     print(f'parameters: {args.out}')

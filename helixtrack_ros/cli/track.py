@@ -53,15 +53,21 @@ CSV_COLUMNS = ['t_us', 'stamp_ns', 'rotor', 'rpm', 'rpm_std', 'phase_rad', 'omeg
                'state']
 
 
-def load_config(params_path: str | None) -> Any:
-    """The PipelineConfig of a parameter file (auto-detection without one), offline policy."""
+def load_config(params_path: str | None, preset: str | None = None) -> Any:
+    """The PipelineConfig of a parameter file (auto-detection without one), offline policy;
+    ``preset`` replaces the file's ``preset:`` (its ``tracker.*`` values still apply)."""
+    from helixtrack_ros.core.presets import apply_preset
+    from helixtrack_ros.io.params_file import load_ros_params
     from helixtrack_ros.pipeline import PipelineConfig
     if params_path is None:
-        config = PipelineConfig(auto_detect=True)
+        config = PipelineConfig(auto_detect=True, tracker=apply_preset(preset or 'default', {}))
     else:
         unknown: list[str] = []
         try:
-            config = PipelineConfig.from_yaml(params_path, unknown=unknown)
+            params = load_ros_params(params_path, 'helixtrack')
+            if preset is not None:
+                params['preset'] = preset
+            config = PipelineConfig.from_ros_params(params, unknown=unknown)
         except FileNotFoundError as exc:
             raise CliError(str(exc)) from None
         except ValueError as exc:
@@ -174,7 +180,7 @@ def _csv_line(r: Any, stamp_ns: int) -> str:
 
 def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = None,
               ground_truth: str | None = None, skip_s: float = 0.2,
-              quiet: bool = False) -> dict[str, Any]:
+              quiet: bool = False, preset: str | None = None) -> dict[str, Any]:
     """Track every rotor of a bag; write rpm.csv, results.mcap and rpm.png.
 
     Returns
@@ -186,7 +192,7 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = 
     from helixtrack_ros.pipeline import TrackingPipeline
     if not (math.isfinite(skip_s) and skip_s >= 0):
         raise CliError(f'the skip must be >= 0 s, got {skip_s:g}')
-    config = load_config(params_path)
+    config = load_config(params_path, preset)
     truth = read_ground_truth(Path(ground_truth)) if ground_truth else None
     recording = open_or_fail(bag, topic)
     output_dir(out)
@@ -360,6 +366,6 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
 def cmd_track(args: argparse.Namespace) -> int:
     """``helixtrack track``."""
     info = track_bag(args.bag, args.params, Path(args.out), args.topic, args.ground_truth,
-                     args.skip, quiet=args.quiet)
+                     args.skip, quiet=args.quiet, preset=args.preset)
     print_track_summary(info, args.skip)
     return track_outcome(info)
