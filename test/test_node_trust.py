@@ -57,7 +57,9 @@ def _play_into_node(tmp_path, rotors: list[dict], packets: list, dropped=(), rat
             if i not in dropped:
                 sent.append(m)
         F.load_play_bag().play(pub, sent, rate=rate)
-        F.wait_until(lambda: len(probe.messages(FQN + '/rotors')) >= len(sent), 60,
+        # both topics: ~/health of the last packet may arrive just after its ~/rotors
+        F.wait_until(lambda: min(len(probe.messages(FQN + '/rotors')),
+                                 len(probe.messages(FQN + '/health'))) >= len(sent), 60,
                      f'{len(sent)} outputs')
         js = probe.messages(FQN + '/rotors')
         hs = probe.messages(FQN + '/health')
