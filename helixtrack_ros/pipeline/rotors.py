@@ -120,7 +120,8 @@ class RotorBank:
         inf.t_last = np.array([pk.t_last for pk in full], dtype=np.int64)
         inf.decimate()
         ev, ends = inf.tracked, inf.tracked_ends
-        longest = int(np.max(np.diff(ends, prepend=0)))
+        # the most events one packet gives a rotor (scratch size): ceil(size / k) at most
+        longest = -(-max(sizes) // inf.stride)
         arrays = (np.ascontiguousarray(ev.t_us, dtype=np.int64),
                   np.ascontiguousarray(ev.x, dtype=np.uint16),
                   np.ascontiguousarray(ev.y, dtype=np.uint16),
