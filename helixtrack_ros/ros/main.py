@@ -96,12 +96,55 @@ def init_rclpy(args: list[str] | None) -> str | None:
     return None
 
 
+USAGE = """usage: helixtrack_node [-h] [--ros-args [-p NAME:=VALUE] [--params-file FILE]
+                                         [-r '~/events:=/event_camera/events']]
+
+Track propellers from event-camera packets: shaft RPM, blade phase and image pose
+per rotor on ~/rotors, ~/health, ~/<rotor>/rpm and ~/<rotor>/homography.
+
+Rotors come from a parameter file (helixtrack detect writes one) or, with
+auto_detect: true and no rotor_names, from the stream. Quote the '~' remap
+so that the shell does not expand it. Parameters (ros2 param describe lists
+them with their ranges):
+"""
+
+
+def usage() -> str:
+    """The node's --help text: how to start it, and its parameters."""
+    from helixtrack_ros.pipeline import PipelineConfig
+    from helixtrack_ros.pipeline.config import CHOICES, ROTOR_FIELDS, parameter_table
+    from helixtrack_ros.ros.parameters import NODE_CHOICES, NODE_PARAMETERS
+    lines = [USAGE, '  rotor_names  names of the rotors; each needs rotors.<name>.<field>:']
+    lines += [f'    {k:12s} {text}' for k, (_, text) in ROTOR_FIELDS.items()]
+    table = {**parameter_table(PipelineConfig(realtime_stride=True)), **NODE_PARAMETERS}
+    lines += [f'  {k}  (default {spec.default}) {spec.label}' for k, spec in table.items()
+              if not k.startswith('tracker.')]
+    lines += [f'  {k}  ({" | ".join(allowed)}) {text}'
+              for k, (allowed, text) in {**CHOICES, **NODE_CHOICES}.items()]
+    lines.append('  tracker.<name>  the tracker parameters (config/helixtrack.yaml lists them)')
+    return '\n'.join(lines)
+
+
+def _wants_help(argv: list[str]) -> bool:
+    """-h / --help before any --ros-args block."""
+    for arg in argv[1:]:
+        if arg == '--ros-args':
+            return False
+        if arg in ('-h', '--help'):
+            return True
+    return False
+
+
 def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
     """Run the node until Ctrl-C or shutdown; return the exit code.
 
     ``args`` is the command line (default ``sys.argv``) with ``--ros-args ...``;
     ``node_kwargs`` go to :class:`HelixtrackNode` (tests inject a pipeline).
+    ``-h`` / ``--help`` prints the usage and the parameters and exits.
     """
+    if _wants_help(sys.argv if args is None else args):
+        print(usage())
+        return 0
     reason = params_file_problem(sys.argv if args is None else args)
     if reason is None:
         reason = init_rclpy(args)

@@ -151,9 +151,11 @@ class HelixtrackNode(Node):
                                              clock=self._steady)
         self._debug.set_rate(float(self.get_parameter('debug_image_hz').value))
         if warmup is not None:
+            self._log.info('loading the tracking kernels (the first start after an install '
+                           'compiles them: up to a minute)')
             t0 = time.perf_counter()
             warmup()
-            self._log.info(f'compiled kernels in {time.perf_counter() - t0:.1f} s')
+            self._log.info(f'kernels ready in {time.perf_counter() - t0:.1f} s')
         self._events_type = str(self.get_parameter('events_type').value)
         self._subscribe(event_message_class(self._events_type))
         self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
