@@ -48,3 +48,24 @@ def test_bad_files_give_clear_errors(tmp_path):
     other.write_text('foo:\n  bar: 1\n')
     with pytest.raises(ValueError, match='ros__parameters'):
         load_ros_params(other)
+
+
+def test_cli_names_unknown_parameters_with_the_closest_known_one(tmp_path, capsys):
+    """Before: the CLI ignored key typos silently (the node warned, without a hint)."""
+    from helixtrack_ros.cli.track import load_config
+    from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
+
+    tree = rotor_params_tree([{'name': 'a', 'center_px': [100.0, 100.0], 'radius_px': 40.0,
+                               'rpm': 3000.0, 'blades': 2}])
+    tree['rotors']['a']['radus_px'] = 41.0
+    tree['tracker'] = {'kapa': 10.0}
+    tree['max_strid'] = 2
+    path = tmp_path / 'p.yaml'
+    write_ros_params(path, tree)
+    config = load_config(str(path))
+    err = capsys.readouterr().err
+    assert config.rotors[0].radius_px == 40.0
+    for typo, known in (('rotors.a.radus_px', 'rotors.a.radius_px'),
+                        ('tracker.kapa', 'tracker.kappa'), ('max_strid', 'max_stride')):
+        assert f'{typo} (did you mean {known}?)' in err, err
+    assert len(err.strip().splitlines()) == 1

@@ -59,6 +59,7 @@ def load_config(params_path: str | None, preset: str | None = None) -> Any:
     from helixtrack_ros.core.presets import apply_preset
     from helixtrack_ros.io.params_file import load_ros_params
     from helixtrack_ros.pipeline import PipelineConfig
+    from helixtrack_ros.pipeline.config import known_names, unknown_text
     if params_path is None:
         config = PipelineConfig(auto_detect=True, tracker=apply_preset(preset or 'default', {}))
     else:
@@ -75,7 +76,8 @@ def load_config(params_path: str | None, preset: str | None = None) -> Any:
         if unknown:
             # the node says the same of the same file
             print(f'helixtrack: ignoring unknown parameters in {params_path} (typo, or rotor '
-                  f'not in rotor_names?): {", ".join(sorted(unknown))}', file=sys.stderr)
+                  f'not in rotor_names?): {unknown_text(unknown, known_names(params))}',
+                  file=sys.stderr)
     if not config.rotors and not config.auto_detect:
         raise CliError(f'{params_path}: rotor_names is empty (list the rotors to track, '
                        'or set auto_detect: true)')

@@ -13,6 +13,7 @@ so that both accept and refuse the same things with the same message.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+import difflib
 import math
 from typing import Any, NamedTuple
 
@@ -155,6 +156,21 @@ def parameter_table(base: PipelineConfig | None = None) -> dict[str, ParamSpec]:
         if 'spec' in f.metadata:
             out[f.name] = ParamSpec(getattr(base, f.name), *f.metadata['spec'])
     return out
+
+
+def unknown_text(keys: list[str], known: list[str]) -> str:
+    """Unknown parameter names as one line, each with the closest known name as a hint."""
+    parts = []
+    for key in sorted(keys):
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+        parts.append(f'{key} (did you mean {close[0]}?)' if close else key)
+    return ', '.join(parts)
+
+
+def known_names(params: dict[str, Any]) -> list[str]:
+    """Every parameter name a file with these rotors may hold (node-only ones aside)."""
+    rotors = [f'rotors.{n}.{f}' for n in params.get('rotor_names') or [] for f in ROTOR_FIELDS]
+    return ['rotor_names', *parameter_table(), *CHOICES, *rotors]
 
 
 def check_value(spec: ParamSpec, value: Any) -> str | None:

@@ -27,7 +27,7 @@ from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
 
 from helixtrack_ros.io.event_packet_cdr import EventPacketFields
 from helixtrack_ros.latency import LatencyHistogram, PeriodCounters
-from helixtrack_ros.pipeline.config import ParamSpec
+from helixtrack_ros.pipeline.config import ParamSpec, unknown_text
 from helixtrack_ros.pipeline.records import PacketResult, RawPacket
 from helixtrack_ros.ros.debug_publisher import DebugImagePublisher
 from helixtrack_ros.ros.executors import events_executor
@@ -114,7 +114,7 @@ class HelixtrackNode(Node):
         unused = self._params.unused_overrides(getattr(self, '_parameter_overrides', {}) or {})
         if unused:
             self._log.warning('ignoring unknown parameters (typo, or rotor not in '
-                              f'rotor_names?): {", ".join(unused)}')
+                              f'rotor_names?): {unknown_text(unused, list(self._parameters))}')
         self._pipe = pipeline_factory(params)
         self.rotor_names = list(self._pipe.rotor_names)
         for name in self.rotor_names:
