@@ -87,6 +87,8 @@ def _settled(rig) -> dict[str, str]:
 
 
 def test_outputs_once_per_packet(rig):
+    # outputs of the rig's earlier packets still on their way land before the clear
+    time.sleep(0.5)
     rig.probe.clear()
     sent = _send(rig, 200, pace_s=0.001)
     F.wait_until(lambda: len(rig.out[ROTORS]) >= 200, 10, '200 JointStates')
