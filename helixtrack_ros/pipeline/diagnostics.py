@@ -65,6 +65,7 @@ def rotor_statuses(bank: RotorBank, policy: StridePolicy,
             'events_per_s': f'{st.events_in / sensor_s:.0f}',
             'pose_updates': str(st.pose_updates),
             'direction': str(st.direction),
+            'resumes': str(rec.resumes),
             'recoveries': str(rec.recoveries),
             'recovery_attempts': str(rec.attempts),
         }

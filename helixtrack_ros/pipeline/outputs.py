@@ -72,7 +72,8 @@ def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: 
         return ERROR, reason + extra, state
     if health != TRACKING:
         if rec is not None and rec.reset:
-            return WARN, f'recovering (re-detected): {reason}', state
+            how = 'resumed at its last pose' if rec.resumed else 're-detected'
+            return WARN, f'recovering ({how}): {reason}', state
         return WARN, reason, state
     if stride > 1:
         return WARN, f'degraded: every {ordinal(stride)} event (real-time policy)', state
@@ -92,7 +93,8 @@ def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> R
     state = RotorState.STARVED if cause == R_STARVED else RotorState.LOST
     text = f'{tracker.health_reason}; re-detecting'
     if rec.reset:
-        text, state = 'recovering (re-detected)', RotorState.ACQUIRING
+        how = 'resumed at its last pose' if rec.resumed else 're-detected'
+        text, state = f'recovering ({how})', RotorState.ACQUIRING
     return withheld(bank.inits[r].name, t_last, 0, ERROR, text, tracker.health, state, cause)
 
 

@@ -12,6 +12,12 @@ spans enough time (1.5 shaft turns, at least ``recovery_min_us``, at most
 re-initialises the tracker from the detection nearest to the last good pose
 that is not another tracked rotor (same name and blade count; the rotation
 direction it had). While it is searched for, the rotor's tracker does not run.
+
+A rotor lost because it starved (hidden, occluded, off the sensor) is first
+*resumed*: as soon as its search region has a rotor's event rate again, centred
+where it was, its tracker restarts at the last good pose and rate, with no
+detection; if it is not TRACKING within ``RESUME_GRACE_US`` (or its events
+come back elsewhere) the search goes on by re-detection.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import numpy as np
 
 from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
 from helixtrack_ros.core.events import EventArrays
-from helixtrack_ros.core.health import LOST, TRACKING
+from helixtrack_ros.core.health import HI_CAUSE, LOST, R_STARVED, TRACKING
 from helixtrack_ros.core.params import RotorInit
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,6 +40,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: A re-initialised rotor that is not TRACKING this long after the window is searched again.
 RESET_GRACE_US = 100_000
+#: A resumed rotor (restarted at its last good pose) that is not TRACKING this long is searched.
+RESUME_GRACE_US = 60_000
+#: A rotor is resumed only if its region's events are centred within this share of its radius.
+RESUME_OFFSET = 0.2
 
 
 class RotorRecovery:
@@ -49,7 +59,12 @@ class RotorRecovery:
         self.next_try_us = 0
         self.reset = False                      # re-initialised, not TRACKING yet
         self.reset_us = 0
+        self.resumed = False                    # the reset was a resume (no detection)
+        self.may_resume = False                 # lost by starvation: resume when events return
+        self.last_centre = (0.0, 0.0)           # where the search is centred
+        self.offset_px = math.inf               # centroid of the region's events from there
         self.recoveries = 0
+        self.resumes = 0
         self.attempts = 0
         self.detecting: Future | None = None    # a re-detection running in the background
 
@@ -66,12 +81,15 @@ class RotorRecovery:
         """Stop searching (tracking again, or every rotor restarted)."""
         self.searching = False
         self.reset = False
+        self.resumed = False
         self.buf = []
         self.detecting = None
 
     def deadline_us(self, window_us: int) -> int:
         """Sensor time by which a re-initialised rotor must track (-1: none)."""
-        return self.reset_us + window_us + RESET_GRACE_US if self.reset else -1
+        if not self.reset:
+            return -1
+        return self.reset_us + (RESUME_GRACE_US if self.resumed else window_us + RESET_GRACE_US)
 
     def step(self, bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> None:
         """Recovery step of rotor r after a packet of events ``ev`` ending at ``t_last``."""
@@ -81,17 +99,21 @@ class RotorRecovery:
         if health == TRACKING:
             self.note_good(tracker.q, tracker.rpm_shaft, tracker.direction)
             return
-        if self.reset and t_last - self.reset_us > cfg.recovery_window_us + RESET_GRACE_US:
+        if self.reset and t_last > self.deadline_us(cfg.recovery_window_us):
             # re-initialised but never TRACKING (e.g. no phase lock): search again
             health = LOST
         if health != LOST:
             return
         if not self.searching:
             # search around the last good pose, with events from now on
+            self.may_resume = (not (self.reset and self.resumed)
+                               and int(tracker.hi[HI_CAUSE]) == R_STARVED)
             self.searching = True
             self.reset = False
+            self.resumed = False
             self.buf = []
             last = self.last_good(bank.inits[r])
+            self.last_centre = last.center_px
             self.region = _search_region(last, bank.image_size(), cfg.tracker.r_out
                                          + cfg.recovery_margin)
             self.next_try_us = t_last + _min_span_us(last, cfg)
@@ -103,6 +125,12 @@ class RotorRecovery:
                 self.apply(bank, r, found, t_last)
             return
         events = self._buffer(bank, r, ev, t_last)
+        if self.may_resume and self.buf:
+            # its events are back: where it was (resume), or elsewhere (re-detect)
+            if self.offset_px <= RESUME_OFFSET * bank.inits[r].radius_px:
+                self.resume(bank, r, t_last)
+                return
+            self.may_resume = False
         if events is None:
             return
         self.attempts += 1
@@ -128,6 +156,9 @@ class RotorRecovery:
                 rad = 1.1 * math.exp(q[0])
                 own &= (ev.x - q[2]) ** 2 + (ev.y - q[3]) ** 2 > rad * rad
         n_region = int(np.count_nonzero(own))
+        if self.may_resume and n_region:
+            self.offset_px = math.hypot(float(np.mean(ev.x[own])) - self.last_centre[0],
+                                        float(np.mean(ev.y[own])) - self.last_centre[1])
         span_ms = max((t_last - int(ev.t_us[0])) * 1e-3, 1.0)
         if n_region < 0.25 * bank.trackers[r].rate_ref * span_ms:
             # too few events for a rotor (it is hidden): nothing to detect yet; a
@@ -145,6 +176,18 @@ class RotorRecovery:
         events = EventArrays.concatenate(self.buf)
         k = int(np.searchsorted(events.t_us, t_last - cfg.recovery_window_us))
         return events.slice(k, len(events))
+
+    def resume(self, bank: RotorBank, r: int, t_last: int) -> None:
+        """Restart rotor r's tracker at its last good pose: its events are back."""
+        self.may_resume = False
+        bank.trackers[r].reset(self.last_good(bank.inits[r]))
+        self.searching = False
+        self.reset = True
+        self.resumed = True
+        self.reset_us = t_last
+        self.buf = []
+        self.resumes += 1
+        bank.counters['resumes'] += 1
 
     def apply(self, bank: RotorBank, r: int, found: list[DetectedRotor], t_last: int) -> None:
         """Re-initialise rotor r from the detection that is it again (if any)."""

@@ -36,7 +36,7 @@ from helixtrack_ros.pipeline.startup import StartupDetector, rotor_inits
 #: Every counter of a pipeline, in the order diagnostics list them.
 COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'events_in',
             'events_routed', 'time_backwards', 'time_gaps', 'camera_restarts', 'decode_errors',
-            'packets_corrupt', 'recoveries', 'recovery_attempts', 'detections')
+            'packets_corrupt', 'resumes', 'recoveries', 'recovery_attempts', 'detections')
 
 
 class TrackingPipeline:
