@@ -281,15 +281,15 @@ def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
         pipe.note_backlog(0)
         pipe._account_load(0.002, 1000)
     assert pipe.stride == 1 and gn_targets(pipe) == {3000}
-    # packets queue up: the stride widens up to max_stride, the GN target shrinks with it
+    # packets queue up: the stride widens up to max_stride, the GN target is halved
     for _ in range(100):
         pipe.note_backlog(10)
         pipe._account_load(0.002, 1000)
-    assert pipe.stride == 4 and gn_targets(pipe) == {750}
-    assert pipe.diagnostics()[0]['values']['gn_target_events'] == '750'
+    assert pipe.stride == 4 and gn_targets(pipe) == {1500}
+    assert pipe.diagnostics()[0]['values']['gn_target_events'] == '1500'
     # a tracker parameter set meanwhile keeps the scaling
     pipe.update_tracker_params({'gn_target_events': 2000})
-    assert gn_targets(pipe) == {500}
+    assert gn_targets(pipe) == {1000}
     # the queue empties and the load leaves room: back to every event
     for _ in range(200):
         pipe.note_backlog(0)
@@ -303,21 +303,21 @@ def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
 
 
 def test_realtime_stride_leaves_the_sparsest_rotor_enough_events():
-    """Before: the stride went to max_stride whatever the rotors' event rates; on a
-    4 m quadcopter (about 3 M events/s on the sparsest rotor) stride 8 lost rotors."""
+    """The stride goes to max_stride only where the sparsest tracked rotor keeps
+    MIN_TRACKED_PER_US; it comes down at once when the rotors get sparser."""
     policy = StridePolicy(True, max_stride=8)
-    policy.note_rotor_rate(3.0)                  # events per us of the sparsest rotor
+    policy.note_rotor_rate(1.5)                  # events per us of the sparsest rotor
     for _ in range(100):
         policy.note_backlog(10)
         policy.account(0.002, 1000)
-    assert policy.stride == 4 == int(3.0 / MIN_TRACKED_PER_US)
+    assert policy.stride == 4 == int(1.5 / MIN_TRACKED_PER_US)
     for _ in range(30):
         policy.note_rotor_rate(13.0)             # a dense scene may go further
         policy.note_backlog(10)
         policy.account(0.002, 1000)
     assert policy.stride == 8
     for _ in range(30):
-        policy.note_rotor_rate(1.0)              # the rotors got sparser: down at once
+        policy.note_rotor_rate(0.4)              # the rotors got sparser: down at once
         policy.account(0.002, 1000)
     assert policy.stride == 1
 
