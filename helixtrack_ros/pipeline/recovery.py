@@ -15,9 +15,10 @@ direction it had). While it is searched for, the rotor's tracker does not run.
 
 A rotor lost because it starved (hidden, occluded, off the sensor) is first
 *resumed*: once its search region, quiet while it was hidden, has a rotor's
-event rate again, centred where it was, its tracker restarts at the last good pose and rate, with no
-detection; if it is not TRACKING within ``RESUME_GRACE_US`` (or its events
-come back elsewhere) the search goes on by re-detection.
+event rate again, centred where it was, its tracker restarts at the last good
+pose and rate, with no detection; if it is not TRACKING within
+``RESUME_GRACE_US`` (or its events come back elsewhere) the search goes on by
+re-detection.
 """
 
 from __future__ import annotations
