@@ -76,7 +76,7 @@ class RotorState(IntEnum):
 CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'scale drift',
                'perspective drift', 'RPM uncertain', 'implausible RPM',
                'implausible RPM change', 'implausible scale change', 'implausible centre step',
-               'events lost in transport')
+               'events lost in transport', 'rate settling')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -117,7 +117,7 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 #: (R_RPM_RANGE .. R_CENTRE_JUMP) make a rotor LOST at once; R_GAP: events were lost in
 #: transport, the extrapolated state must pass health_recover_us of good windows again.
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
- R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP) = range(13)
+ R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING) = range(14)
 
 # ---- health parameter vector --------------------------------------------------------------
 HP_WIN = 0
@@ -143,7 +143,8 @@ HP_RPM_MAX = 19
 HP_ACCEL = 20
 HP_SCALE_GATE = 21
 HP_CENTRE_GATE = 22
-HP_LEN = 23
+HP_SETTLE = 23     # re-validation: bound on the change of shaft acceleration per window
+HP_LEN = 24
 
 # ---- float health state -------------------------------------------------------------------
 HS_RATE_REF = 0    # in-annulus events per ms
@@ -168,7 +169,9 @@ HS_GATE_T = 18     # time of the last window that passed the gates (-1: none sin
 HS_GATE_RPM = 19   # its shaft RPM and centre
 HS_GATE_CX = 20
 HS_GATE_CY = 21
-HS_LEN = 22
+HS_GATE_ACC = 22   # shaft acceleration [RPM/s] between the last two windows that passed
+HS_JERK = 23       # its change at the last window that passed (nan: not known yet)
+HS_LEN = 24
 
 # ---- int health state ---------------------------------------------------------------------
 HI_LEVEL = 0
@@ -197,6 +200,7 @@ def pack_health_params(p: TrackerParams, blades: int = 2,
     hp[HP_ACCEL] = p.gate_accel_rpm_s
     hp[HP_SCALE_GATE] = math.log1p(p.gate_scale_rel) if p.gate_scale_rel > 0 else 0.0
     hp[HP_CENTRE_GATE] = p.gate_center_step
+    hp[HP_SETTLE] = p.health_settle_rpm_s
     hp[HP_WIN] = p.health_window_us
     hp[HP_MINTIP] = p.health_min_tip_events
     hp[HP_COHMIN] = p.health_coherence_min
@@ -220,7 +224,8 @@ def pack_health_params(p: TrackerParams, blades: int = 2,
 def new_health_state() -> tuple[np.ndarray, np.ndarray]:
     """Fresh (float, int) health state: DEGRADED, acquiring, no window open."""
     hs = np.zeros(HS_LEN)
-    for k in (HS_RATE, HS_COH, HS_SPILL, HS_SCALE_D, HS_PERSP_D, HS_STD_REL):
+    for k in (HS_RATE, HS_COH, HS_SPILL, HS_SCALE_D, HS_PERSP_D, HS_STD_REL, HS_GATE_ACC,
+              HS_JERK):
         hs[k] = math.nan
     hi = np.zeros(HI_LEN, dtype=np.int64)
     hi[HI_LEVEL] = DEGRADED
@@ -250,16 +255,19 @@ def _gate(hp, hs, q, om, t_end):
             and abs(q[0] - hs[HS_LOGS_REF]) > hp[HP_SCALE_GATE]:
         return R_SCALE_JUMP, q[0] - hs[HS_LOGS_REF], hp[HP_SCALE_GATE]
     t_prev = hs[HS_GATE_T]
+    acc = math.nan
     if t_prev >= 0.0 and t_end > t_prev:
         dt_s = (t_end - t_prev) * 1e-6
-        accel = abs(rpm - hs[HS_GATE_RPM]) / dt_s
-        if hp[HP_ACCEL] > 0.0 and accel > hp[HP_ACCEL]:
-            return R_ACCEL, accel, hp[HP_ACCEL]
+        acc = (rpm - hs[HS_GATE_RPM]) / dt_s
+        if hp[HP_ACCEL] > 0.0 and abs(acc) > hp[HP_ACCEL]:
+            return R_ACCEL, abs(acc), hp[HP_ACCEL]
         windows = max(1.0, (t_end - t_prev) / hp[HP_WIN])
         step = math.sqrt((q[2] - hs[HS_GATE_CX]) ** 2 + (q[3] - hs[HS_GATE_CY]) ** 2)
         step = step / max(math.exp(q[0]), 1e-9) / windows
         if hp[HP_CENTRE_GATE] > 0.0 and step > hp[HP_CENTRE_GATE]:
             return R_CENTRE_JUMP, step, hp[HP_CENTRE_GATE]
+    hs[HS_JERK] = abs(acc - hs[HS_GATE_ACC])     # nan until two accelerations are known
+    hs[HS_GATE_ACC] = acc
     hs[HS_GATE_T] = t_end
     hs[HS_GATE_RPM] = rpm
     hs[HS_GATE_CX] = q[2]
@@ -311,6 +319,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
     if not locked:
         hi[HI_REASON] = R_ACQUIRING
         hs[HS_GATE_T] = -1.0
+        hs[HS_GATE_ACC] = math.nan
         if level != LOST:
             hi[HI_LEVEL] = DEGRADED
             hi[HI_CAUSE] = R_ACQUIRING
@@ -351,6 +360,17 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         reason, val, ref = R_INCOHERENT, coh, math.nan
     elif spill == spill and spill > hp[HP_SPILLMAX]:
         reason, val, ref = R_SPILL, spill, math.nan
+    if reason == R_OK and level != TRACKING and hp[HP_SETTLE] > 0.0 \
+            and not hs[HS_JERK] <= hp[HP_SETTLE]:
+        # re-validating: the rate must be settled (a rate still ringing after a loss
+        # or a lock is not published); neither good nor bad time
+        hi[HI_REASON] = R_SETTLING
+        hs[HS_GOOD_US] = 0.0
+        if level != LOST:
+            hi[HI_CAUSE] = R_SETTLING
+            hs[HS_CAUSE_VAL] = hs[HS_JERK]
+            hs[HS_CAUSE_REF] = hp[HP_SETTLE]
+        return
     hi[HI_REASON] = reason
     if reason != R_OK:
         hs[HS_BAD_US] += dur
@@ -426,6 +446,8 @@ _CAUSE_TEXT = {
     R_CENTRE_JUMP: lambda val, ref: (f'implausible centre step: {val:.2f} tip radii per window '
                                      f'(bound {ref:.2f})'),
     R_GAP: lambda val, ref: 'events lost in transport: re-validating',
+    R_SETTLING: lambda val, ref: (f'rate settling: acceleration changed {val:.0f} RPM/s in a '
+                                  f'window (re-validating below {ref:.0f})'),
 }
 
 
