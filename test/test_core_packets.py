@@ -7,8 +7,8 @@ import pytest
 from reference.naive_packets import process_packets_naive
 
 from helixtrack_ros.codecs.evt3_encoder import packetize
-from helixtrack_ros.core.health import LOST
-from helixtrack_ros.core.tracker import OUT_OMEGA, OUT_PHASE, OUT_RPM, PK_BOX, PK_N, HelixTracker
+from helixtrack_ros.core.health import HI_CAUSE, HI_LEVEL, LOST
+from helixtrack_ros.core.tracker import OUT_RPM, PK_BOX, PK_N, HelixTracker
 from helixtrack_ros.evaluation import rotor_inits_from_scene
 from helixtrack_ros.sim import Simulator, make_scenario
 
@@ -23,10 +23,31 @@ def quad():
 
 
 def _rows(run):
-    v = run.values
-    return [(v[k, OUT_RPM], v[k, OUT_PHASE], v[k, OUT_OMEGA], int(v[k, PK_N]),
-             tuple(int(b) for b in v[k, PK_BOX:PK_BOX + 4]), int(run.health_int[k, 0]))
+    return [(run.rpm_shaft[k], run.phase_rad[k], run.omega_rad_s[k], int(run.events[k]),
+             tuple(int(b) for b in run.boxes[k]), int(run.levels[k]))
             for k in range(run.done)]
+
+
+def test_packet_run_names_its_columns():
+    """The named accessors of a PacketRun read the kernel's PK_* / OUT_* / HI_* columns."""
+    scene = make_scenario('lone_constant', 0.05, seed=2)
+    ev = Simulator(scene, seed=2).all_events()
+    cuts = np.array([stop for _, stop in packetize(ev.t_us, 1000)], np.int64)
+    tr = HelixTracker(rotor_inits_from_scene(scene)[0])
+    run = tr.process_packets(ev, cuts, ev.t_us[cuts - 1])
+    v = run.values
+    assert np.array_equal(run.rpm_shaft, v[:, OUT_RPM]) and run.q.shape == (run.done, 6)
+    assert np.array_equal(run.q_core[-1], tr.q) and np.array_equal(run.events, v[:, PK_N])
+    assert np.array_equal(run.boxes, v[:, PK_BOX:PK_BOX + 4])
+    assert np.array_equal(run.levels, run.health_int[:, HI_LEVEL])
+    assert np.array_equal(run.causes, run.health_int[:, HI_CAUSE])
+    assert run.levels[-1] == tr.health and run.causes[-1] == tr.health_cause
+    assert run.reason(run.done - 1) == tr.health_reason
+    assert run.direction[-1] == tr.direction and run.rpm_ekf[-1] == tr.rpm_shaft
+    c = run.columns()
+    assert c.rpm_shaft == run.rpm_shaft.tolist() and c.tx == run.q[:, 2].tolist()
+    assert c.log_s == run.q_core[:, 0].tolist() and c.y1 == run.boxes[:, 3].tolist()
+    assert c.level == run.levels.tolist() and c.cause == run.causes.tolist()
 
 
 @pytest.mark.parametrize('stride', [1, 3])

@@ -53,6 +53,8 @@ from helixtrack_ros.core.gn_layout import (
     G_SB,
     G_SC,
     G_ZETA,
+    SEC_C,
+    SEC_DC,
     SEC_LEN,
 )
 from helixtrack_ros.core.homography import (
@@ -278,27 +280,28 @@ def _accumulate(acc, prm, pose, zx, zy, ux, uy, r, theta, eps, w, pol):  # noqa:
     if abs(er) < dl + 5.0 * max(sc, sb):
         m0, m1, m2, d0, d1, d2 = _bto_bands(r, er, sc, sb, dl)
         base = ACC_SEC + SEC_LEN * _bto_sector(ux, uy, theta, prm[G_NSEC], prm[G_ZETA])
-        acc[base] += m0
-        acc[base + 1] += m1
-        acc[base + 2] += m2
-        acc[base + 3] += d0 * q0
-        acc[base + 4] += d0 * q1
-        acc[base + 5] += d0 * q2
-        acc[base + 6] += d0 * q3
-        acc[base + 7] += d0 * q4
-        acc[base + 8] += d0 * q5
-        acc[base + 9] += d1 * q0
-        acc[base + 10] += d1 * q1
-        acc[base + 11] += d1 * q2
-        acc[base + 12] += d1 * q3
-        acc[base + 13] += d1 * q4
-        acc[base + 14] += d1 * q5
-        acc[base + 15] += d2 * q0
-        acc[base + 16] += d2 * q1
-        acc[base + 17] += d2 * q2
-        acc[base + 18] += d2 * q3
-        acc[base + 19] += d2 * q4
-        acc[base + 20] += d2 * q5
+        acc[base + SEC_C] += m0
+        acc[base + SEC_C + 1] += m1
+        acc[base + SEC_C + 2] += m2
+        base += SEC_DC
+        acc[base] += d0 * q0
+        acc[base + 1] += d0 * q1
+        acc[base + 2] += d0 * q2
+        acc[base + 3] += d0 * q3
+        acc[base + 4] += d0 * q4
+        acc[base + 5] += d0 * q5
+        acc[base + 6] += d1 * q0
+        acc[base + 7] += d1 * q1
+        acc[base + 8] += d1 * q2
+        acc[base + 9] += d1 * q3
+        acc[base + 10] += d1 * q4
+        acc[base + 11] += d1 * q5
+        acc[base + 12] += d2 * q0
+        acc[base + 13] += d2 * q1
+        acc[base + 14] += d2 * q2
+        acc[base + 15] += d2 * q3
+        acc[base + 16] += d2 * q4
+        acc[base + 17] += d2 * q5
     # circular statistics of eps per polarity (ring-weighted) for the adaptive c+ / c-
     wr = _exp_neg(-er * er * prm[G_INV2SR2])
     eraw = _wrap_pi(eraw)

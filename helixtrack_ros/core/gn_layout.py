@@ -15,65 +15,73 @@ import numpy as np
 from helixtrack_ros.core import fastmath  # noqa: F401  (drops stale kernel caches)
 from helixtrack_ros.core.jit import kernel
 from helixtrack_ros.core.params import TrackerParams
+from helixtrack_ros.core.slots import Slots
 
-# ---- GN parameter vector (float64) -------------------------------------------------------
-G_B = 0
-G_ZETA = 1
-G_LPHI = 2
-G_LR = 3
-G_LPOL = 4
-G_LBAND = 5
-G_LBTO = 6
-G_LREG = 7
-G_COFF = 8
-G_CON = 9
-G_CPOL = 10
-G_CB = 11
-G_BTAU = 12
-G_RIN = 13
-G_ROUT = 14
-G_HPHI = 15
-G_HR = 16
-G_SC = 17          # effective core band width (>= bto_min_px / s)
-G_DELTA = 18       # effective band offset
-G_SB = 19          # effective inside / outside band width
-G_OTAU = 20
-G_PINLO = 21
-G_PINHI = 22
-G_POUTLO = 23
-G_POUTHI = 24
-G_DAMP = 25
-G_GS = 26
-G_GR = 27
-G_GT = 28
-G_GP = 29
-G_FORGET = 30
-G_MAXSTEP = 31
-G_KAPPA = 32
-G_INV2SR2 = 33
-G_SC0 = 34         # configured widths (before the pixel floor)
-G_DELTA0 = 35
-G_SB0 = 36
-G_MINPX = 37
-G_NSEC = 38        # BTO sectors
-G_POLADAPT = 39    # 1: c+ / c- follow the observed residuals
-G_POLH = 40        # polarity half-offset h of the centred phase residual (0 = paper)
-G_FIXT = 41        # 1: the solve does not move tx, ty (the tracker's fast step does)
-G_LEN = 42
+# ---- GN parameter vector (float64), packed from TrackerParams, the blade count and zeta -----
+_G = Slots('GN parameters')
+G_B = _G.slot(lambda p, blades, zeta: blades)
+G_ZETA = _G.slot(lambda p, blades, zeta: 1.0 if zeta >= 0 else -1.0)
+G_LPHI = _G.slot('lambda_phi')
+G_LR = _G.slot('lambda_r')
+G_LPOL = _G.slot('lambda_pol')
+G_LBAND = _G.slot('lambda_band')
+G_LBTO = _G.slot('lambda_bto')
+G_LREG = _G.slot('lambda_reg')
+G_COFF = _G.slot('pol_c_off_rad')   # c- then c+ (the solve learns them in this order)
+G_CON = _G.slot('pol_c_on_rad')
+G_CPOL = _G.slot('pol_scale')
+G_CB = _G.slot('band_scale')
+G_BTAU = _G.slot('band_tau')
+G_RIN = _G.slot('r_in')
+G_ROUT = _G.slot('r_out')
+G_HPHI = _G.slot('huber_phi_rad')
+G_HR = _G.slot('huber_r')
+G_SC = _G.slot('bto_sigma_core')    # effective core band width (>= bto_min_px / s)
+G_DELTA = _G.slot('bto_delta')      # effective band offset
+G_SB = _G.slot('bto_sigma_band')    # effective inside / outside band width
+G_OTAU = _G.slot('bto_tau')
+G_PINLO = _G.slot('bto_p_in_min')   # bounds: p_in low, high, p_out low, high (in this order)
+G_PINHI = _G.slot('bto_p_in_max')
+G_POUTLO = _G.slot('bto_p_out_min')
+G_POUTHI = _G.slot('bto_p_out_max')
+G_DAMP = _G.slot('gn_damping')
+G_GS = _G.slot('gamma_scale')
+G_GR = _G.slot('gamma_rot')
+G_GT = _G.slot('gamma_t')
+G_GP = _G.slot('gamma_persp')
+G_FORGET = _G.slot('gn_forget')
+G_MAXSTEP = _G.slot('gn_max_step')
+G_KAPPA = _G.slot('kappa')
+G_INV2SR2 = _G.slot(lambda p, blades, zeta: 0.5 / p.sigma_ring ** 2)
+G_SC0 = _G.slot('bto_sigma_core')   # configured widths (before the pixel floor)
+G_DELTA0 = _G.slot('bto_delta')
+G_SB0 = _G.slot('bto_sigma_band')
+G_MINPX = _G.slot('bto_min_px')
+G_NSEC = _G.slot('bto_sectors')     # BTO sectors
+G_POLADAPT = _G.slot('pol_adapt')   # 1: c+ / c- follow the observed residuals
+# polarity half-offset h of the centred phase residual (0 = paper)
+G_POLH = _G.slot(lambda p, blades, zeta: 0.5 * (p.pol_c_on_rad - p.pol_c_off_rad)
+                 * p.ekf_polarity)
+G_FIXT = _G.slot()                  # 1: the solve does not move tx, ty (the fast step does)
+G_LEN = _G.close()
 
 # ---- accumulator layout (float64) --------------------------------------------------------
-ACC_A = 0          # 36: A row-major, upper triangle filled
-ACC_G = 36         # 6: gradient
-ACC_N = 42         # events in the current batch
-ACC_LOSS = 43      # data loss of the batch (diagnostics)
-ACC_SEC = 44       # per BTO sector: C_core, C_in, C_out, then dC/dq (3 x 6)
-SEC_LEN = 21
 MAX_SECTORS = 16
-ACC_POL = ACC_SEC + SEC_LEN * MAX_SECTORS  # 4: sum w cos eps, sum w sin eps for OFF, ON
+_SEC = Slots('BTO sector')
+SEC_C = _SEC.slot(width=3)           # C_core, C_in, C_out
+SEC_DC = _SEC.slot(width=3 * 6)      # dC/dq of the three (6 each, same order)
+SEC_LEN = _SEC.close()
+_ACC = Slots('GN accumulator')
+ACC_A = _ACC.slot(width=36)          # A row-major, upper triangle filled
+ACC_G = _ACC.slot(width=6)           # gradient
+ACC_N = _ACC.slot()                  # events in the current batch
+ACC_LOSS = _ACC.slot()               # data loss of the batch (diagnostics)
+ACC_SEC = _ACC.slot(width=SEC_LEN * MAX_SECTORS)   # per BTO sector: the SEC_* slots
+ACC_POL = _ACC.slot(width=4)         # sum w cos eps, sum w sin eps for OFF, ON
 # phase-term translation system of the fast pose step (core.fast_step, beyond the paper):
 # A_xx, A_xy, A_yy, g_x, g_y, sum of the phase gates; never touched by _solve
-ACC_FAST = ACC_POL + 4
-ACC_LEN = ACC_FAST + 6
+ACC_FAST = _ACC.slot(width=6)
+ACC_LEN = _ACC.close()
 
 _BTO_EPS = 1e-9
 # events closer than this to the rotor centre (tip radii) carry no phase or radial
@@ -86,50 +94,7 @@ def pack_gn_params(params: TrackerParams, blades: int, zeta: int) -> np.ndarray:
 
     The band widths get their pixel floor at the first :func:`_set_bands`.
     """
-    g = np.zeros(G_LEN)
-    g[G_B] = blades
-    g[G_ZETA] = 1.0 if zeta >= 0 else -1.0
-    g[G_LPHI] = params.lambda_phi
-    g[G_LR] = params.lambda_r
-    g[G_LPOL] = params.lambda_pol
-    g[G_LBAND] = params.lambda_band
-    g[G_LBTO] = params.lambda_bto
-    g[G_LREG] = params.lambda_reg
-    g[G_CON] = params.pol_c_on_rad
-    g[G_COFF] = params.pol_c_off_rad
-    g[G_CPOL] = params.pol_scale
-    g[G_CB] = params.band_scale
-    g[G_BTAU] = params.band_tau
-    g[G_RIN] = params.r_in
-    g[G_ROUT] = params.r_out
-    g[G_HPHI] = params.huber_phi_rad
-    g[G_HR] = params.huber_r
-    g[G_SC0] = params.bto_sigma_core
-    g[G_DELTA0] = params.bto_delta
-    g[G_SB0] = params.bto_sigma_band
-    g[G_MINPX] = params.bto_min_px
-    g[G_NSEC] = params.bto_sectors
-    g[G_POLADAPT] = params.pol_adapt
-    g[G_POLH] = 0.5 * (params.pol_c_on_rad - params.pol_c_off_rad) * params.ekf_polarity
-    g[G_SC] = params.bto_sigma_core
-    g[G_DELTA] = params.bto_delta
-    g[G_SB] = params.bto_sigma_band
-    g[G_OTAU] = params.bto_tau
-    g[G_PINLO] = params.bto_p_in_min
-    g[G_PINHI] = params.bto_p_in_max
-    g[G_POUTLO] = params.bto_p_out_min
-    g[G_POUTHI] = params.bto_p_out_max
-    g[G_DAMP] = params.gn_damping
-    g[G_GS] = params.gamma_scale
-    g[G_GR] = params.gamma_rot
-    g[G_GT] = params.gamma_t
-    g[G_GP] = params.gamma_persp
-    g[G_FORGET] = params.gn_forget
-    g[G_MAXSTEP] = params.gn_max_step
-    g[G_KAPPA] = params.kappa
-    g[G_FIXT] = 0.0
-    g[G_INV2SR2] = 0.5 / params.sigma_ring ** 2
-    return g
+    return _G.pack(params, blades, zeta)
 
 
 @kernel

@@ -41,6 +41,8 @@ from helixtrack_ros.core.gn_layout import (
     G_PINLO,
     G_POLADAPT,
     G_POLH,
+    SEC_C,
+    SEC_DC,
     SEC_LEN,
     _set_bands,
 )
@@ -81,16 +83,16 @@ def _bto_add(A, g, acc, prm, weight):
     value = 0.0
     for sec in range(ns):
         base = ACC_SEC + SEC_LEN * sec
-        cc = acc[base]
+        cc = acc[base + SEC_C]
         for band in range(2):
-            cb = acc[base + 1 + band]
+            cb = acc[base + SEC_C + 1 + band]
             den = cb + cc + _BTO_EPS
             # p = C_band / (C_band + C_core)
             p = cb / den
-            off = base + 3 + 6 * (band + 1)
+            off = base + SEC_DC + 6 * (band + 1)
             for k in range(6):
                 # dp/dq = (C_core dC_band - C_band dC_core) / (C_band + C_core)^2
-                dp[k] = (cc * acc[off + k] - cb * acc[base + 3 + k]) / (den * den)
+                dp[k] = (cc * acc[off + k] - cb * acc[base + SEC_DC + k]) / (den * den)
             for side in range(2):
                 bound = prm[G_PINLO + 2 * band + side]
                 if bound < 0.0:

@@ -50,6 +50,7 @@ import numpy as np
 from helixtrack_ros.core import fastmath  # noqa: F401  (drops stale kernel caches)
 from helixtrack_ros.core.jit import kernel
 from helixtrack_ros.core.params import TrackerParams
+from helixtrack_ros.core.slots import Slots
 
 #: Health levels.
 TRACKING, DEGRADED, LOST = 0, 1, 2
@@ -119,70 +120,81 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
  R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING) = range(14)
 
-# ---- health parameter vector --------------------------------------------------------------
-HP_WIN = 0
-HP_MINTIP = 1
-HP_COHMIN = 2
-HP_COHREL = 3
-HP_SPILLMAX = 4
-HP_SPILLREL = 5
-HP_STARVE = 6
-HP_SCALETOL = 7
-HP_PERSPTOL = 8
-HP_STDREL = 9
-HP_LOST = 10
-HP_RECOVER = 11
-HP_REFTAU = 12
-HP_POSETAU = 13
-HP_TIP_IN = 14     # tip band: 1 - HP_TIP_IN < r <= 1
-HP_OUT0 = 15       # spill band: 1 + HP_OUT0 < r < 1 + HP_OUT1
-HP_OUT1 = 16
-HP_BLADES = 17     # blade count B (shaft RPM = 60 |omega| / (2 pi B))
-HP_RPM_MIN = 18    # plausibility gates (TrackerParams gate_*, RotorInit.rpm_range)
-HP_RPM_MAX = 19
-HP_ACCEL = 20
-HP_SCALE_GATE = 21
-HP_CENTRE_GATE = 22
-HP_SETTLE = 23     # re-validation: bound on the change of shaft acceleration per window
-HP_LEN = 24
+# ---- health parameter vector (hp), packed from TrackerParams, the blade count and the
+# rotor's own RPM range
+def _rpm_bounds(p: TrackerParams, rpm_range: tuple[float, float]) -> tuple[float, float]:
+    """The plausible shaft RPM: the rotor's ``rpm_range`` unless (0, 0), else the gates'."""
+    return rpm_range if tuple(rpm_range) != (0.0, 0.0) else (p.gate_rpm_min, p.gate_rpm_max)
 
-# ---- float health state -------------------------------------------------------------------
-HS_RATE_REF = 0    # in-annulus events per ms
-HS_COH_REF = 1
-HS_SPILL_REF = 2
-HS_LOGS_REF = 3
-HS_P31_REF = 4
-HS_P32_REF = 5
-HS_BAD_US = 6      # consecutive bad time
-HS_GOOD_US = 7     # consecutive good time
-HS_RATE = 8        # metrics of the last window (nan: too few events to judge)
-HS_COH = 9
-HS_SPILL = 10
-HS_SCALE_D = 11
-HS_PERSP_D = 12
-HS_STD_REL = 13
-HS_NREF = 14       # good windows averaged into the references
-HS_COS = 15        # pending window: sum cos(eps) of tip-band events
-HS_CAUSE_VAL = 16  # value and reference of the cause of the current level
-HS_CAUSE_REF = 17
-HS_GATE_T = 18     # time of the last window that passed the gates (-1: none since lock)
-HS_GATE_RPM = 19   # its shaft RPM and centre
-HS_GATE_CX = 20
-HS_GATE_CY = 21
-HS_GATE_ACC = 22   # shaft acceleration [RPM/s] between the last two windows that passed
-HS_JERK = 23       # its change at the last window that passed (nan: not known yet)
-HS_LEN = 24
 
-# ---- int health state ---------------------------------------------------------------------
-HI_LEVEL = 0
-HI_REASON = 1      # reason code of the last window
-HI_CAUSE = 2       # reason code that made the level DEGRADED / LOST
-HI_T0 = 3          # current window start [us]; -1 before the first event
-HI_ACC0 = 4        # in-annulus counter at the window start
-HI_NTIP = 5        # pending window: tip-band events
-HI_NOUT = 6        # pending window: spill-band events
-HI_LOSSES = 7      # transitions to LOST
-HI_LEN = 8
+_HP = Slots('health parameters')
+HP_WIN = _HP.slot('health_window_us')
+HP_MINTIP = _HP.slot('health_min_tip_events')
+HP_COHMIN = _HP.slot('health_coherence_min')
+HP_COHREL = _HP.slot('health_coherence_rel')
+HP_SPILLMAX = _HP.slot('health_spill_max')
+HP_SPILLREL = _HP.slot('health_spill_rel')
+HP_STARVE = _HP.slot('health_starve_rel')
+HP_SCALETOL = _HP.slot('health_scale_tol')
+HP_PERSPTOL = _HP.slot('health_persp_tol')
+HP_STDREL = _HP.slot('health_rpm_std_rel')
+HP_LOST = _HP.slot('health_lost_us')
+HP_RECOVER = _HP.slot('health_recover_us')
+HP_REFTAU = _HP.slot('health_ref_tau_us')
+HP_POSETAU = _HP.slot('health_pose_tau_us')
+HP_TIP_IN = _HP.slot(0.2)      # tip band: 1 - HP_TIP_IN < r <= 1
+HP_OUT0 = _HP.slot(0.05)       # spill band: 1 + HP_OUT0 < r < 1 + HP_OUT1
+HP_OUT1 = _HP.slot(0.3)
+HP_BLADES = _HP.slot(lambda p, blades, rng: blades)   # B (shaft RPM = 60 |omega| / (2 pi B))
+# plausibility gates (TrackerParams gate_*, RotorInit.rpm_range)
+HP_RPM_MIN = _HP.slot(lambda p, blades, rng: _rpm_bounds(p, rng)[0])
+HP_RPM_MAX = _HP.slot(lambda p, blades, rng: _rpm_bounds(p, rng)[1])
+HP_ACCEL = _HP.slot('gate_accel_rpm_s')
+HP_SCALE_GATE = _HP.slot(lambda p, blades, rng: math.log1p(p.gate_scale_rel)
+                         if p.gate_scale_rel > 0 else 0.0)
+HP_CENTRE_GATE = _HP.slot('gate_center_step')
+HP_SETTLE = _HP.slot('health_settle_rpm_s')   # re-validation: change of acceleration bound
+HP_LEN = _HP.close()
+
+# ---- float health state (hs) ---------------------------------------------------------------
+_HS = Slots('health float state')
+HS_RATE_REF = _HS.slot()       # in-annulus events per ms
+HS_COH_REF = _HS.slot()
+HS_SPILL_REF = _HS.slot()
+HS_LOGS_REF = _HS.slot()
+HS_P31_REF = _HS.slot()
+HS_P32_REF = _HS.slot()
+HS_BAD_US = _HS.slot()         # consecutive bad time
+HS_GOOD_US = _HS.slot()        # consecutive good time
+HS_RATE = _HS.slot(math.nan)   # metrics of the last window (nan: too few events to judge)
+HS_COH = _HS.slot(math.nan)
+HS_SPILL = _HS.slot(math.nan)
+HS_SCALE_D = _HS.slot(math.nan)
+HS_PERSP_D = _HS.slot(math.nan)
+HS_STD_REL = _HS.slot(math.nan)
+HS_NREF = _HS.slot()           # good windows averaged into the references
+HS_COS = _HS.slot()            # pending window: sum cos(eps) of tip-band events
+HS_CAUSE_VAL = _HS.slot()      # value and reference of the cause of the current level
+HS_CAUSE_REF = _HS.slot()
+HS_GATE_T = _HS.slot(-1.0)     # time of the last window that passed the gates (-1: none)
+HS_GATE_RPM = _HS.slot()       # its shaft RPM and centre
+HS_GATE_CX = _HS.slot()
+HS_GATE_CY = _HS.slot()
+HS_GATE_ACC = _HS.slot(math.nan)   # shaft acceleration [RPM/s] between the last two passes
+HS_JERK = _HS.slot(math.nan)       # its change at the last pass (nan: not known yet)
+HS_LEN = _HS.close()
+
+# ---- int health state (hi) -----------------------------------------------------------------
+_HI = Slots('health int state')
+HI_LEVEL = _HI.slot(DEGRADED)
+HI_REASON = _HI.slot(R_ACQUIRING)   # reason code of the last window
+HI_CAUSE = _HI.slot(R_ACQUIRING)    # reason code that made the level DEGRADED / LOST
+HI_T0 = _HI.slot(-1)                # current window start [us]; -1 before the first event
+HI_ACC0 = _HI.slot()                # in-annulus counter at the window start
+HI_NTIP = _HI.slot()                # pending window: tip-band events
+HI_NOUT = _HI.slot()                # pending window: spill-band events
+HI_LOSSES = _HI.slot()              # transitions to LOST
+HI_LEN = _HI.close()
 
 
 def pack_health_params(p: TrackerParams, blades: int = 2,
@@ -192,48 +204,12 @@ def pack_health_params(p: TrackerParams, blades: int = 2,
     ``rpm_range`` (a rotor's own plausible shaft RPM) replaces the tracker's
     ``gate_rpm_min`` / ``gate_rpm_max`` unless it is (0, 0).
     """
-    hp = np.zeros(HP_LEN)
-    lo, hi = rpm_range if tuple(rpm_range) != (0.0, 0.0) else (p.gate_rpm_min, p.gate_rpm_max)
-    hp[HP_BLADES] = blades
-    hp[HP_RPM_MIN] = lo
-    hp[HP_RPM_MAX] = hi
-    hp[HP_ACCEL] = p.gate_accel_rpm_s
-    hp[HP_SCALE_GATE] = math.log1p(p.gate_scale_rel) if p.gate_scale_rel > 0 else 0.0
-    hp[HP_CENTRE_GATE] = p.gate_center_step
-    hp[HP_SETTLE] = p.health_settle_rpm_s
-    hp[HP_WIN] = p.health_window_us
-    hp[HP_MINTIP] = p.health_min_tip_events
-    hp[HP_COHMIN] = p.health_coherence_min
-    hp[HP_COHREL] = p.health_coherence_rel
-    hp[HP_SPILLMAX] = p.health_spill_max
-    hp[HP_SPILLREL] = p.health_spill_rel
-    hp[HP_STARVE] = p.health_starve_rel
-    hp[HP_SCALETOL] = p.health_scale_tol
-    hp[HP_PERSPTOL] = p.health_persp_tol
-    hp[HP_STDREL] = p.health_rpm_std_rel
-    hp[HP_LOST] = p.health_lost_us
-    hp[HP_RECOVER] = p.health_recover_us
-    hp[HP_REFTAU] = p.health_ref_tau_us
-    hp[HP_POSETAU] = p.health_pose_tau_us
-    hp[HP_TIP_IN] = 0.2
-    hp[HP_OUT0] = 0.05
-    hp[HP_OUT1] = 0.3
-    return hp
+    return _HP.pack(p, blades, rpm_range)
 
 
 def new_health_state() -> tuple[np.ndarray, np.ndarray]:
     """Fresh (float, int) health state: DEGRADED, acquiring, no window open."""
-    hs = np.zeros(HS_LEN)
-    for k in (HS_RATE, HS_COH, HS_SPILL, HS_SCALE_D, HS_PERSP_D, HS_STD_REL, HS_GATE_ACC,
-              HS_JERK):
-        hs[k] = math.nan
-    hi = np.zeros(HI_LEN, dtype=np.int64)
-    hi[HI_LEVEL] = DEGRADED
-    hi[HI_REASON] = R_ACQUIRING
-    hi[HI_CAUSE] = R_ACQUIRING
-    hi[HI_T0] = -1
-    hs[HS_GATE_T] = -1.0
-    return hs, hi
+    return _HS.pack(), _HI.pack(dtype=np.int64)
 
 
 @kernel

@@ -65,6 +65,8 @@ from helixtrack_ros.core.gn_layout import (
     G_POLH,
     G_ZETA,
     MAX_SECTORS,
+    SEC_C,
+    SEC_DC,
     SEC_LEN,
     _set_bands,
     pack_gn_params,
@@ -184,8 +186,8 @@ def bto_occupancy(q_core: np.ndarray, x: np.ndarray, y: np.ndarray,
     acc = np.zeros(ACC_LEN)
     _accumulate_batch(acc, prm, pose, x, y, p, phi)
     sec = acc[ACC_SEC:ACC_SEC + SEC_LEN * MAX_SECTORS].reshape(MAX_SECTORS, SEC_LEN)
-    c = sec[:, :3].sum(axis=0)
-    dc = sec[:, 3:].sum(axis=0).reshape(3, 6)
+    c = sec[:, SEC_C:SEC_C + 3].sum(axis=0)
+    dc = sec[:, SEC_DC:SEC_DC + 18].sum(axis=0).reshape(3, 6)
     out = []
     for band in (1, 2):
         den = c[band] + c[0] + _BTO_EPS

@@ -15,6 +15,7 @@ moving rotors, the one-blade variant and the health monitor
 
 from __future__ import annotations
 
+from collections import namedtuple
 import math
 import time
 from typing import NamedTuple
@@ -60,25 +61,18 @@ from helixtrack_ros.core.routing import _BBOX_COS, _BBOX_SIN, _bbox, _process_pa
 from helixtrack_ros.core.tracker_kernel import _emit, _process
 from helixtrack_ros.core.tracker_layout import (
     FS_AC,
-    FS_LEN,
     FS_OM,
-    FS_P00,
     FS_P11,
-    FS_P22,
     FS_VX,
     IS_ACCEPT,
     IS_ACQ,
     IS_ACQ_N,
-    IS_ACQ_STRIDE,
     IS_BACK,
     IS_DEFER,
-    IS_DIR,
     IS_FASTON,
     IS_GN_STRIDE,
     IS_IN,
-    IS_LEN,
     IS_POSE,
-    IS_T,
     IS_TMAX,
     IS_USED,
     IS_ZETA,
@@ -94,17 +88,19 @@ from helixtrack_ros.core.tracker_layout import (
     PK_BOX,
     PK_LEN,
     PK_N,
+    PK_NAMES,
     PK_QCORE,
     PK_RPM_EKF,
     PK_ZETA,
     TP_GNTARGET,
+    new_tracker_state,
     pack_tracker_params,
 )
 
 # the public API, and the names that code outside core/ imports from this module (they
 # moved to tracker_layout / fast_step in issue #12)
-__all__ = ['HelixTracker', 'PacketRun', 'TrackerSamples', 'TrackerState', 'OUT_OMEGA',
-           'OUT_PHASE', 'OUT_Q', 'OUT_RPM', 'OUT_STD', 'PK_BOX', 'PK_N', 'PK_QCORE',
+__all__ = ['HelixTracker', 'PacketColumns', 'PacketRun', 'TrackerSamples', 'TrackerState',
+           'OUT_OMEGA', 'OUT_PHASE', 'OUT_Q', 'OUT_RPM', 'OUT_STD', 'PK_BOX', 'PK_N', 'PK_QCORE',
            'PK_RPM_EKF', 'PK_ZETA', 'FS_AC', 'FS_VX', 'IS_FASTON', '_centroid_step',
            '_fast_step']
 
@@ -159,6 +155,13 @@ class TrackerState(NamedTuple):
     health_reason: str = 'tracking'
 
 
+#: The rows of a :class:`PacketRun` as one list per column (:meth:`PacketRun.columns`): the
+#: PK_* columns by their declared names (rpm_shaft, rpm_shaft_std, phase_rad, omega_rad_s,
+#: s, psi, tx, ty, p31, p32, log_s, ..., rpm_ekf, direction, events, x0, y0, x1, y1), then
+#: the health level and cause.
+PacketColumns = namedtuple('PacketColumns', (*PK_NAMES, 'level', 'cause'))
+
+
 class PacketRun(NamedTuple):
     """Per-packet rows of :meth:`HelixTracker.process_packets`.
 
@@ -178,6 +181,79 @@ class PacketRun(NamedTuple):
     values: np.ndarray
     health_int: np.ndarray
     health_float: np.ndarray
+
+    # named columns (numpy views, one row per packet)
+    @property
+    def rpm_shaft(self) -> np.ndarray:
+        """Shaft RPM at each packet's last event."""
+        return self.values[:, OUT_RPM]
+
+    @property
+    def rpm_shaft_std(self) -> np.ndarray:
+        """Standard deviation of the shaft RPM."""
+        return self.values[:, OUT_STD]
+
+    @property
+    def phase_rad(self) -> np.ndarray:
+        """Shaft phase (blade angle in the rotor plane) in [-pi, pi)."""
+        return self.values[:, OUT_PHASE]
+
+    @property
+    def omega_rad_s(self) -> np.ndarray:
+        """Shaft angular speed [rad/s], sign = direction."""
+        return self.values[:, OUT_OMEGA]
+
+    @property
+    def q(self) -> np.ndarray:
+        """(done, 6) pose [s, psi, tx, ty, p31, p32] (paper parameterisation)."""
+        return self.values[:, OUT_Q:OUT_Q + 6]
+
+    @property
+    def q_core(self) -> np.ndarray:
+        """(done, 6) pose [log s, psi, tx, ty, p31, p32] after each packet."""
+        return self.values[:, PK_QCORE:PK_QCORE + 6]
+
+    @property
+    def rpm_ekf(self) -> np.ndarray:
+        """Shaft RPM of the EKF state (at its last event, no propagation)."""
+        return self.values[:, PK_RPM_EKF]
+
+    @property
+    def direction(self) -> np.ndarray:
+        """Rotation sign +1 / -1 (0 while acquiring an unknown sign), as floats."""
+        return self.values[:, PK_ZETA]
+
+    @property
+    def events(self) -> np.ndarray:
+        """Events routed to the rotor per packet, as floats."""
+        return self.values[:, PK_N]
+
+    @property
+    def boxes(self) -> np.ndarray:
+        """(done, 4) routing box (x0, y0, x1, y1) of each packet, as floats."""
+        return self.values[:, PK_BOX:PK_BOX + 4]
+
+    @property
+    def levels(self) -> np.ndarray:
+        """Health level after each packet (core.health TRACKING / DEGRADED / LOST)."""
+        return self.health_int[:, HI_LEVEL]
+
+    @property
+    def causes(self) -> np.ndarray:
+        """Health reason code that made each level DEGRADED / LOST (R_OK while TRACKING)."""
+        return self.health_int[:, HI_CAUSE]
+
+    def columns(self) -> PacketColumns:
+        """Every column as a list of Python numbers (``.tx[k]``, ``.level[k]``, ...).
+
+        One conversion per run: cheap to index row by row in Python.
+        """
+        hi = self.health_int.T.tolist()
+        return PacketColumns(*self.values.T.tolist(), hi[HI_LEVEL], hi[HI_CAUSE])
+
+    def reason(self, k: int) -> str:
+        """The health message after packet ``k`` (:func:`core.health.reason_text`)."""
+        return reason_text(self.health_int[k], self.health_float[k])
 
 
 class HelixTracker:
@@ -215,25 +291,11 @@ class HelixTracker:
             raise ValueError('rotor must be a RotorInit')
         self.rotor = rotor
         p = self._params
-        B = rotor.blades
         self.q = np.array([math.log(rotor.radius_px), rotor.psi_rad, rotor.center_px[0],
                            rotor.center_px[1], rotor.perspective[0], rotor.perspective[1]])
         self.pose = np.empty(_POSE_LEN)
         _pack_pose(self.q, self.pose)
-        omega0 = rotor.rpm_shaft * TWO_PI / 60.0 * B
-        self.fs = np.zeros(FS_LEN)
-        self.fs[FS_OM] = omega0
-        self.fs[FS_P00] = p.p0_phase_rad2
-        self.fs[FS_P11] = p.p0_omega_rad2_s2
-        self.fs[FS_P22] = p.p0_alpha_rad2_s4
-        self.ist = np.zeros(IS_LEN, dtype=np.int64)
-        self.ist[IS_T] = -1
-        self.ist[IS_TMAX] = -1
-        self.ist[IS_ZETA] = rotor.direction
-        self.ist[IS_ACQ] = 1
-        self.ist[IS_ACQ_STRIDE] = 1
-        self.ist[IS_GN_STRIDE] = 1
-        self.ist[IS_DIR] = rotor.direction
+        self.fs, self.ist = new_tracker_state(p, rotor)
         self.acc = np.zeros(ACC_LEN)
         self.acq_t = np.zeros(p.sign_events, dtype=np.int64)
         self.acq_a = np.zeros(p.sign_events)
@@ -404,6 +466,11 @@ class HelixTracker:
         return int(self.hi[HI_LEVEL])
 
     @property
+    def health_cause(self) -> int:
+        """Reason code of a DEGRADED / LOST level (core.health R_*; R_OK when TRACKING)."""
+        return int(self.hi[HI_CAUSE])
+
+    @property
     def health_reason(self) -> str:
         """Why the rotor is not TRACKING ('tracking' when it is)."""
         return reason_text(self.hi, self.hs)
@@ -499,16 +566,19 @@ class HelixTracker:
         if stride < 1:
             raise ValueError('stride must be >= 1')
         longest = int(np.max(np.diff(ends, prepend=0))) if n_pk else 0
-        return self._run_packets(t_us, xs, ys, ps, ends, t_last, longest, int(stride),
+        return self.run_packets(t_us, xs, ys, ps, ends, t_last, longest, int(stride),
                                  int(reset_deadline_us))
 
-    def _run_packets(self, t_us: np.ndarray, xs: np.ndarray, ys: np.ndarray, ps: np.ndarray,
-                     ends: np.ndarray, t_last: np.ndarray, longest: int, stride: int,
-                     reset_deadline_us: int) -> PacketRun:
-        """Run :meth:`process_packets` on arrays already checked.
+    def run_packets(self, t_us: np.ndarray, xs: np.ndarray, ys: np.ndarray, ps: np.ndarray,
+                    ends: np.ndarray, t_last: np.ndarray, longest: int, stride: int,
+                    reset_deadline_us: int) -> PacketRun:
+        """:meth:`process_packets` on arrays the caller has checked already.
 
-        ``longest`` is the most events in one packet. For callers that hold
-        checked arrays already (the pipeline): less time under the GIL per call.
+        The arrays must be contiguous, of the dtypes and shapes that
+        :meth:`process_packets` checks (int64 times, uint16 x / y, uint8 p,
+        int64 ``ends`` and ``t_last``); ``longest`` is at least the most
+        events in one packet. For the pipeline, which holds such arrays: less
+        time under the GIL per call. Unchecked arrays may crash the kernel.
         """
         n_pk = ends.shape[0]
         # + 1: the routing loop writes one index past the kept events

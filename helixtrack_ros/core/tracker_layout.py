@@ -17,144 +17,136 @@ from helixtrack_ros.core.fastmath import TWO_PI
 from helixtrack_ros.core.health import HP_OUT0, HP_OUT1, HP_TIP_IN, HP_WIN
 from helixtrack_ros.core.jit import fma_inline, kernel
 from helixtrack_ros.core.params import RotorInit, TrackerParams
+from helixtrack_ros.core.slots import Slots
 
-# ---- float state ------------------------------------------------------------------------
-FS_PHI, FS_OM, FS_AL = 0, 1, 2
-FS_P00, FS_P01, FS_P02, FS_P11, FS_P12, FS_P22 = 3, 4, 5, 6, 7, 8
-FS_PHIB, FS_PSIB = 9, 10
-FS_SW, FS_SWE = 11, 12    # pending fold of the current timestamp: sum w, sum w eps
-FS_VX, FS_VY = 13, 14     # motion model: image velocity of the centre [px / us]
-FS_KP = 15         # 16: covariance of the motion Kalman filter [x, y, vx, vy] (px, px/s)
-FS_AC = 31         # 3: while acquiring, sum u_x, sum u_y, count of disc events (centroid)
-FS_LEN = 34
+# ---- float state (fs) -------------------------------------------------------------------
+_FS = Slots('tracker float state')
+FS_PHI = _FS.slot()          # phase EKF x = [phi, omega, alpha] (Sec. 3.3)
+FS_OM = _FS.slot(lambda p, rotor: rotor.rpm_shaft * TWO_PI / 60.0 * rotor.blades)
+FS_AL = _FS.slot()
+FS_P00 = _FS.slot('p0_phase_rad2')   # the six entries of P
+FS_P01 = _FS.slot()
+FS_P02 = _FS.slot()
+FS_P11 = _FS.slot('p0_omega_rad2_s2')
+FS_P12 = _FS.slot()
+FS_P22 = _FS.slot('p0_alpha_rad2_s4')
+FS_PHIB = _FS.slot()         # phi and psi at the start of the pose batch
+FS_PSIB = _FS.slot()
+FS_SW = _FS.slot()           # pending fold of the current timestamp: sum w, sum w eps
+FS_SWE = _FS.slot()
+FS_VX = _FS.slot()           # motion model: image velocity of the centre [px / us]
+FS_VY = _FS.slot()
+FS_KP = _FS.slot(width=16)   # covariance of the motion Kalman filter [x, y, vx, vy] (px, px/s)
+FS_AC = _FS.slot(width=3)    # while acquiring, sum u_x, sum u_y, count of disc events (centroid)
+FS_LEN = _FS.close()
 
-# ---- int state --------------------------------------------------------------------------
-IS_T = 0           # time of the EKF state x [us]; -1 before the first accepted event
-IS_TMAX = 1        # latest input time [us]; -1 before the first event
-IS_IN = 2          # input events
-IS_USED = 3        # events assimilated by the EKF
-IS_POSE = 4        # pose solves
-IS_BACK = 5        # events whose time went backwards
-IS_ZETA = 6        # rotation sign; 0 while acquiring an unknown sign
-IS_ACQ = 7         # 1 while acquiring sign / phase
-IS_ACQ_N = 8       # buffered acquisition events
-IS_ACQ_STRIDE = 9
-IS_ACQ_SEEN = 10   # in-ring events seen while acquiring
-IS_ACQ_T0 = 11
-IS_GN_STRIDE = 12
-IS_GN_CNT = 13
-IS_BATCH_N = 14    # accepted events in the current pose batch
-IS_BATCH_T0 = 15
-IS_DIR = 16        # configured direction
-IS_DEFER = 17      # triggers whose batch was too small
-IS_ACCEPT = 18     # events inside the annulus
-IS_MT = 19         # motion model: time the centre was last propagated to [us]
-IS_SOLVE_T = 20    # time of the last applied fast step [us]
-IS_FAST_T = 21     # time of the last fast translation step [us]
-IS_FASTON = 22     # 1 while the fast translation step runs (low RPM)
-IS_LEN = 23
+# ---- int state (ist) ---------------------------------------------------------------------
+_IS = Slots('tracker int state')
+IS_T = _IS.slot(-1)          # time of the EKF state x [us]; -1 before the first accepted event
+IS_TMAX = _IS.slot(-1)       # latest input time [us]; -1 before the first event
+IS_IN = _IS.slot()           # input events
+IS_USED = _IS.slot()         # events assimilated by the EKF
+IS_POSE = _IS.slot()         # pose solves
+IS_BACK = _IS.slot()         # events whose time went backwards
+IS_ZETA = _IS.slot(lambda rotor: rotor.direction)  # rotation sign; 0 while acquiring it
+IS_ACQ = _IS.slot(1)         # 1 while acquiring sign / phase
+IS_ACQ_N = _IS.slot()        # buffered acquisition events
+IS_ACQ_STRIDE = _IS.slot(1)
+IS_ACQ_SEEN = _IS.slot()     # in-ring events seen while acquiring
+IS_ACQ_T0 = _IS.slot()
+IS_GN_STRIDE = _IS.slot(1)
+IS_GN_CNT = _IS.slot()
+IS_BATCH_N = _IS.slot()      # accepted events in the current pose batch
+IS_BATCH_T0 = _IS.slot()
+IS_DIR = _IS.slot(lambda rotor: rotor.direction)   # configured direction
+IS_DEFER = _IS.slot()        # triggers whose batch was too small
+IS_ACCEPT = _IS.slot()       # events inside the annulus
+IS_MT = _IS.slot()           # motion model: time the centre was last propagated to [us]
+IS_SOLVE_T = _IS.slot()      # time of the last applied fast step [us]
+IS_FAST_T = _IS.slot()       # time of the last fast translation step [us]
+IS_FASTON = _IS.slot()       # 1 while the fast translation step runs (low RPM)
+IS_LEN = _IS.close()
 
-# ---- tracker parameter vector -----------------------------------------------------------
-TP_B = 0
-TP_KAPPA = 1
-TP_QJ = 2
-TP_SIG0 = 3
-TP_RFLOOR = 4
-TP_INV2SR2 = 5
-TP_RIN2 = 6
-TP_ROUT2 = 7
-TP_GNMIN = 8
-TP_GNTARGET = 9
-TP_TIMER = 10
-TP_MAXEV = 11
-TP_ACQ_US = 12     # minimum acquisition window [us]
-TP_OMEGA0 = 13     # initial |omega| [rad/s] of the B-fold phase
-TP_SPAN = 14
-TP_MARGIN = 15
-TP_P0PHI = 16
-TP_P0OM = 17
-TP_P0AL = 18
-TP_RINGACQ = 19    # acquisition uses |r - 1| <= this
-TP_ACQ_MIN = 20    # minimum buffered events before a decision
-TP_MOTION = 21     # 1: constant-velocity pose propagation between fast steps
-TP_FASTRPM = 22    # the fast step runs below this shaft RPM
-TP_MSTEP = 23
-TP_MHOLD = 24
-TP_MVMAX = 25      # largest image speed [tip radii / us]
-TP_FAST = 26       # fast translation step period [us] (0 = off)
-TP_FGAIN = 27
-TP_FMAX = 28
-TP_FDAMP = 29
-TP_FMIN = 30
-TP_FFORGET = 31    # forgetting of the fast translation system
-TP_FINFO = 32      # information per unit of the phase-term normal equations [1/px^2]
-TP_QACC = 33       # white-acceleration density of the motion model [tip radii^2 / s^3]
-TP_P0POS = 34      # initial position / velocity standard deviations [tip radii, tip radii/s]
-TP_P0VEL = 35
-TP_FANISO = 36     # weakest / strongest eigenvalue below this: weak direction dropped
-TP_FGATE = 37      # innovation gate (squared Mahalanobis distance; 0 = off)
-TP_ACQGAIN = 38    # centroid step gain while acquiring
-TP_LEN = 39
+# ---- tracker parameter vector (tp), packed from TrackerParams, the rotor and the GN target
+_TP = Slots('tracker parameters')
+TP_B = _TP.slot(lambda p, rotor, gn: rotor.blades)
+TP_KAPPA = _TP.slot('kappa')
+TP_QJ = _TP.slot('q_jerk')
+TP_SIG0 = _TP.slot('sigma0_rad2')
+TP_RFLOOR = _TP.slot('r_floor')
+TP_INV2SR2 = _TP.slot(lambda p, rotor, gn: 0.5 / p.sigma_ring ** 2)
+TP_RIN2 = _TP.slot(lambda p, rotor, gn: p.r_in ** 2)
+TP_ROUT2 = _TP.slot(lambda p, rotor, gn: p.r_out ** 2)
+TP_GNMIN = _TP.slot('gn_min_events')
+TP_GNTARGET = _TP.slot(lambda p, rotor, gn: gn)   # the GN event target in force
+TP_TIMER = _TP.slot('pose_timer_us')
+TP_MAXEV = _TP.slot('pose_max_events')
+# minimum acquisition window [us]
+TP_ACQ_US = _TP.slot(lambda p, rotor, gn: min(p.sign_turns * 60e6 / rotor.rpm_shaft,
+                                              float(p.sign_max_us)))
+# initial |omega| [rad/s] of the B-fold phase
+TP_OMEGA0 = _TP.slot(lambda p, rotor, gn: rotor.rpm_shaft * TWO_PI / 60.0 * rotor.blades)
+TP_SPAN = _TP.slot('sign_rpm_span')
+TP_MARGIN = _TP.slot('sign_margin')
+TP_P0PHI = _TP.slot('p0_phase_rad2')
+TP_P0OM = _TP.slot('p0_omega_rad2_s2')
+TP_P0AL = _TP.slot('p0_alpha_rad2_s4')
+TP_RINGACQ = _TP.slot(lambda p, rotor, gn: 2.0 * p.sigma_ring)   # acquisition: |r - 1| <= this
+# minimum buffered events before a decision
+TP_ACQ_MIN = _TP.slot(lambda p, rotor, gn: min(64, p.sign_events))
+TP_MOTION = _TP.slot('motion_model')     # 1: constant-velocity pose between fast steps
+TP_FASTRPM = _TP.slot('pose_fast_rpm')   # the fast step runs below this shaft RPM
+TP_MSTEP = _TP.slot('motion_step_us')
+TP_MHOLD = _TP.slot('motion_hold_us')
+TP_MVMAX = _TP.slot(lambda p, rotor, gn: p.motion_max_rs * 1e-6)   # [tip radii / us]
+TP_FAST = _TP.slot('pose_fast_us')       # fast translation step period [us] (0 = off)
+TP_FGAIN = _TP.slot('pose_fast_gain')
+TP_FMAX = _TP.slot('pose_fast_max_step')
+TP_FDAMP = _TP.slot('pose_fast_damping')
+TP_FMIN = _TP.slot('pose_fast_min_weight')
+TP_FFORGET = _TP.slot('pose_fast_forget')   # forgetting of the fast translation system
+TP_FINFO = _TP.slot('pose_fast_info')       # information per unit of the phase-term system
+TP_QACC = _TP.slot('motion_accel')          # white-acceleration density of the motion model
+TP_P0POS = _TP.slot('motion_p0_pos')        # initial position / velocity standard deviations
+TP_P0VEL = _TP.slot('motion_p0_vel')
+TP_FANISO = _TP.slot('pose_fast_aniso')     # weak / strong eigenvalue below this: dropped
+TP_FGATE = _TP.slot('motion_gate')          # innovation gate (squared Mahalanobis; 0 = off)
+TP_ACQGAIN = _TP.slot('pose_acq_gain')      # centroid step gain while acquiring
+TP_LEN = _TP.close()
 
-# output columns
-OUT_RPM, OUT_STD, OUT_PHASE, OUT_OMEGA, OUT_Q = 0, 1, 2, 3, 4
-OUT_LEN = 10
+# ---- output columns of _process / _emit (the names: PacketColumns) ---------------------
+_OUT = Slots('sample columns')
+OUT_RPM = _OUT.slot(name='rpm_shaft')
+OUT_STD = _OUT.slot(name='rpm_shaft_std')
+OUT_PHASE = _OUT.slot(name='phase_rad')
+OUT_OMEGA = _OUT.slot(name='omega_rad_s')
+OUT_Q = _OUT.slot(width=6, name=('s', 'psi', 'tx', 'ty', 'p31', 'p32'))   # paper q
+OUT_LEN = _OUT.close()
 
 MODE_LAST, MODE_TIMES, MODE_EVERY = 0, 1, 2
 
-# per-packet output columns of :func:`_process_packets` (after the OUT_LEN sample columns)
-PK_QCORE = OUT_LEN          # 6: q_core after the packet
-PK_RPM_EKF = OUT_LEN + 6    # shaft RPM of the EKF state (no propagation)
-PK_ZETA = OUT_LEN + 7       # rotation sign
-PK_N = OUT_LEN + 8          # events routed to the rotor
-PK_BOX = OUT_LEN + 9        # 4: routing box (x0, y0, x1, y1)
-PK_LEN = OUT_LEN + 13
+# per-packet output columns of :func:`_process_packets`: the sample columns, then
+_PK = Slots('packet columns')
+_PK.slot(width=OUT_LEN, name=_OUT.names)
+PK_QCORE = _PK.slot(width=6, name=('log_s', 'core_psi', 'core_tx', 'core_ty', 'core_p31',
+                                   'core_p32'))   # q_core after the packet
+PK_RPM_EKF = _PK.slot(name='rpm_ekf')     # shaft RPM of the EKF state (no propagation)
+PK_ZETA = _PK.slot(name='direction')      # rotation sign
+PK_N = _PK.slot(name='events')            # events routed to the rotor
+PK_BOX = _PK.slot(width=4, name=('x0', 'y0', 'x1', 'y1'))   # routing box
+PK_LEN = _PK.close()
+#: the name of every PK_* column (:class:`~helixtrack_ros.core.tracker.PacketColumns`)
+PK_NAMES = _PK.names
 
 
 def pack_tracker_params(p: TrackerParams, rotor: RotorInit, gn_target_events: int) -> np.ndarray:
     """The tracker parameter vector (TP_* slots) of parameters ``p`` for ``rotor``."""
-    B = rotor.blades
-    tp = np.zeros(TP_LEN)
-    tp[TP_B] = B
-    tp[TP_KAPPA] = p.kappa
-    tp[TP_QJ] = p.q_jerk
-    tp[TP_SIG0] = p.sigma0_rad2
-    tp[TP_RFLOOR] = p.r_floor
-    tp[TP_INV2SR2] = 0.5 / p.sigma_ring ** 2
-    tp[TP_RIN2] = p.r_in ** 2
-    tp[TP_ROUT2] = p.r_out ** 2
-    tp[TP_GNMIN] = p.gn_min_events
-    tp[TP_GNTARGET] = gn_target_events
-    tp[TP_TIMER] = p.pose_timer_us
-    tp[TP_MAXEV] = p.pose_max_events
-    tp[TP_ACQ_US] = min(p.sign_turns * 60e6 / rotor.rpm_shaft, float(p.sign_max_us))
-    tp[TP_OMEGA0] = rotor.rpm_shaft * TWO_PI / 60.0 * B
-    tp[TP_SPAN] = p.sign_rpm_span
-    tp[TP_MARGIN] = p.sign_margin
-    tp[TP_P0PHI] = p.p0_phase_rad2
-    tp[TP_P0OM] = p.p0_omega_rad2_s2
-    tp[TP_P0AL] = p.p0_alpha_rad2_s4
-    tp[TP_RINGACQ] = 2.0 * p.sigma_ring
-    tp[TP_ACQ_MIN] = min(64, p.sign_events)
-    tp[TP_MOTION] = p.motion_model
-    tp[TP_FASTRPM] = p.pose_fast_rpm
-    tp[TP_MSTEP] = p.motion_step_us
-    tp[TP_MHOLD] = p.motion_hold_us
-    tp[TP_MVMAX] = p.motion_max_rs * 1e-6
-    tp[TP_FAST] = p.pose_fast_us
-    tp[TP_FGAIN] = p.pose_fast_gain
-    tp[TP_FMAX] = p.pose_fast_max_step
-    tp[TP_FDAMP] = p.pose_fast_damping
-    tp[TP_FMIN] = p.pose_fast_min_weight
-    tp[TP_FFORGET] = p.pose_fast_forget
-    tp[TP_FINFO] = p.pose_fast_info
-    tp[TP_QACC] = p.motion_accel
-    tp[TP_P0POS] = p.motion_p0_pos
-    tp[TP_P0VEL] = p.motion_p0_vel
-    tp[TP_FANISO] = p.pose_fast_aniso
-    tp[TP_FGATE] = p.motion_gate
-    tp[TP_ACQGAIN] = p.pose_acq_gain
-    return tp
+    return _TP.pack(p, rotor, gn_target_events)
+
+
+def new_tracker_state(p: TrackerParams, rotor: RotorInit) -> tuple[np.ndarray, np.ndarray]:
+    """A fresh (float, int) state: the rotor's rate, P0, acquiring, no event yet."""
+    return _FS.pack(p, rotor), _IS.pack(rotor, dtype=np.int64)
 
 
 # ---- accessors: the kernel's locals from and to the state arrays --------------------------

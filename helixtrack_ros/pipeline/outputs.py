@@ -17,29 +17,14 @@ import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.health import (
-    HI_CAUSE,
-    HI_LEVEL,
     LOST,
     R_STARVED,
     TRACKING,
     RotorState,
-    reason_text,
     rotor_state,
 )
 from helixtrack_ros.core.homography import homography_from_paper_q
-from helixtrack_ros.core.tracker import (
-    OUT_OMEGA,
-    OUT_PHASE,
-    OUT_Q,
-    OUT_RPM,
-    OUT_STD,
-    PK_BOX,
-    PK_N,
-    PK_QCORE,
-    PK_RPM_EKF,
-    PK_ZETA,
-    PacketRun,
-)
+from helixtrack_ros.core.tracker import PacketRun
 from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withheld
 from helixtrack_ros.pipeline.recovery import RotorRecovery
 
@@ -89,7 +74,7 @@ def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> R
     rec = bank.recs[r]
     rec.step(bank, r, ev, t_last)
     tracker = bank.trackers[r]
-    cause = int(tracker.hi[HI_CAUSE])
+    cause = tracker.health_cause
     state = RotorState.STARVED if cause == R_STARVED else RotorState.LOST
     text = f'{tracker.health_reason}; re-detecting'
     if rec.reset:
@@ -112,44 +97,41 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, t_last: np.ndarray, stri
     name = bank.inits[r].name
     recovery = bank.config.recovery
     size = bank.image_size()
-    rows = run.values[:run.done].tolist()           # Python floats: cheap to index
-    levels = run.health_int[:run.done, HI_LEVEL].tolist()
+    c = run.columns()                               # Python numbers: cheap to index
     outs = []
     good = -1          # the last TRACKING row: the pose a later search starts from
     for k in range(run.done):
-        row = rows[k]
-        health = levels[k]
+        health = c.level[k]
         if recovery and health == TRACKING:
             good = k
             if rec.searching or rec.reset or rec.buf or rec.detecting is not None:
                 rec.forget()
         elif recovery and k == run.done - 1:
-            good = _note_good(rec, rows, good)
+            good = _note_good(rec, run, good)
             rec.step(bank, r, *last_packet)
         # (the health reason is text only a rotor not TRACKING needs)
-        cause = int(run.health_int[k, HI_CAUSE])
+        cause = c.cause[k]
+        events = int(c.events[k])
         level, message, state = rotor_status(
-            size, stride, row[OUT_Q + 2], row[OUT_Q + 3], row[OUT_RPM], health, cause,
-            int(row[PK_N]),
-            '' if health == TRACKING else reason_text(run.health_int[k], run.health_float[k]),
-            row[PK_BOX:PK_BOX + 4], rec)
+            size, stride, c.tx[k], c.ty[k], c.rpm_shaft[k], health, cause, events,
+            '' if health == TRACKING else run.reason(k), (c.x0[k], c.y0[k], c.x1[k], c.y1[k]),
+            rec)
         if state != RotorState.TRACKING:
-            outs.append(withheld(name, int(t_last[k]), int(row[PK_N]), level, message,
-                                 health, state, cause))
+            outs.append(withheld(name, int(t_last[k]), events, level, message, health, state,
+                                 cause))
             continue
-        hom = homography_from_paper_q(*row[OUT_Q:OUT_Q + 6])
+        hom = homography_from_paper_q(c.s[k], c.psi[k], c.tx[k], c.ty[k], c.p31[k], c.p32[k])
         outs.append(RotorOutput(
-            name=name, t_us=int(t_last[k]), phase_rad=row[OUT_PHASE],
-            omega_rad_s=row[OUT_OMEGA], rpm_shaft=row[OUT_RPM],
-            rpm_shaft_std=row[OUT_STD], homography=hom, events=int(row[PK_N]),
+            name=name, t_us=int(t_last[k]), phase_rad=c.phase_rad[k],
+            omega_rad_s=c.omega_rad_s[k], rpm_shaft=c.rpm_shaft[k],
+            rpm_shaft_std=c.rpm_shaft_std[k], homography=hom, events=events,
             level=level, message=message, health=health))
-    _note_good(rec, rows, good)
+    _note_good(rec, run, good)
     return outs
 
 
-def _note_good(rec: RotorRecovery, rows: list[list[float]], k: int) -> int:
+def _note_good(rec: RotorRecovery, run: PacketRun, k: int) -> int:
     """Remember row k's pose as the rotor's last good one (k < 0: none); returns -1."""
     if k >= 0:
-        row = rows[k]
-        rec.note_good(row[PK_QCORE:PK_QCORE + 6], row[PK_RPM_EKF], int(row[PK_ZETA]))
+        rec.note_good(run.q_core[k].tolist(), float(run.rpm_ekf[k]), int(run.direction[k]))
     return -1

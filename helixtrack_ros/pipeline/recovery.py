@@ -33,7 +33,7 @@ import numpy as np
 
 from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
 from helixtrack_ros.core.events import EventArrays
-from helixtrack_ros.core.health import HI_CAUSE, LOST, R_STARVED, TRACKING
+from helixtrack_ros.core.health import LOST, R_STARVED, TRACKING
 from helixtrack_ros.core.params import RotorInit
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,7 +109,7 @@ class RotorRecovery:
         if not self.searching:
             # search around the last good pose, with events from now on
             self.may_resume = (not (self.reset and self.resumed)
-                               and int(tracker.hi[HI_CAUSE]) == R_STARVED)
+                               and tracker.health_cause == R_STARVED)
             self.searching = True
             self.region_quiet = False
             self.reset = False

@@ -19,7 +19,7 @@ import numpy as np
 
 from helixtrack_ros.core.detection import DetectedRotor
 from helixtrack_ros.core.events import EventArrays, EventBuffer
-from helixtrack_ros.core.health import HI_LEVEL, TRACKING, RotorState
+from helixtrack_ros.core.health import TRACKING, RotorState
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker, PacketRun
 from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
@@ -132,7 +132,7 @@ class RotorBank:
         for r, tracker in enumerate(self.trackers):
             inf.runs.append(None)
             if not self._searched(r):
-                calls.append((r, tracker._run_packets, (*arrays, self._deadline(r))))
+                calls.append((r, tracker.run_packets, (*arrays, self._deadline(r))))
         jobs = self.threads.start(calls, len(ev), caller_joins)
         if jobs.helpers:
             inf.jobs = jobs
@@ -157,7 +157,7 @@ class RotorBank:
         n_pk = len(inf.t_last) if inf.t_last is not None else 0
         for run, rec in zip(inf.runs, self.recs):
             if (not isinstance(run, PacketRun) or run.done != n_pk
-                    or int(run.health_int[n_pk - 1, HI_LEVEL]) != TRACKING
+                    or int(run.levels[n_pk - 1]) != TRACKING
                     or rec.searching or rec.reset):
                 return False
         return True
