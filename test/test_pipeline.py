@@ -7,7 +7,8 @@ import pytest
 
 from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
 from helixtrack_ros.evaluation import rotor_inits_from_scene
-from helixtrack_ros.pipeline import PipelineConfig, RawPacket, TrackingPipeline
+from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
 from helixtrack_ros.pipeline.realtime import MIN_TRACKED_PER_US, StridePolicy
 from helixtrack_ros.sim import Simulator, make_scenario
 
@@ -139,8 +140,8 @@ def _raw_packets(scene, seed):
     out = []
     for i, (start, stop) in enumerate(packetize(ev.t_us, 1000)):
         part = ev.slice(start, stop)
-        out.append(RawPacket(enc.encode(part), 'evt3', 1280, 720, False,
-                             10**18 + int(part.t_us[-1]) * 1000 + 300_000, i))
+        out.append(EventPacketRecord(10**18 + int(part.t_us[-1]) * 1000 + 300_000, '', 720,
+                                     1280, i, 0, 'evt3', False, enc.encode(part)))
     return out
 
 
@@ -154,13 +155,13 @@ def test_batches_of_packets_give_the_packet_by_packet_results(threads, stream):
     scene = make_scenario('quadcopter_4m', 0.3, 2, seed=6)
     raw = _raw_packets(scene, 6)
     # a garbage packet and an empty one inside a batch
-    raw.insert(40, raw[40]._replace(payload=np.random.default_rng(1).integers(
+    raw.insert(40, raw[40]._replace(events=np.random.default_rng(1).integers(
         0, 256, 4000).astype(np.uint8)))
-    raw.insert(80, raw[80]._replace(payload=np.zeros(0, np.uint8)))
+    raw.insert(80, raw[80]._replace(events=np.zeros(0, np.uint8)))
     raw = [p._replace(seq=i) for i, p in enumerate(raw)]
     config = PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=threads)
     one = TrackingPipeline(config)
-    ref = [one.process_packet(*p) for p in raw]
+    ref = [one.process_packets([p])[0] for p in raw]
     many = TrackingPipeline(config)
     got = []
     batches = [raw[k:k + 13] for k in range(0, len(raw), 13)]
@@ -186,7 +187,7 @@ def test_batches_recover_a_jumped_rotor_like_single_packets():
     raw = _raw_packets(scene, 2)
     config = PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=2)
     one = TrackingPipeline(config)
-    ref = [one.process_packet(*p) for p in raw]
+    ref = [one.process_packets([p])[0] for p in raw]
     many = TrackingPipeline(config)
     got = []
     for k in range(0, len(raw), 10):

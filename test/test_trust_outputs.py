@@ -34,7 +34,8 @@ from helixtrack_ros.core.health import (
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker
 from helixtrack_ros.evaluation import rotor_inits_from_scene
-from helixtrack_ros.pipeline import PipelineConfig, RawPacket, TrackingPipeline
+from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
 from helixtrack_ros.sim import Simulator, make_scenario
 
 STAMP0_NS = 10**18
@@ -51,9 +52,9 @@ def _encoded(scene, seed: int) -> list[tuple[bytes, int, int]]:
     return out
 
 
-def _raw(pkts, indices) -> list[RawPacket]:
-    return [RawPacket(pkts[i][0], 'evt3', 1280, 720, False, STAMP0_NS + pkts[i][1] * 1000, i)
-            for i in indices]
+def _raw(pkts, indices) -> list[EventPacketRecord]:
+    return [EventPacketRecord(STAMP0_NS + pkts[i][1] * 1000, '', 720, 1280, i, 0, 'evt3', False,
+                              pkts[i][0]) for i in indices]
 
 
 @pytest.fixture(scope='module')

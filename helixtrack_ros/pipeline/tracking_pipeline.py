@@ -24,19 +24,21 @@ from helixtrack_ros.core.detection import DetectedRotor
 from helixtrack_ros.core.events import EventArrays, EventBuffer
 from helixtrack_ros.core.params import TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker
+from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline.batching import BatchBuffers, Inflight, Pending
 from helixtrack_ros.pipeline.config import PipelineConfig
 from helixtrack_ros.pipeline.diagnostics import pipeline_status, rotor_statuses
-from helixtrack_ros.pipeline.intake import PacketIntake
+from helixtrack_ros.pipeline.intake import PacketIntake, SeqCounter
 from helixtrack_ros.pipeline.realtime import StridePolicy
-from helixtrack_ros.pipeline.records import PacketResult, RawPacket, RotorOutput, StreamBatch
+from helixtrack_ros.pipeline.records import PacketResult, RotorOutput, StreamBatch
 from helixtrack_ros.pipeline.rotors import RotorBank
 from helixtrack_ros.pipeline.startup import StartupDetector, rotor_inits
 
 #: Every counter of a pipeline, in the order diagnostics list them.
-COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'events_in',
-            'events_routed', 'time_backwards', 'time_gaps', 'camera_restarts', 'decode_errors',
-            'packets_corrupt', 'resumes', 'recoveries', 'recovery_attempts', 'detections')
+COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'seq_restarts',
+            'events_in', 'events_routed', 'time_backwards', 'time_gaps', 'camera_restarts',
+            'decode_errors', 'packets_corrupt', 'resumes', 'recoveries', 'recovery_attempts',
+            'detections')
 
 
 class TrackingPipeline:
@@ -67,6 +69,12 @@ class TrackingPipeline:
     def rotor_names(self) -> list[str]:
         """Names of the tracked rotors, in output order."""
         return [r.name for r in self._bank.inits]
+
+    @property
+    def sequence(self) -> SeqCounter:
+        """The packets' sequence numbers: the last one, gaps and restarts (counted in
+        :attr:`counters`)."""
+        return self._intake.seq
 
     @property
     def stride(self) -> int:
@@ -135,10 +143,11 @@ class TrackingPipeline:
                        time_base: int = 0) -> PacketResult:
         """Process one ``EventPacket``: the rotors' states at its last event, or ``error``
         set when it was refused (the pipeline state is unchanged then)."""
-        return self.process_packets([RawPacket(payload, encoding, width, height, is_bigendian,
-                                               stamp_ns, seq, time_base)])[0]
+        return self.process_packets([EventPacketRecord(stamp_ns, '', height, width, seq,
+                                                       time_base, encoding, is_bigendian,
+                                                       payload)])[0]
 
-    def process_packets(self, packets: Sequence[RawPacket]) -> list[PacketResult]:
+    def process_packets(self, packets: Sequence[EventPacketRecord]) -> list[PacketResult]:
         """Process consecutive packets; one result per packet, in order.
 
         The same results as :meth:`process_packet` on each in turn, except
@@ -152,7 +161,7 @@ class TrackingPipeline:
         self._account_batch(time.perf_counter() - wall0, t_before)
         return results
 
-    def process_stream(self, batches: Iterable[Sequence[RawPacket]],
+    def process_stream(self, batches: Iterable[Sequence[EventPacketRecord]],
                        diagnostics_period_us: int = 0) -> Iterator[StreamBatch]:
         """Process a stream of batches, decoding one while the last is tracked (offline).
 
@@ -163,7 +172,7 @@ class TrackingPipeline:
         diagnostics snapshot comes with the first batch and then whenever
         that much sensor time has passed.
         """
-        prev: tuple[Sequence[RawPacket], list[PacketResult | None]] | None = None
+        prev: tuple[Sequence[EventPacketRecord], list[PacketResult | None]] | None = None
         last_diag_us: int | None = None
         wall0 = time.perf_counter()
         for packets in batches:
@@ -225,14 +234,14 @@ class TrackingPipeline:
         self._account_load(time.perf_counter() - wall0, max(span_us, 1))
         return self._last_outputs
 
-    def _admit_all(self, packets: Sequence[RawPacket]) -> list[PacketResult | None]:
+    def _admit_all(self, packets: Sequence[EventPacketRecord]) -> list[PacketResult | None]:
         """Decode and check each packet; refused ones get their result, the rest queue."""
         results: list[PacketResult | None] = [None] * len(packets)
         # room for 2 events per 16-bit word (EVT3 streams carry fewer; more, and the
         # packets that do not fit get arrays of their own)
-        self._batch_events = self._buffers.take(sum(len(pkt.payload) for pkt in packets))
+        self._batch_events = self._buffers.take(sum(len(pkt.events) for pkt in packets))
         for i, pkt in enumerate(packets):
-            adm = self._intake.admit(self._batch_events, *pkt)
+            adm = self._intake.admit(self._batch_events, pkt)
             if adm.error is not None:
                 results[i] = PacketResult(error=adm.error)
                 continue
