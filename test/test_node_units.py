@@ -18,6 +18,7 @@ import rclpy  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from helixtrack_ros.ros import node as hn  # noqa: E402
+from helixtrack_ros.ros.inputs import EVENTS_QOS  # noqa: E402
 from helixtrack_ros.ros.outputs import homography_message  # noqa: E402
 
 
@@ -204,17 +205,17 @@ def test_queued_packets_are_tracked_together_and_published_one_by_one(context):
         msgs = F.fake_packets(8, seq0=0)
         # a real backlog: the packets wait in the node's own subscription queue
         other = rclpy.create_node('backlog', context=context)
-        pub = other.create_publisher(EventPacket, node._sub.topic_name, hn.EVENTS_QOS)
+        pub = other.create_publisher(EventPacket, node._input.sub.topic_name, EVENTS_QOS)
         F.wait_until(lambda: pub.get_subscription_count() > 0, 10.0, 'discovery')
         for m in msgs[1:]:
             pub.publish(m)
-        F.wait_until(lambda: node._sub.handle.get_publisher_count() > 0, 10.0, 'matched')
+        F.wait_until(lambda: node._input.sub.handle.get_publisher_count() > 0, 10.0, 'matched')
         import time
         time.sleep(0.5)
         node.set_parameters([Parameter('max_batch_packets', value=5)])
         node._on_packet(msgs[0])          # takes 4 of the 7 queued ones with it
-        node._on_packet(*node._take_queued(1)[0])     # and the last 2 with this one
-        assert node._take_queued(1) == []
+        node._on_packet(*node._input.take_queued(1)[0])     # and the last 2 with this one
+        assert node._input.take_queued(1) == []
         assert node._pipe.batches == [5, 3]
         assert pubs == [F.stamp_ns(m) for m in msgs]
         c = node.counters
@@ -288,13 +289,13 @@ def test_events_type_auto_follows_a_publisher_of_event_array(context):
     rclpy.init(context=driver_ctx)
     other = rclpy.create_node('array_driver', context=driver_ctx)
     try:
-        topic = node._sub.topic_name
-        pub = other.create_publisher(event_array, topic, hn.EVENTS_QOS)
+        topic = node._input.sub.topic_name
+        pub = other.create_publisher(event_array, topic, EVENTS_QOS)
         F.wait_until(lambda: node.get_publishers_info_by_topic(topic), 10.0,
                      'the EventArray publisher in the graph')
-        node._watch_input()
-        assert node._sub.msg_type is event_array
-        F.wait_until(lambda: node._sub.handle.get_publisher_count() > 0
+        node._input.watch()
+        assert node._input.sub.msg_type is event_array
+        F.wait_until(lambda: node._input.sub.handle.get_publisher_count() > 0
                      and pub.get_subscription_count() > 0, 10.0, 'matched')
         import time
         time.sleep(0.3)
@@ -305,7 +306,7 @@ def test_events_type_auto_follows_a_publisher_of_event_array(context):
                               time_base=m.time_base, events=m.events, seq=m.seq)
             pub.publish(arr)
             sent.append(F.stamp_ns(m))
-        got = F.wait_until(lambda: node._take_queued(3), 10.0, 'the EventArrays')
+        got = F.wait_until(lambda: node._input.take_queued(3), 10.0, 'the EventArrays')
         pubs = []
         node._outputs.rotors.publish = lambda m: pubs.append(F.stamp_ns(_joint(m)))
         for msg, info in got:

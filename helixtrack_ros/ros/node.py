@@ -22,8 +22,6 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
 
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.latency import LatencyHistogram, PeriodCounters
@@ -32,14 +30,8 @@ from helixtrack_ros.pipeline.intake import SEQ_COUNTERS
 from helixtrack_ros.pipeline.records import PacketResult
 from helixtrack_ros.ros.debug_publisher import DebugImagePublisher
 from helixtrack_ros.ros.executors import events_executor
-from helixtrack_ros.ros.messages import (
-    arrival_ns,
-    diagnostic_array,
-    event_message_class,
-    publisher_message_class,
-    take_queued,
-    unpack_event_packet,
-)
+from helixtrack_ros.ros.inputs import EventInput
+from helixtrack_ros.ros.messages import arrival_ns, diagnostic_array, unpack_event_packet
 from helixtrack_ros.ros.outputs import OUTPUT_QOS, RotorPublishers, no_event_callbacks
 from helixtrack_ros.ros.parameters import NodeParameters, check_rotor_name
 from helixtrack_ros.ros.pipeline_api import PipelineApi
@@ -47,35 +39,10 @@ from helixtrack_ros.ros.pipeline_api import PipelineApi
 #: Default node name.
 NODE_NAME = 'helixtrack'
 
-#: How often the node looks at its input topic until packets arrive [s] ...
-WATCH_PERIOD_S = 1.0
-#: ... and how often it says that none arrive [s].
-WAIT_WARNING_S = 5.0
-
-#: QoS of ``~/events``: what metavision_driver publishes with.
-EVENTS_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
-                        history=HistoryPolicy.KEEP_LAST, depth=1000,
-                        durability=DurabilityPolicy.VOLATILE)
-_EVENTS_QOS_OVERRIDES = QoSOverridingOptions(policy_kinds=(
-    QoSPolicyKind.RELIABILITY, QoSPolicyKind.HISTORY, QoSPolicyKind.DEPTH,
-    QoSPolicyKind.DURABILITY))
 #: The node's counters in its status; the sequence ones (SEQ_COUNTERS) are the pipeline's.
 _NODE_COUNTERS = ('packets', 'events', 'seq_gaps', 'packets_dropped', 'seq_restarts',
                   'packets_refused', 'internal_errors', 'batches', 'batched_packets',
                   'unreadable_messages')
-
-
-def _packet_callback(on_packet: Callable[..., None], executor_kind: str) -> Callable[..., None]:
-    """The subscription callback: with the MessageInfo where rclpy passes one (from Iron
-    on; but Kilted's EventsExecutor fails on such callbacks, so there the packet is
-    dated when its callback starts)."""
-    try:
-        from rclpy.subscription import MessageInfo  # noqa: F401
-    except ImportError:                 # Humble: the message only
-        return on_packet
-    if executor_kind == 'events':
-        return on_packet
-    return lambda msg, info: on_packet(msg, info)
 
 
 class DebugView(NamedTuple):
@@ -164,39 +131,11 @@ class HelixtrackNode(Node):
             t0 = time.perf_counter()
             warmup()
             self._log.info(f'kernels ready in {time.perf_counter() - t0:.1f} s')
-        self._events_type = str(self.get_parameter('events_type').value)
-        self._subscribe(event_message_class(self._events_type))
+        self._input = EventInput(self, self._on_packet, self.executor_kind,
+                                 str(self.get_parameter('events_type').value), self._steady,
+                                 lambda: self._pipe.counters['packets'] > 0, self.on_take_error)
         self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
-                       f'[{", ".join(self.rotor_names)}] on {self._sub.topic_name}')
-        self._watch_timer = self.create_timer(WATCH_PERIOD_S, self._watch_input,
-                                              clock=self._steady)
-
-    def _subscribe(self, msg_class: type) -> None:
-        """Subscribe ``~/events`` with this message class (EventPacket read in place)."""
-        if getattr(self, '_sub', None) is not None:
-            self.destroy_subscription(self._sub)
-        self._sub = self.create_subscription(
-            msg_class, '~/events', _packet_callback(self._on_packet, self.executor_kind),
-            EVENTS_QOS, raw=msg_class is EventPacket,
-            qos_overriding_options=_EVENTS_QOS_OVERRIDES)
-
-    def _watch_input(self) -> None:
-        """Until packets arrive: follow the topic's type (``events_type`` auto) and say
-        every few seconds that nothing arrives, naming the topic."""
-        if self._pipe.counters['packets'] > 0:
-            self.destroy_timer(self._watch_timer)
-            return
-        topic = self._sub.topic_name
-        if self._events_type == 'auto':
-            wanted = publisher_message_class(
-                [p.topic_type for p in self.get_publishers_info_by_topic(topic)])
-            if wanted is not None and wanted is not self._sub.msg_type:
-                self._log.info(f'{topic} carries {wanted.__module__.split(".")[0]}/'
-                               f'{wanted.__name__}: subscribing to that')
-                self._subscribe(wanted)
-        self._log.warning(f'no event packets on {topic} yet ({self._sub.get_publisher_count()} '
-                          'publishers); is the camera driver running and the topic remapped?',
-                          throttle_duration_sec=WAIT_WARNING_S)
+                       f'[{", ".join(self.rotor_names)}] on {self._input.sub.topic_name}')
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         changes, reason = self._params.tracker_changes(params)
@@ -234,7 +173,7 @@ class HelixtrackNode(Node):
         now_ns = time.time_ns()
         limit = int(self.get_parameter('max_batch_packets').value)
         arrivals, batch = [], []
-        for item, item_info in [(msg, info)] + self._take_queued(limit - 1):
+        for item, item_info in [(msg, info)] + self._input.take_queued(limit - 1):
             pkt = self._unpack(item)
             if pkt is not None:
                 batch.append(pkt)
@@ -268,10 +207,6 @@ class HelixtrackNode(Node):
             self._counts['unreadable_messages'] += 1
             self._log.error(str(exc), throttle_duration_sec=5.0)
             return None
-
-    def _take_queued(self, limit: int) -> list[tuple[bytes | EventPacket, dict | None]]:
-        """Take up to ``limit`` (message, MessageInfo) pairs waiting in the subscription."""
-        return take_queued(getattr(self, '_sub', None), limit, self.on_take_error)
 
     def _say_seq_jumps(self) -> None:
         """Say when the pipeline counted packets lost or a sequence restart."""
