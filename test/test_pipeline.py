@@ -89,6 +89,10 @@ def test_camera_restart_is_survived(packets):
     res = _feed(pipe, enc_pkts[:5], seq0=0, stamp0_ns=2 * 10**18)
     assert all(r.error is None for r in res[5:])
     assert pipe.counters['camera_restarts'] + pipe.counters['packets_corrupt'] >= 1
+    # its sequence numbers start again too: a restart, not a gap (nothing was lost)
+    c = pipe.counters
+    assert (c['seq_restarts'], c['seq_gaps'], c['packets_dropped']) == (1, 0, 0)
+    assert pipe.sequence.last_restart == (len(pkts) - 1, 0) and pipe.sequence.last == 4
 
 
 def _assert_rpm_of_the_rotors_under_them(scene, res):

@@ -100,7 +100,7 @@ class HelixtrackNode(Node):
         self._size = (1280, 720)
         self._last_rotors: list[Any] = []
         self._counts = {k: 0 for k in _NODE_COUNTERS if k not in SEQ_COUNTERS}
-        self._jumps_said = (0, 0)     # the pipeline's seq gaps and restarts logged
+        self._gaps_said = self._restarts_said = 0     # the pipeline's seq jumps logged
         self._win = PeriodCounters()
         #: packet-in -> ~/rotors published, since start
         self._latency = LatencyHistogram()
@@ -211,15 +211,16 @@ class HelixtrackNode(Node):
     def _say_seq_jumps(self) -> None:
         """Say when the pipeline counted packets lost or a sequence restart."""
         c, seq = self._pipe.counters, self._pipe.sequence
-        if c['seq_gaps'] != self._jumps_said[0] and seq.last_gap is not None:
+        if c['seq_gaps'] != self._gaps_said and seq.last_gap is not None:
+            self._gaps_said = c['seq_gaps']
             self._log.warning(f'packets lost: seq {seq.last_gap[0]} -> {seq.last_gap[1]} '
                               f'({c["packets_dropped"]} dropped so far)',
                               throttle_duration_sec=5.0)
-        if c['seq_restarts'] != self._jumps_said[1] and seq.last_restart is not None:
+        if c['seq_restarts'] != self._restarts_said and seq.last_restart is not None:
+            self._restarts_said = c['seq_restarts']
             self._log.warning(f'sequence restarted: {seq.last_restart[0]} -> '
                               f'{seq.last_restart[1]} (camera restart?)',
                               throttle_duration_sec=5.0)
-        self._jumps_said = (c['seq_gaps'], c['seq_restarts'])
 
     def _handle_result(self, pkt: EventPacketRecord, res: PacketResult,
                        arrival_ns: int | None = None) -> None:
