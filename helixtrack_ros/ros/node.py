@@ -158,10 +158,24 @@ class HelixtrackNode(Node):
             self._log.info(f'kernels ready in {time.perf_counter() - t0:.1f} s')
         self._events_type = str(self.get_parameter('events_type').value)
         self._subscribe(event_message_class(self._events_type))
-        self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
-                       f'[{", ".join(self.rotor_names)}] on {self._sub.topic_name}')
+        self._say_rotors()
         self._watch_timer = self.create_timer(WATCH_PERIOD_S, self._watch_input,
                                               clock=self._steady)
+
+    def _say_rotors(self) -> None:
+        """One start-up line: the rotors tracked, or that they will be detected."""
+        from helixtrack_ros.pipeline.startup import DETECT_WINDOW_US
+        topic = self._sub.topic_name
+        if self.rotor_names:
+            self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
+                           f'[{", ".join(self.rotor_names)}] on {topic}')
+        elif self.has_parameter('auto_detect') and self.get_parameter('auto_detect').value:
+            self._log.info(f'no rotors configured: detecting them in the first '
+                           f'{DETECT_WINDOW_US // 1000} ms of events on {topic} (auto_detect)')
+        else:
+            self._log.warning(f'no rotors configured and auto_detect is false: nothing will be '
+                              f'tracked on {topic} (give rotor_names and rotors.<name>.*, '
+                              'or set auto_detect: true)')
 
     def _subscribe(self, msg_class: type) -> None:
         """Subscribe ``~/events`` with this message class (EventPacket read in place)."""
