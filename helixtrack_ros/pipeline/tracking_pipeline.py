@@ -95,7 +95,9 @@ class TrackingPipeline:
         """Compile every numba kernel the pipeline uses; return seconds taken."""
         t0 = time.perf_counter()
         HelixTracker.warmup()
+        # numba compiles writable and read-only payloads apart; packets come as bytes
         make_decoder('evt3', 1280, 720).decode(np.zeros(2, np.uint8))
+        make_decoder('evt3', 1280, 720).decode(bytes(2))
         return time.perf_counter() - t0
 
     def close(self) -> None:
