@@ -132,7 +132,9 @@ def configs_used(value: Any) -> set[str]:
 @pytest.fixture(scope='module')
 def installed() -> dict[str, Any]:
     """What ``setup.py`` installs: data files by install path, console scripts."""
-    from distutils.core import run_setup  # setuptools' copy on Python >= 3.12
+    # setup.py needs setuptools, which brings distutils on Python >= 3.12
+    importlib.import_module('setuptools')
+    from distutils.core import run_setup
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
