@@ -26,7 +26,7 @@ from helixtrack_ros.core.params import TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker
 from helixtrack_ros.pipeline.batching import BatchBuffers, Inflight, Pending
 from helixtrack_ros.pipeline.config import PipelineConfig
-from helixtrack_ros.pipeline.diagnostics import pipeline_status, rotor_statuses, stopped
+from helixtrack_ros.pipeline.diagnostics import pipeline_status, rotor_statuses
 from helixtrack_ros.pipeline.intake import PacketIntake
 from helixtrack_ros.pipeline.realtime import StridePolicy
 from helixtrack_ros.pipeline.records import PacketResult, RawPacket, RotorOutput, StreamBatch
@@ -56,7 +56,8 @@ class TrackingPipeline:
         self._last_outputs: list[RotorOutput] = []
         self._last_out_t_us = 0
         self._last_out_stamp_ns = 0
-        #: wall clock (time.monotonic) of the last packet handed in; None before the first
+        #: wall clock (time.monotonic) when the last call with packets returned (a slow call
+        #: is not a stopped stream); None before the first
         self._last_packet_wall: float | None = None
 
     # ------------------------------------------------------------------ info
@@ -135,15 +136,9 @@ class TrackingPipeline:
                 *rotor_statuses(self._bank, self._policy, self._last_outputs, idle_s)]
 
     def _idle_s(self) -> float | None:
-        """Wall time since the last packet (None before the first)."""
+        """Wall time spent waiting for packets since the last ones (None before the first)."""
         last = self._last_packet_wall
         return None if last is None else time.monotonic() - last
-
-    def _note_packets(self) -> None:
-        """Packets are coming in: after a stopped stream the real-time stride starts over."""
-        if stopped(self._idle_s()) and self._policy.stride > 1:
-            self.set_stride(1)
-        self._last_packet_wall = time.monotonic()
 
     # ------------------------------------------------------------------ packets
     def process_packet(self, payload: bytes | np.ndarray, encoding: str, width: int,
@@ -162,11 +157,11 @@ class TrackingPipeline:
         end of the batch.
         """
         wall0 = time.perf_counter()
-        self._note_packets()
         t_before = self._intake.last_t_us
         results = self._admit_all(packets)
         self._flush()
         self._account_batch(time.perf_counter() - wall0, t_before)
+        self._last_packet_wall = time.monotonic()
         return results
 
     def process_stream(self, batches: Iterable[Sequence[RawPacket]],
