@@ -277,11 +277,42 @@ def node_saw_packets(probe: Probe, node_fqn: str) -> bool:
     return int(values.get('packets', 0)) > 0
 
 
+#: A ``sitecustomize.py`` that hides ROS 2's Python packages from an interpreter (put
+#: its folder first on PYTHONPATH): how the suite and the node are tried without ROS.
+HIDE_ROS_SITECUSTOMIZE = """\
+import importlib.abc
+import sys
+
+_HIDDEN = ('rclpy', 'rcl_interfaces', 'builtin_interfaces', 'launch', 'launch_ros',
+           'ament_index_python', 'rosidl_runtime_py', 'rpyutils')
+
+
+class _HideRos(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        top = name.split('.')[0]
+        if top in _HIDDEN or top.endswith('_msgs'):
+            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
+        return None
+
+
+sys.meta_path.insert(0, _HideRos())
+"""
+
+#: What a test that starts or builds a node needs beyond this package.
+ROS_IMPORTS = ('rclpy', 'event_camera_msgs.msg')
+
+
+def require_ros() -> None:
+    """Skip the calling test (or module, at module level) unless rclpy and EventPacket import."""
+    import pytest
+    for name in ROS_IMPORTS:
+        pytest.importorskip(name)
+
+
 def require_real_node() -> None:
     """Skip the calling test module unless rclpy, EventPacket and the real pipeline import."""
     import pytest
-    pytest.importorskip('rclpy')
-    pytest.importorskip('event_camera_msgs.msg')
+    require_ros()
     reason = real_pipeline_available()
     if reason:
         pytest.skip(reason, allow_module_level=True)

@@ -88,6 +88,28 @@ def test_bad_configuration_is_refused_with_the_parameter_named(context, tree, me
         _make(context, tree)
 
 
+@pytest.mark.parametrize('auto_detect, line', [
+    (None, 'no rotors configured: detecting them in the first 100 ms of events on '),
+    (True, 'no rotors configured: detecting them in the first 100 ms of events on '),
+    (False, 'no rotors configured and auto_detect is false: nothing will be tracked'),
+])
+def test_no_rotors_starts_detection_unless_switched_off_and_says_so(context, capfd,
+                                                                     auto_detect, line):
+    from helixtrack_ros.pipeline.config import PipelineConfig, parameter_table
+
+    tree = {'rotor_names': []}
+    if auto_detect is not None:
+        tree['auto_detect'] = auto_detect
+    node = hn.HelixtrackNode(context=context, parameter_overrides=_overrides(tree),
+                             pipeline_factory=F.FakePipeline, warmup=lambda: 0.0,
+                             parameters=parameter_table(PipelineConfig(realtime_stride=True)))
+    try:
+        assert node.get_parameter('auto_detect').value is (auto_detect is not False)
+    finally:
+        node.destroy_node()
+    assert line in capfd.readouterr().err
+
+
 @pytest.mark.parametrize('frame_id', ['', 'c', 'camera', 'event_camera_optical_frame'])
 @pytest.mark.parametrize('names', [['a'], ['front_left', 'rear_right', 'x'], ['r0', 'r1', 'r2',
                                                                                'r3']])

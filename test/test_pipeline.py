@@ -350,3 +350,41 @@ def test_diagnostics_name_the_stride_in_english(stride, words):
     pipe = _pipe(scene)
     pipe.set_stride(stride)
     assert pipe.diagnostics()[0]['message'] == f'behind real time: every {words} event'
+
+
+def test_junk_packets_are_refused_and_not_counted_as_events(packets):
+    """Random bytes on the events topic add packets and refusals, never events."""
+    scene, pkts = packets
+    pipe = _pipe(scene)
+    rng = np.random.default_rng(3)
+    good = _feed(pipe, pkts[:10])
+    before = pipe.counters['events_in']
+    for k in range(5):
+        junk = rng.integers(0, 256, 4000, dtype=np.uint8).tobytes()
+        bad = pipe.process_packet(junk, 'evt3', 1280, 720, False,
+                                  10**18 + pkts[10][1] * 1000, 10 + k)
+        assert bad.error is not None and bad.n_events == 0
+    c = pipe.counters
+    assert c['events_in'] == before == sum(r.n_events for r in good)
+    assert c['packets_corrupt'] == 5 and c['packets'] == 15
+
+
+def test_diagnostics_say_when_the_stream_stopped(packets):
+    """Once packets stop, no status repeats 'behind real time' or 'tracking' as current;
+    with the next packets they report the live state again."""
+    from helixtrack_ros.pipeline.diagnostics import STREAM_IDLE_S
+
+    scene, pkts = packets
+    pipe = _pipe(scene)
+    _feed(pipe, pkts[:30])
+    pipe.set_stride(2)
+    live = pipe.diagnostics()
+    assert live[0]['message'] == 'behind real time: every 2nd event'
+    assert not live[1]['message'].startswith('stream stopped')
+    pipe._last_packet_wall -= STREAM_IDLE_S + 1.0     # the stream stopped a while ago
+    pipeline, rotor = pipe.diagnostics()
+    assert pipeline['message'].startswith('stream stopped: no packets for ')
+    assert rotor['message'].startswith('stream stopped (last: ')
+    assert pipeline['level'] == rotor['level'] == 1
+    _feed(pipe, pkts[30:32], seq0=30)
+    assert pipe.diagnostics()[0]['message'] == 'behind real time: every 2nd event'

@@ -51,6 +51,9 @@ class TrackingPipeline:
         self._policy = StridePolicy(config.realtime_stride, config.max_stride)
         self._startup = StartupDetector()
         self._batches = BatchQueue(self._bank)
+        #: wall clock (time.monotonic) when the last call with packets returned (a slow call
+        #: is not a stopped stream); None before the first
+        self._last_packet_wall: float | None = None
 
     # ------------------------------------------------------------------ info
     @property
@@ -94,7 +97,9 @@ class TrackingPipeline:
         """Compile every numba kernel the pipeline uses; return seconds taken."""
         t0 = time.perf_counter()
         HelixTracker.warmup()
+        # numba compiles writable and read-only payloads apart; packets come as bytes
         make_decoder('evt3', 1280, 720).decode(np.zeros(2, np.uint8))
+        make_decoder('evt3', 1280, 720).decode(bytes(2))
         return time.perf_counter() - t0
 
     def close(self) -> None:
@@ -127,8 +132,14 @@ class TrackingPipeline:
 
     def diagnostics(self) -> list[dict[str, Any]]:
         """Statuses for ``/diagnostics``: one for the pipeline, one per rotor."""
-        return [pipeline_status(self.counters, self._policy, self._bank, self.detected),
-                *rotor_statuses(self._bank, self._policy, self._batches.last_outputs)]
+        idle_s = self._idle_s()
+        return [pipeline_status(self.counters, self._policy, self._bank, self.detected, idle_s),
+                *rotor_statuses(self._bank, self._policy, self._batches.last_outputs, idle_s)]
+
+    def _idle_s(self) -> float | None:
+        """Wall time spent waiting for packets since the last ones (None before the first)."""
+        last = self._last_packet_wall
+        return None if last is None else time.monotonic() - last
 
     # ------------------------------------------------------------------ packets
     def process_packet(self, payload: bytes | np.ndarray, encoding: str, width: int,
@@ -152,6 +163,7 @@ class TrackingPipeline:
         results = self._admit_all(packets)
         self._flush()
         self._account_batch(time.perf_counter() - wall0, t_before)
+        self._last_packet_wall = time.monotonic()
         return results
 
     def process_stream(self, batches: Iterable[Sequence[EventPacketRecord]],

@@ -134,8 +134,22 @@ class HelixtrackNode(Node):
         self._input = EventInput(self, self._on_packet, self.executor_kind,
                                  str(self.get_parameter('events_type').value), self._steady,
                                  lambda: self._pipe.counters['packets'] > 0, self.on_take_error)
-        self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
-                       f'[{", ".join(self.rotor_names)}] on {self._input.sub.topic_name}')
+        self._say_rotors()
+
+    def _say_rotors(self) -> None:
+        """One start-up line: the rotors tracked, or that they will be detected."""
+        from helixtrack_ros.pipeline.startup import DETECT_WINDOW_US
+        topic = self._input.sub.topic_name
+        if self.rotor_names:
+            self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
+                           f'[{", ".join(self.rotor_names)}] on {topic}')
+        elif self.has_parameter('auto_detect') and self.get_parameter('auto_detect').value:
+            self._log.info(f'no rotors configured: detecting them in the first '
+                           f'{DETECT_WINDOW_US // 1000} ms of events on {topic} (auto_detect)')
+        else:
+            self._log.warning(f'no rotors configured and auto_detect is false: nothing will be '
+                              f'tracked on {topic} (give rotor_names and rotors.<name>.*, '
+                              'or set auto_detect: true)')
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         changes, reason = self._params.tracker_changes(params)
