@@ -125,7 +125,7 @@ def test_a_crashing_task_is_retried_and_reported_never_fatal(scheduler, tmp_path
     assert results[0] == 0 and results[1] == 10   # the hiccup was retried
     assert marker.exists()
     assert isinstance(results[2], Failure)
-    assert 'ValueError: always broken' in results[2].error and '2 times' in results[2].error
+    assert 'ValueError: always broken' in results[2].error and 'tried 2 times' in results[2].error
 
 
 # ---------------------------------------------------------------------------- sweep

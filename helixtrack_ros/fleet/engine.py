@@ -127,6 +127,10 @@ class Engine:
                                f'{exc}') from None
         try:
             self.client.register_plugin(WarmUp(), name=WarmUp.name)
+        except Exception as exc:   # e.g. a remote worker without this package
+            self.close()
+            raise CliError(f'the Dask workers cannot load the tracker ({type(exc).__name__}: '
+                           f'{exc}); install helixtrack_ros on every worker') from None
         except BaseException:
             self.close()
             raise
@@ -153,8 +157,7 @@ class Engine:
 
     def describe(self) -> str:
         """One line: where the tasks run, and the dashboard if there is one."""
-        info = self.client.scheduler_info()
-        threads = [w['nthreads'] for w in info.get('workers', {}).values()]
+        threads = list(self.client.nthreads().values())
         if self.cluster is not None:
             where = (f'local Dask cluster: {len(threads)} worker processes x 1 thread, '
                      f'{self.rotor_threads} rotor thread(s) per recording')
@@ -206,6 +209,6 @@ def _result(future: Any, tries: int) -> Any:
         result = Failure('cancelled (the scheduler or its worker went away)')
     else:
         exc = future.exception()
-        result = Failure(f'{type(exc).__name__}: {exc} (failed {tries} times)')
+        result = Failure(f'{type(exc).__name__}: {exc} (tried {tries} times)')
     future.release()
     return result
