@@ -244,3 +244,27 @@ def test_readme_has_the_fleet_sections():
                   'helixtrack batch', 'helixtrack sweep', 'summary.csv',
                   'config/sweep_paper_s3.yaml', 'dask worker'):
         assert words in text, words
+
+
+def test_summary_files_from_outcomes(tmp_path):
+    """summary.csv always, summary.parquet where pyarrow is installed, summary.png."""
+    from helixtrack_ros.fleet.summary import COLUMNS, write_summary
+    from helixtrack_ros.fleet.task import Outcome
+    rotor = {'rotor': 'rotor_0', 'true_rotor': 'rotor', 'rpm_mean': 5000.0, 'rpm_min': 4990.0,
+             'rpm_max': 5010.0, 'tracking_pct': 95.0, 'events_per_s': 1e6, 'mae_rpm': 2.0,
+             'mare_pct': 0.04, 'rmse_rpm': 2.5, 'scale_err_pct': float('nan'), 'samples': 90}
+    outcomes = [Outcome('a.raw', 'a.raw', 'ok', 0, '', [rotor], 10**6, 1.0, 2.0),
+                Outcome('b.raw', 'b.raw', 'failed', 2, 'b.raw: broken')]
+    written = write_summary(tmp_path, outcomes)
+    rows = read_csv(tmp_path / 'summary.csv')
+    assert list(rows[0]) == COLUMNS
+    assert rows[0]['rpm_mean'] == '5000' and rows[0]['scale_err_pct'] == ''
+    assert rows[1]['status'] == 'failed' and rows[1]['rotor'] == '' and rows[1]['message']
+    assert (tmp_path / 'summary.png') in written
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        assert not (tmp_path / 'summary.parquet').exists()
+        return
+    table = pq.read_table(tmp_path / 'summary.parquet').to_pylist()
+    assert table[0]['rpm_mean'] == 5000.0 and table[1]['rotor'] is None
