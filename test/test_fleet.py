@@ -108,7 +108,7 @@ def test_batch_refuses_a_bad_command_line_before_any_work(flights, tmp_path, cap
     assert 'none.yaml' in capsys.readouterr().err
 
 
-def test_a_crashing_task_is_retried_and_reported_never_fatal(scheduler, tmp_path):
+def test_kernels_load_per_worker_and_a_crashing_task_is_retried(scheduler, tmp_path):
     from helixtrack_ros.fleet.engine import Engine, Failure
     marker = tmp_path / 'first-try'
 
@@ -120,7 +120,14 @@ def test_a_crashing_task_is_retried_and_reported_never_fatal(scheduler, tmp_path
             raise ValueError('always broken')
         return x * 10
 
+    def kernels_loaded():
+        from helixtrack_ros.core.tracker_kernel import _process
+        return len(_process.signatures)
+
     with Engine(scheduler, retries=1, quiet=True) as engine:
+        # every worker loaded the tracker's kernels when the engine started, before any task
+        loaded = engine.client.run(kernels_loaded)
+        assert len(loaded) == 2 and all(n > 0 for n in loaded.values())
         results = dict(engine.map(flaky, [(0,), (1,), (2,)], 'flaky'))
     assert results[0] == 0 and results[1] == 10   # the hiccup was retried
     assert marker.exists()
