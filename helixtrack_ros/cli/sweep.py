@@ -61,12 +61,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if left_out:
         print(f'helixtrack: no ground truth beside {", ".join(left_out)}: left out',
               file=sys.stderr)
+    truths = true_rotors(jobs)   # (a bad ground-truth file fails before any work)
     print(f'{len(configs)} configuration(s) x {len(jobs)} recording(s) = '
           f'{len(configs) * len(jobs)} cells', flush=True)
     result = run_sweep(configs, jobs, out, engine)
     print(f'{result.computed} cell(s) computed, {result.cached} from the cache '
           f'({out / "cache"})')
-    rows = ranking(result, true_rotors(jobs), args.rank_by)
+    rows = ranking(result, truths, args.rank_by)
     axes = list(grid.axes)
     write_table(out / 'ranking.csv', rows, ['rank', 'config', *axes, *RANK_COLUMNS])
     write_table(out / 'cells.csv', cell_rows(result), ['config', *axes, *COLUMNS])

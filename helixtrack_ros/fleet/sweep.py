@@ -196,8 +196,9 @@ def run_sweep(configs: list[tuple[dict, Any]], jobs: list[Job], out: Path,
         for ji, job in enumerate(jobs):
             path = cache / f'{cell_key(job, config)}.json'
             cached = _read_cached(path)
-            if cached is not None:
-                result.outcomes[ci, ji] = cached
+            if cached is not None:   # (named as given this time)
+                result.outcomes[ci, ji] = replace(cached, recording=job.recording,
+                                                  name=job.name)
                 result.cached += 1
             else:
                 todo.append((ci, ji, path))
