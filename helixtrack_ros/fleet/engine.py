@@ -15,7 +15,7 @@ recording's rotors then run on the worker's share of the cores
 (:attr:`Engine.rotor_threads`: 1 at one worker per core, more when there
 are fewer workers than cores). On an existing cluster each task gets one
 rotor thread: start its workers as one process per core with one thread
-(``dask worker ADDRESS --nworkers auto --nthreads 1``).
+(``dask worker ADDRESS --nworkers $(nproc) --nthreads 1``).
 
 Kernels are compiled once per machine, not per task: before the local
 cluster starts, this process compiles them into numba's on-disk cache, and
