@@ -134,22 +134,26 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
                         'track refuses fails at once')
 
 
+def _add_fleet_inputs(p: argparse.ArgumentParser, preset_text: str) -> None:
+    """The configuration every recording of ``batch`` or ``sweep`` starts from."""
+    p.add_argument('--params', default=None,
+                   help='ROS 2 parameter file with the rotors, for every recording (default: '
+                        'detect them in the first 100 ms of each)')
+    p.add_argument('--topic', default=None, help=TOPIC_HELP)
+    p.add_argument('--skip', type=seconds(positive=False), default=0.2,
+                   help='seconds of convergence left out of the errors (ground truth: '
+                        'ground_truth.csv beside a recording, or NAME.ground_truth.csv)')
+    _add_preset(p, preset_text)
+
+
 def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
     """The sub-commands that run many tracking jobs on Dask: ``batch`` and ``sweep``."""
-    nonnegative_s = seconds(positive=False)
     p = sub.add_parser('batch', help='track many recordings at once (Dask), with a summary')
     p.add_argument('recordings', nargs='+', metavar='RECORDING', help=RECORDING_HELP)
     p.add_argument('--out', required=True,
                    help='output directory: per recording its track outputs in a '
                         'sub-directory, and summary.csv (.parquet with pyarrow), summary.png')
-    p.add_argument('--params', default=None,
-                   help='ROS 2 parameter file with the rotors, for every recording (default: '
-                        'detect them in the first 100 ms of each)')
-    p.add_argument('--topic', default=None, help=TOPIC_HELP)
-    p.add_argument('--skip', type=nonnegative_s, default=0.2,
-                   help='seconds of convergence left out of the errors (ground truth: '
-                        'ground_truth.csv beside a recording)')
-    _add_preset(p, "tracker configuration (replaces the parameter file's preset:)")
+    _add_fleet_inputs(p, "tracker configuration (replaces the parameter file's preset:)")
     _add_engine(p)
     _add_quiet(p)
     p.set_defaults(func=cmd_batch)
@@ -164,15 +168,10 @@ def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--out', default='sweep_out',
                    help='output directory: ranking.csv, cells.csv and the cache of cells '
                         '(run again to resume; default sweep_out)')
-    p.add_argument('--params', default=None,
-                   help='ROS 2 parameter file with the rotors (default: detect them)')
-    p.add_argument('--topic', default=None, help=TOPIC_HELP)
-    p.add_argument('--skip', type=nonnegative_s, default=0.2,
-                   help='seconds of convergence left out of the errors')
     p.add_argument('--rank-by', choices=('mean', 'worst', 'scale'), default='mean',
                    help='rank by the mean MArE (default), the worst MArE or the worst '
                         'scale error over every recording and rotor')
-    _add_preset(p, 'tracker configuration the grid starts from')
+    _add_fleet_inputs(p, 'tracker configuration the grid starts from')
     _add_engine(p)
     _add_quiet(p)
     p.set_defaults(func=cmd_sweep)
