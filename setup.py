@@ -28,7 +28,11 @@ setup(
     install_requires=['setuptools', 'numpy', 'numba>=0.60', 'pyyaml', 'tqdm'],
     extras_require={
         'bags': ['rosbags>=0.10', 'matplotlib'],
-        'test': ['pytest', 'hypothesis', 'ruff', 'rosbags>=0.10', 'matplotlib'],
+        # helixtrack batch / sweep (bokeh: the Dask dashboard; summary.parquet is written
+        # where pyarrow is installed)
+        'fleet': ['dask[distributed]>=2024.1', 'matplotlib', 'bokeh>=3.1'],
+        'test': ['pytest', 'hypothesis', 'ruff', 'rosbags>=0.10', 'matplotlib',
+                 'dask[distributed]>=2024.1'],
     },
     zip_safe=True,
     maintainer='helixtrack_ros maintainers',

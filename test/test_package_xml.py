@@ -28,6 +28,9 @@ OPTIONAL = {
     'lz4': 'a dependency of rosbags (compressed MCAP chunks)',
     'backports': 'backports.zstd, a dependency of rosbags before Python 3.14',
     'compression': 'compression.zstd, standard library from Python 3.14',
+    'distributed': 'helixtrack batch / sweep only (pip extra fleet), not on a robot',
+    'bokeh': 'the Dask dashboard, when installed (pip extra fleet)',
+    'pyarrow': 'summary.parquet of helixtrack batch, when installed',
 }
 #: Declared though no module imports it: why.
 NOT_IMPORTED = {'metavision_driver': 'the camera driver camera_helixtrack.launch.py starts'}

@@ -4,9 +4,11 @@
 
 Run ``helixtrack --help`` for the sub-commands. Everything here is plumbing
 around :mod:`helixtrack_ros.pipeline` (the same processing as the node),
-:mod:`helixtrack_ros.sim` and :mod:`helixtrack_ros.io`. This module holds the
-parser and :func:`main`; each sub-command has its own module (``demo``,
-``simulate``, ``track``, ``detect``, ``events``), and ``common`` what they share.
+:mod:`helixtrack_ros.sim`, :mod:`helixtrack_ros.io` and, for many recordings
+at once, :mod:`helixtrack_ros.fleet`. This module holds the parser and
+:func:`main`; each sub-command has its own module (``demo``, ``simulate``,
+``track``, ``detect``, ``events``, ``batch``, ``sweep``), and ``common``
+what they share.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from helixtrack_ros.cli.batch import cmd_batch
 from helixtrack_ros.cli.common import (
     EXIT_STATUS_HELP,
     RECORDING_HELP,
@@ -28,6 +31,7 @@ from helixtrack_ros.cli.demo import cmd_demo
 from helixtrack_ros.cli.detect import Detection, cmd_detect, detect_in_bag
 from helixtrack_ros.cli.events import cmd_events
 from helixtrack_ros.cli.simulate import cmd_simulate, simulate_to_dir
+from helixtrack_ros.cli.sweep import cmd_sweep
 from helixtrack_ros.cli.track import cmd_track, track_bag
 
 __all__ = ['CliError', 'Detection', 'ExitCode', 'build_parser', 'detect_in_bag', 'main',
@@ -118,6 +122,61 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_events)
 
 
+def _add_engine(p: argparse.ArgumentParser) -> None:
+    """Where the tasks of ``batch`` and ``sweep`` run."""
+    p.add_argument('--scheduler', default=None, metavar='ADDRESS',
+                   help='an existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: an '
+                        'embedded local cluster); its workers must see the same paths')
+    p.add_argument('--workers', type=int, default=None,
+                   help='worker processes of the embedded cluster (default: one per core)')
+    p.add_argument('--retries', type=int, default=2,
+                   help='further tries of a task that crashed (default 2); an input that '
+                        'track refuses fails at once')
+
+
+def _add_fleet_inputs(p: argparse.ArgumentParser, preset_text: str) -> None:
+    """The configuration every recording of ``batch`` or ``sweep`` starts from."""
+    p.add_argument('--params', default=None,
+                   help='ROS 2 parameter file with the rotors, for every recording (default: '
+                        'detect them in the first 100 ms of each)')
+    p.add_argument('--topic', default=None, help=TOPIC_HELP)
+    p.add_argument('--skip', type=seconds(positive=False), default=0.2,
+                   help='seconds of convergence left out of the errors (ground truth: '
+                        'ground_truth.csv beside a recording, or NAME.ground_truth.csv)')
+    _add_preset(p, preset_text)
+
+
+def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
+    """The sub-commands that run many tracking jobs on Dask: ``batch`` and ``sweep``."""
+    p = sub.add_parser('batch', help='track many recordings at once (Dask), with a summary')
+    p.add_argument('recordings', nargs='+', metavar='RECORDING', help=RECORDING_HELP)
+    p.add_argument('--out', required=True,
+                   help='output directory: per recording its track outputs in a '
+                        'sub-directory, and summary.csv (.parquet with pyarrow), summary.png')
+    _add_fleet_inputs(p, "tracker configuration (replaces the parameter file's preset:)")
+    _add_engine(p)
+    _add_quiet(p)
+    p.set_defaults(func=cmd_batch)
+
+    p = sub.add_parser('sweep', help='every configuration of a parameter grid on recordings '
+                                     'with ground truth, ranked (Dask, cached per cell)')
+    p.add_argument('recordings', nargs='+', metavar='RECORDING',
+                   help=RECORDING_HELP + '; those without ground truth beside are left out')
+    p.add_argument('--grid', required=True,
+                   help='YAML grid: grid: {parameter: [values]}, optionally fixed: '
+                        '{parameter: value} (example: config/sweep_paper_s3.yaml)')
+    p.add_argument('--out', default='sweep_out',
+                   help='output directory: ranking.csv, cells.csv and the cache of cells '
+                        '(run again to resume; default sweep_out)')
+    p.add_argument('--rank-by', choices=('mean', 'worst', 'scale'), default='mean',
+                   help='rank by the mean MArE (default), the worst MArE or the worst '
+                        'scale error over every recording and rotor')
+    _add_fleet_inputs(p, 'tracker configuration the grid starts from')
+    _add_engine(p)
+    _add_quiet(p)
+    p.set_defaults(func=cmd_sweep)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``helixtrack``."""
     parser = Parser(
@@ -128,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest='command', required=True)
     _add_demo_and_simulate(sub)
     _add_track_detect_events(sub)
+    _add_batch_and_sweep(sub)
     return parser
 
 

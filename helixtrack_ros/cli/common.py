@@ -45,16 +45,18 @@ class ExitCode(IntEnum):
 
 #: ``helixtrack --help`` epilog (the README's table says the same)
 EXIT_STATUS_HELP = """exit status:
-  0    done
+  0    done (batch, sweep: at least one recording tracked; the others are rows
+       of the summary with the reason)
   1    nothing found: track tracked no rotor (no message or event, every packet
        refused, or no rotor detected without --params), detect found no rotor,
-       events decoded no event
+       events decoded no event; batch, sweep: no recording had a rotor tracked
   2    bad command line or input, one line on stderr: unknown option, a
        duration <= 0 (--skip, --at-s < 0), missing recording or topic, a topic
        not of type EventPacket or EventArray, a bag with no event topic or with
        several and no --topic, a .raw file without a header or of another
        format than EVT 2.0/3.0, an output that cannot be written or an output
-       directory that is an existing file
+       directory that is an existing file; batch, sweep: no recording could
+       be read, a bad grid file
   3    the input is cut short: the bag's MCAP file (recorder killed; every
        intact message before the damage was processed and written; the message
        says how many and how to repair the file: mcap recover), or a .raw file

@@ -20,14 +20,17 @@ from helixtrack_ros.cli.progress import Progress, progress_enabled
 def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
                     ego_level: int | None = None, packet_us: int = 1000,
                     quiet: bool = False, fmt: str = 'rosbag2',
-                    sensor_size: tuple[int, int] = (1280, 720)) -> dict[str, Any]:
+                    sensor_size: tuple[int, int] = (1280, 720),
+                    scene_kw: dict[str, Any] | None = None) -> dict[str, Any]:
     """Simulate a scene and write it as the driver would record it.
 
     Writes ``out/events`` (rosbag2, mcap, EVT3 EventPackets on
     ``/event_camera/events``; with ``fmt`` ``raw-evt3`` or ``raw-evt2`` a
     Metavision file ``out/events.raw`` instead), ``out/ground_truth.csv``
     (``t_us,rotor,rpm``, shaft RPM every 0.5 ms) and ``out/params.yaml`` (the
-    true initial rotors). ``sensor_size`` is (width, height) in pixels.
+    true initial rotors). ``sensor_size`` is (width, height) in pixels;
+    ``scene_kw`` are further options of ``sim.make_scenario`` (e.g. an induced
+    loss, ``hide_rotor``).
 
     Returns
     -------
@@ -44,7 +47,7 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     output_dir(out)
     wall0 = time.perf_counter()
     scene, bag_path, writer, encoder = _scene_and_sink(scenario, duration_s, ego_level, seed,
-                                                       out, fmt, sensor_size)
+                                                       out, fmt, sensor_size, scene_kw or {})
     sim = Simulator(scene, seed=seed)
     progress = Progress(scene.duration_us // 1000, f'simulating {scenario}', unit='ms',
                         enabled=progress_enabled(quiet))
@@ -106,7 +109,8 @@ def _write_packets(chunks: Any, writer: Any, encoder: Any, scene: Any, packet_us
 
 
 def _scene_and_sink(scenario: str, duration_s: float, ego_level: int | None, seed: int,
-                    out: Path, fmt: str, sensor_size: tuple[int, int]) -> tuple[Any, ...]:
+                    out: Path, fmt: str, sensor_size: tuple[int, int],
+                    scene_kw: dict[str, Any]) -> tuple[Any, ...]:
     """The scene to simulate and where it goes: (scene, path, writer, encoder).
 
     The events of an earlier run in ``out`` are replaced.
@@ -115,7 +119,7 @@ def _scene_and_sink(scenario: str, duration_s: float, ego_level: int | None, see
     from helixtrack_ros.sim import make_scenario
     try:
         scene = make_scenario(scenario, duration_s=duration_s, ego_level=ego_level, seed=seed,
-                              sensor_size=sensor_size)
+                              sensor_size=sensor_size, **scene_kw)
         remove_output(event_sink_path(out, fmt))
         path, writer, encoder = open_event_sink(out, fmt, scene.width, scene.height)
     except ValueError as exc:
@@ -124,21 +128,25 @@ def _scene_and_sink(scenario: str, duration_s: float, ego_level: int | None, see
 
 
 def _write_ground_truth(path: Path, scene: Any) -> None:
-    """``t_us,rotor,rpm,x_px,y_px``: every rotor's shaft RPM and image centre every 0.5 ms.
+    """``t_us,rotor,rpm,x_px,y_px,radius_px``: every rotor's shaft RPM, image centre and tip
+    radius every 0.5 ms.
 
     The centre lets ``track --ground-truth`` match rotors by position when the
-    tracked ones have other names (``rotor_0``, ... of the start-up detection).
+    tracked ones have other names (``rotor_0``, ... of the start-up detection);
+    the radius (the scale of the true homography) scores the tracked scale.
     """
     t_gt = np.arange(0, scene.duration_us + 1, 500, dtype=np.int64)
     with path.open('w', newline='') as fh:
         w = csv.writer(fh)
-        w.writerow(['t_us', 'rotor', 'rpm', 'x_px', 'y_px'])
+        w.writerow(['t_us', 'rotor', 'rpm', 'x_px', 'y_px', 'radius_px'])
         for rotor in scene.rotors:
             rpm = rotor.rpm_shaft(t_gt)
             h = rotor.homography(t_gt.astype(np.float64))
             x, y = h[:, 0, 2] / h[:, 2, 2], h[:, 1, 2] / h[:, 2, 2]
-            for t, v, cx, cy in zip(t_gt.tolist(), rpm.tolist(), x.tolist(), y.tolist()):
-                w.writerow([t, rotor.name, f'{v:.4f}', f'{cx:.2f}', f'{cy:.2f}'])
+            radius = np.hypot(h[:, 0, 0], h[:, 1, 0]) / h[:, 2, 2]
+            for t, v, cx, cy, r in zip(t_gt.tolist(), rpm.tolist(), x.tolist(), y.tolist(),
+                                       radius.tolist()):
+                w.writerow([t, rotor.name, f'{v:.4f}', f'{cx:.2f}', f'{cy:.2f}', f'{r:.3f}'])
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

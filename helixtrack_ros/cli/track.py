@@ -35,6 +35,7 @@ from helixtrack_ros.cli.pictures import Frame, FrameSampler, Mark, draw_frames
 from helixtrack_ros.cli.plots import plot_rpm
 from helixtrack_ros.cli.progress import Progress, progress_enabled
 from helixtrack_ros.cli.truth import (
+    GroundTruth,
     error_table,
     match_rotors,
     print_error_table,
@@ -53,43 +54,57 @@ CSV_COLUMNS = ['t_us', 'stamp_ns', 'rotor', 'rpm', 'rpm_std', 'phase_rad', 'omeg
                'state']
 
 
-def load_config(params_path: str | None, preset: str | None = None) -> Any:
-    """The PipelineConfig of a parameter file (auto-detection without one), offline policy;
-    ``preset`` replaces the file's ``preset:`` (its ``tracker.*`` values still apply)."""
-    from helixtrack_ros.core.presets import apply_preset
+def load_config(params_path: str | None, preset: str | None = None,
+                overrides: dict[str, Any] | None = None, warn: bool = True) -> Any:
+    """The PipelineConfig of a parameter file (auto-detection without one), offline policy.
+
+    ``preset`` replaces the file's ``preset:`` (its ``tracker.*`` values still
+    apply); ``overrides`` (flat parameter name -> value, e.g. one configuration
+    of a sweep grid) go on top of both. ``warn``: say which names of the file
+    are no parameter (a sweep says it once, not per configuration).
+    """
     from helixtrack_ros.io.params_file import load_ros_params
     from helixtrack_ros.pipeline import PipelineConfig
     from helixtrack_ros.pipeline.config import known_names, unknown_text
-    if params_path is None:
-        config = PipelineConfig(auto_detect=True, tracker=apply_preset(preset or 'default', {}))
-    else:
-        unknown: list[str] = []
+    origin = params_path or 'parameters'
+    params: dict[str, Any] = {'auto_detect': True}
+    if params_path is not None:
         try:
             params = load_ros_params(params_path, 'helixtrack')
-            if preset is not None:
-                params['preset'] = preset
-            config = PipelineConfig.from_ros_params(params, unknown=unknown)
         except FileNotFoundError as exc:
             raise CliError(str(exc)) from None
         except ValueError as exc:
             raise CliError(f'{params_path}: {exc}') from None
-        if unknown:
-            # the node says the same of the same file
-            print(f'helixtrack: ignoring unknown parameters in {params_path} (typo, or rotor '
-                  f'not in rotor_names?): {unknown_text(unknown, known_names(params))}',
-                  file=sys.stderr)
+    if preset is not None:
+        params['preset'] = preset
+    params.update(overrides or {})
+    unknown: list[str] = []
+    try:
+        config = PipelineConfig.from_ros_params(params, unknown=unknown)
+    except ValueError as exc:
+        raise CliError(f'{origin}: {exc}') from None
+    if unknown and warn:
+        # the node says the same of the same file
+        print(f'helixtrack: ignoring unknown parameters in {params_path} (typo, or rotor '
+              f'not in rotor_names?): {unknown_text(unknown, known_names(params))}',
+              file=sys.stderr)
     if not config.rotors and not config.auto_detect:
-        raise CliError(f'{params_path}: rotor_names is empty (list the rotors to track, '
+        raise CliError(f'{origin}: rotor_names is empty (list the rotors to track, '
                        'or set auto_detect: true)')
     # offline every event counts: no real-time stride
     return replace(config, realtime_stride=False)
 
 
+#: per rotor and packet, what a run keeps of each output (:meth:`_TrackRun.arrays`): sensor
+#: time, shaft RPM, state code, events of the packet on the rotor, tip radius [px]
+ROW_FIELDS = ('t_us', 'rpm', 'state', 'events', 'scale_px')
+
+
 class _TrackRun:
     """What one ``track`` run has processed and written so far."""
 
-    def __init__(self, rotor_names: list[str]) -> None:
-        self.rows: dict[str, dict[str, list]] = {n: {'t_us': [], 'rpm': []}
+    def __init__(self, rotor_names: list[str], frames: bool = True) -> None:
+        self.rows: dict[str, dict[str, list]] = {n: {k: [] for k in ROW_FIELDS}
                                                  for n in rotor_names}
         self.t_first_us: int | None = None
         self.t_last_us: int | None = None
@@ -99,7 +114,8 @@ class _TrackRun:
         self.errors: dict[str, int] = {}
         self.interrupted = False
         self.read_error: CliError | None = None
-        self.frames = FrameSampler()
+        #: event frames for overlay.png (None: no pictures drawn)
+        self.frames = FrameSampler() if frames else None
 
     @property
     def sensor_s(self) -> float:
@@ -107,6 +123,12 @@ class _TrackRun:
         if self.t_first_us is None or self.t_last_us is None:
             return 0.0
         return (self.t_last_us - self.t_first_us) * 1e-6
+
+    def arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        """Per rotor, :data:`ROW_FIELDS` as arrays (times and codes int64, the rest float)."""
+        kinds = {'t_us': np.int64, 'state': np.int64, 'events': np.int64}
+        return {n: {k: np.asarray(v[k], kinds.get(k, np.float64)) for k in ROW_FIELDS}
+                for n, v in self.rows.items()}
 
     def _batches(self, packets: Packets) -> Iterator[list[Any]]:
         """The packets in batches; a read failure ends them (outputs keep what came before)."""
@@ -125,7 +147,9 @@ class _TrackRun:
         try:
             for done in pipe.process_stream(self._batches(packets),
                                             diagnostics_period_us=1_000_000):
-                fh.writelines(self._write_batch(done, results_bag))
+                lines = self._write_batch(done, results_bag)
+                if fh is not None:
+                    fh.writelines(lines)
                 progress.update(self.n_packets, self.sensor_s, pipe.counters['events_in'])
         except KeyboardInterrupt:
             self.interrupted = True
@@ -133,30 +157,13 @@ class _TrackRun:
             sys.setswitchinterval(switch_s)
 
     def _write_batch(self, done: Any, results_bag: Any) -> list[str]:
-        """Write a finished batch's results to the bag; its rpm.csv lines."""
+        """Note a finished batch; write its results to the bag (if any); its rpm.csv lines."""
         from helixtrack_ros.core.health import health_statuses
         lines: list[str] = []
         for pkt, res in zip(done.packets, done.results):
-            self.n_packets += 1
-            if res.error:
-                self.errors[res.error] = self.errors.get(res.error, 0) + 1
-                if self.errors[res.error] == 1:
-                    print(f'warning: packet {pkt.seq}: {res.error}', file=sys.stderr)
+            if not self._note(pkt, res) or results_bag is None:
                 continue
-            if res.n_events == 0:
-                continue
-            if self.t_first_us is None:
-                self.t_first_us = res.t_us
-            self.t_last_us = res.t_us
-            self.last_stamp_ns = res.stamp_ns
-            self.n_rows += len(res.rotors)
-            if res.events is not None and len(res.events):
-                self.frames.add(int(res.events.t_us[0]), res.events, res.rotors)
-            for r in res.rotors:
-                lines.append(_csv_line(r, res.stamp_ns))
-                track = self.rows.setdefault(r.name, {'t_us': [], 'rpm': []})
-                track['t_us'].append(r.t_us)
-                track['rpm'].append(r.rpm_shaft)
+            lines.extend(_csv_line(r, res.stamp_ns) for r in res.rotors)
             results_bag.write_packet_outputs(res.stamp_ns, [
                 {'name': r.name, 'phase_rad': r.phase_rad, 'omega_rad_s': r.omega_rad_s,
                  'rpm_shaft': r.rpm_shaft, 'homography': r.homography}
@@ -165,9 +172,37 @@ class _TrackRun:
                 [r.name for r in res.rotors],
                 [(int(r.state), int(r.cause)) for r in res.rotors]),
                 topic=results_bag.namespace + '/health')
-        if done.diagnostics is not None and self.last_stamp_ns is not None:
+        if (done.diagnostics is not None and self.last_stamp_ns is not None
+                and results_bag is not None):
             results_bag.write_diagnostics(self.last_stamp_ns, done.diagnostics)
         return lines
+
+    def _note(self, pkt: Any, res: Any) -> bool:
+        """Count a packet's result and keep its rotor rows; False when it has none."""
+        self.n_packets += 1
+        if res.error:
+            self.errors[res.error] = self.errors.get(res.error, 0) + 1
+            if self.errors[res.error] == 1:
+                print(f'warning: packet {pkt.seq}: {res.error}', file=sys.stderr)
+            return False
+        if res.n_events == 0:
+            return False
+        if self.t_first_us is None:
+            self.t_first_us = res.t_us
+        self.t_last_us = res.t_us
+        self.last_stamp_ns = res.stamp_ns
+        self.n_rows += len(res.rotors)
+        if self.frames is not None and res.events is not None and len(res.events):
+            self.frames.add(int(res.events.t_us[0]), res.events, res.rotors)
+        for r in res.rotors:
+            track = self.rows.setdefault(r.name, {k: [] for k in ROW_FIELDS})
+            h = r.homography
+            track['t_us'].append(r.t_us)
+            track['rpm'].append(r.rpm_shaft)
+            track['state'].append(int(r.state))
+            track['events'].append(r.events)
+            track['scale_px'].append(math.hypot(h[0, 0], h[1, 0]) / h[2, 2])
+        return True
 
 
 def _csv_line(r: Any, stamp_ns: int) -> str:
@@ -188,39 +223,75 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = 
     Returns
     -------
     dict
-        Summary: counters, wall time, real-time factor, per-rotor errors.
+        Summary: counters, wall time, real-time factor, per-rotor errors
+        (:func:`track_recording`).
     """
-    from helixtrack_ros.io.bags import ResultBagWriter
-    from helixtrack_ros.pipeline import TrackingPipeline
     if not (math.isfinite(skip_s) and skip_s >= 0):
         raise CliError(f'the skip must be >= 0 s, got {skip_s:g}')
     config = load_config(params_path, preset)
     truth = read_ground_truth(Path(ground_truth)) if ground_truth else None
+    return track_recording(bag, config, out, truth, topic, skip_s, quiet)
+
+
+def track_recording(bag: str, config: Any, out: Path | None, truth: GroundTruth | None = None,
+                    topic: str | None = None, skip_s: float = 0.2,
+                    quiet: bool = False) -> dict[str, Any]:
+    """Track every rotor of a recording with ``config`` (a PipelineConfig, :func:`load_config`).
+
+    Writes rpm.csv, results.mcap, rpm.png and overlay.png into ``out``; with
+    ``out`` None nothing is written (a sweep needs only the errors).
+
+    Returns
+    -------
+    dict
+        Counters, wall time, real-time factor, the per-rotor error ``table``
+        against ``truth``, and ``arrays``: per tracked rotor its outputs
+        (:data:`ROW_FIELDS`) as arrays, ``truth_rpm`` / ``truth_radius``: the
+        true (t_us, values) of each tracked rotor with a match (or None).
+    """
+    from helixtrack_ros.pipeline import TrackingPipeline
     recording = open_or_fail(bag, topic)
-    output_dir(out)
-    remove_output(out / 'results.mcap')
+    if out is not None:
+        output_dir(out)
+        remove_output(out / 'results.mcap')
     TrackingPipeline.warmup()
     pipe = TrackingPipeline(config)
-    run = _TrackRun(pipe.rotor_names)
+    try:
+        return _track_with(pipe, recording, config, out, truth, skip_s, quiet)
+    finally:
+        pipe.close()
+
+
+def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
+                truth: GroundTruth | None, skip_s: float, quiet: bool) -> dict[str, Any]:
+    """The body of :func:`track_recording` once the pipeline is made."""
+    from helixtrack_ros.io.bags import ResultBagWriter
+    run = _TrackRun(pipe.rotor_names, frames=out is not None)
     wall0 = time.perf_counter()
     progress = Progress(recording.count, 'tracking', enabled=progress_enabled(quiet))
     packets = Packets(recording)
-    with (out / 'rpm.csv').open('w', newline='') as fh, \
-            ResultBagWriter(out / 'results.mcap', single_file=True) as results_bag:
-        fh.write(','.join(CSV_COLUMNS) + '\n')
-        run.stream(pipe, packets, fh, results_bag, progress)
-        progress.close()
+    if out is None:
+        run.stream(pipe, packets, None, None, progress)
+    else:
+        with (out / 'rpm.csv').open('w', newline='') as fh, \
+                ResultBagWriter(out / 'results.mcap', single_file=True) as results_bag:
+            fh.write(','.join(CSV_COLUMNS) + '\n')
+            run.stream(pipe, packets, fh, results_bag, progress)
+    progress.close()
     wall = time.perf_counter() - wall0
-    arrays = {n: {'t_us': np.asarray(v['t_us'], np.int64), 'rpm': np.asarray(v['rpm'])}
-              for n, v in run.rows.items()}
+    arrays = run.arrays()
     sensor_s = run.sensor_s
     detected = _first_detections(pipe)
     match = (match_rotors(_where_seen(arrays, config, detected, run.t_first_us), truth)
              if truth else None)
     truth_rpm = {n: truth.rpm[t] for n, t in match.pairs.items()} if match else None
+    truth_radius = ({n: truth.radius[t] for n, t in match.pairs.items()}
+                    if match and truth.radius else None)
     table = error_table(arrays, truth_rpm, int(skip_s * 1e6)) if truth_rpm else []
-    plot_rpm(out / 'rpm.png', arrays, truth_rpm)
-    labels = _draw_overlay(out / 'overlay.png', run.frames, recording, config, detected)
+    labels: list[list[Any]] = []
+    if out is not None:
+        plot_rpm(out / 'rpm.png', arrays, truth_rpm)
+        labels = _draw_overlay(out / 'overlay.png', run.frames, recording, config, detected)
     return {'packets': run.n_packets, 'events': pipe.counters['events_in'], 'wall_s': wall,
             'sensor_s': sensor_s, 'rtf': sensor_s / wall if wall > 0 else float('nan'),
             'counters': dict(pipe.counters), 'errors': run.errors, 'table': table,
@@ -228,7 +299,9 @@ def track_bag(bag: str, params_path: str | None, out: Path, topic: str | None = 
             'rows': run.n_rows, 'topic': recording.topic or str(recording.path),
             'auto_detect': not config.rotors,
             'truncated': packets.truncated, 'read_error': run.read_error,
-            'detected': detected, 'match': match, 'overlay_labels': labels}
+            'detected': detected, 'match': match, 'overlay_labels': labels,
+            'arrays': arrays, 'truth_rpm': truth_rpm, 'truth_radius': truth_radius,
+            't_first_us': run.t_first_us, 't_last_us': run.t_last_us}
 
 
 def _draw_overlay(path: Path, sampler: FrameSampler, recording: Any, config: Any,
@@ -312,20 +385,28 @@ def _nothing_tracked(info: dict[str, Any]) -> str | None:
     return 'no rotor state came out of the tracker'
 
 
+def track_status(info: dict[str, Any]) -> tuple[ExitCode, str | None]:
+    """The exit code of a ``track`` run and its one line (None when done and tracked)."""
+    if info['read_error'] is not None:
+        return ExitCode.USAGE, str(info['read_error'])
+    if info['interrupted']:
+        return ExitCode.INTERRUPTED, 'interrupted: outputs hold what was processed so far'
+    if info['truncated'] is not None:
+        return ExitCode.PARTIAL_INPUT, damage_line(info['truncated'], 'tracked')
+    reason = _nothing_tracked(info)
+    if reason is not None:
+        return ExitCode.NOTHING_FOUND, f'no rotor tracked: {reason}'
+    return ExitCode.OK, None
+
+
 def track_outcome(info: dict[str, Any]) -> int:
     """Print the one line for a partial or empty run of ``track``; return its exit code."""
     if info['read_error'] is not None:
         raise info['read_error']
-    if info['interrupted']:
-        return ExitCode.INTERRUPTED
-    if info['truncated'] is not None:
-        print(f'helixtrack: {damage_line(info["truncated"], "tracked")}', file=sys.stderr)
-        return ExitCode.PARTIAL_INPUT
-    reason = _nothing_tracked(info)
-    if reason is not None:
-        print(f'helixtrack: no rotor tracked: {reason}', file=sys.stderr)
-        return ExitCode.NOTHING_FOUND
-    return ExitCode.OK
+    code, line = track_status(info)
+    if line is not None and code != ExitCode.INTERRUPTED:
+        print(f'helixtrack: {line}', file=sys.stderr)
+    return code
 
 
 def _print_rotors(info: dict[str, Any]) -> None:

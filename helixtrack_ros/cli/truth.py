@@ -3,9 +3,10 @@
 """Ground truth for ``helixtrack track --ground-truth``: reading it, matching, errors.
 
 The CSV has ``t_us,rotor,rpm`` (shaft RPM) and, from ``helixtrack simulate``,
-``x_px,y_px`` (the rotor's image centre). Tracked rotors are compared with the
-true rotor of the same name; when the names differ (start-up detection names
-them ``rotor_0``, ...) they are matched by position instead (:func:`match_rotors`).
+``x_px,y_px`` (the rotor's image centre) and ``radius_px`` (its tip radius).
+Tracked rotors are compared with the true rotor of the same name; when the
+names differ (start-up detection names them ``rotor_0``, ...) they are
+matched by position instead (:func:`match_rotors`).
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ MATCH_RADII = 0.5
 
 
 class GroundTruth(NamedTuple):
-    """Per true rotor: ``rpm`` name -> (t_us, rpm); ``xy`` name -> (t_us, x, y) or None."""
+    """Per true rotor: ``rpm`` name -> (t_us, rpm); ``xy`` name -> (t_us, x, y) or None;
+    ``radius`` name -> (t_us, tip radius [px]) or None."""
 
     rpm: dict[str, tuple[np.ndarray, np.ndarray]]
     xy: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None
+    radius: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
 
 
 def read_ground_truth(path: Path) -> GroundTruth:
-    """Read ``t_us,rotor,rpm[,x_px,y_px]`` rows into per-rotor arrays."""
+    """Read ``t_us,rotor,rpm[,x_px,y_px][,radius_px]`` rows into per-rotor arrays."""
     if not path.is_file():
         raise CliError(f'ground truth file not found: {path}')
     per: dict[str, list[list[float]]] = {}
@@ -39,20 +42,25 @@ def read_ground_truth(path: Path) -> GroundTruth:
         if not reader.fieldnames or not {'t_us', 'rotor', 'rpm'} <= set(reader.fieldnames):
             raise CliError(f'{path}: expected columns t_us,rotor,rpm')
         has_xy = {'x_px', 'y_px'} <= set(reader.fieldnames)
+        has_radius = 'radius_px' in reader.fieldnames
         try:
             for row in reader:
-                cols = per.setdefault(row['rotor'], [[], [], [], []])
+                cols = per.setdefault(row['rotor'], [[], [], [], [], []])
                 cols[0].append(int(row['t_us']))
                 cols[1].append(float(row['rpm']))
                 if has_xy:
                     cols[2].append(float(row['x_px']))
                     cols[3].append(float(row['y_px']))
+                if has_radius:
+                    cols[4].append(float(row['radius_px']))
         except (TypeError, ValueError) as exc:
             raise CliError(f'{path}, line {reader.line_num}: {exc}') from None
-    rpm = {k: (np.asarray(v[0], np.int64), np.asarray(v[1], np.float64)) for k, v in per.items()}
-    xy = ({k: (np.asarray(v[0], np.int64), np.asarray(v[2]), np.asarray(v[3]))
-           for k, v in per.items()} if has_xy else None)
-    return GroundTruth(rpm, xy)
+    t = {k: np.asarray(v[0], np.int64) for k, v in per.items()}
+    rpm = {k: (t[k], np.asarray(v[1], np.float64)) for k, v in per.items()}
+    xy = ({k: (t[k], np.asarray(v[2]), np.asarray(v[3])) for k, v in per.items()}
+          if has_xy else None)
+    radius = {k: (t[k], np.asarray(v[4])) for k, v in per.items()} if has_radius else None
+    return GroundTruth(rpm, xy, radius)
 
 
 class Match(NamedTuple):

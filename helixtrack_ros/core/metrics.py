@@ -88,3 +88,27 @@ def rpm_errors(t_us: np.ndarray, rpm_est: np.ndarray, gt_t_us: np.ndarray,
     mare = float(np.mean(abs_err / np.maximum(np.abs(truth), 1e-9)) * 100.0)
     return RpmErrors(float(np.mean(abs_err)), mare, float(np.sqrt(np.mean(err * err))), n,
                      withheld)
+
+
+def max_scale_error_pct(t_us: np.ndarray, scale_est: np.ndarray, gt_t_us: np.ndarray,
+                        gt_scale: np.ndarray, t_from_us: int | None = None) -> float:
+    """Largest relative error [%] of a tracked scale (tip radius [px]) against ground truth.
+
+    Over the update times from ``t_from_us`` inside the ground-truth span
+    whose estimate is finite (measured), ground truth interpolated there as in
+    :func:`rpm_errors`; NaN when there is none.
+    """
+    t_us = np.asarray(t_us, dtype=np.int64)
+    scale_est = np.asarray(scale_est, dtype=np.float64)
+    gt_t_us = np.asarray(gt_t_us, dtype=np.int64)
+    if not gt_t_us.size:
+        return float('nan')
+    keep = (t_us >= gt_t_us[0]) & (t_us <= gt_t_us[-1]) & np.isfinite(scale_est)
+    if t_from_us is not None:
+        keep &= t_us >= t_from_us
+    if not keep.any():
+        return float('nan')
+    truth = np.interp(t_us[keep].astype(np.float64), gt_t_us.astype(np.float64),
+                      np.asarray(gt_scale, dtype=np.float64))
+    return float(np.max(np.abs(scale_est[keep] - truth) / np.maximum(np.abs(truth), 1e-9))
+                 * 100.0)
