@@ -184,12 +184,7 @@ class RotorRecovery:
     def resume(self, bank: RotorBank, r: int, t_last: int) -> None:
         """Restart rotor r's tracker at its last good pose: its events are back."""
         self.may_resume = False
-        bank.trackers[r].reset(self.last_good(bank.inits[r]))
-        self.searching = False
-        self.reset = True
-        self.resumed = True
-        self.reset_us = t_last
-        self.buf = []
+        self._restart(bank, r, self.last_good(bank.inits[r]), t_last, resumed=True)
         self.resumes += 1
         bank.counters['resumes'] += 1
 
@@ -200,13 +195,19 @@ class RotorRecovery:
             return
         init, det = picked
         bank.note_detections([(t_last, init.name, det)])
+        self._restart(bank, r, init, t_last, resumed=False)
+        self.recoveries += 1
+        bank.counters['recoveries'] += 1
+
+    def _restart(self, bank: RotorBank, r: int, init: RotorInit, t_last: int,
+                 resumed: bool) -> None:
+        """Re-initialise rotor r's tracker from ``init``; the search ends."""
         bank.trackers[r].reset(init)
         self.searching = False
         self.reset = True
+        self.resumed = resumed
         self.reset_us = t_last
         self.buf = []
-        self.recoveries += 1
-        bank.counters['recoveries'] += 1
 
     def last_good(self, init: RotorInit) -> RotorInit:
         """The rotor as it was when last TRACKING (``init`` if never)."""
