@@ -17,7 +17,8 @@ gives the same result. Per input event:
 5. phase residual (Eq. 3, polarity-centred) and gates w_vm w_ring
    (Sec. 3.4); the events of one timestamp are folded into one EKF update
    (R = sigma0^2 / sum w, weighted mean residual), committed when a later
-   timestamp arrives;
+   timestamp arrives (``ekf_fold`` 0: one update per event, as the paper;
+   ``ekf_r_vm`` 0: R from w_ring alone, as the release);
 6. GN accumulation (Sec. 3.5, S1) on every gn_stride-th accepted event;
 7. at each commit: the fast translation step and motion model (beyond the
    paper, :mod:`fast_step`), then the pose trigger and GN solve (Sec. 3.5).
