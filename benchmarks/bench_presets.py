@@ -122,10 +122,13 @@ def main() -> int:
                     help='comma-separated presets and deviation names to run (default: all)')
     ap.add_argument('--rows', default='benchmarks/results/presets.jsonl')
     ap.add_argument('--report', action='store_true', help='write the reports from --rows')
+    ap.add_argument('--command', default='',
+                    help='with --report: the runs behind the rows, as the reports name them '
+                         '(default: this command line)')
     args = ap.parse_args()
     if args.report:
         from presets_report import write_reports  # benchmarks/presets_report.py
-        write_reports(args.rows, ' '.join(sys.argv))
+        write_reports(args.rows, args.command or ' '.join(sys.argv))
         return 0
     only = set(args.only.split(',')) if args.only else None
     done = set()

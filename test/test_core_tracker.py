@@ -60,10 +60,11 @@ def test_matches_naive_twin(switches):
     np.testing.assert_allclose(got[:, 1:], ref[:, 1:], rtol=1e-6, atol=1e-5)
 
 
-def test_any_batch_split_gives_identical_results(steady):
+@pytest.mark.parametrize('switches', [{}, PAPER_SWITCHES], ids=['default', 'paper_switches'])
+def test_any_batch_split_gives_identical_results(steady, switches):
     ev = steady[0].slice(0, 400_000)
     rot = RotorInit('a', (CX + 2, CY - 1), RAD * 1.03, 9800.0, 2, 0)
-    prm = TrackerParams(gn_min_events=500)
+    prm = TrackerParams(gn_min_events=500, **switches)
     whole = HelixTracker(rot, prm)
     ref = whole.process(ev, every_event=True)
     rng = np.random.default_rng(0)
