@@ -1,6 +1,12 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""Install helixtrack_ros (ament_python; also plain pip)."""
+"""Install helixtrack_ros.
+
+With colcon (ament_python) the executables go to ``lib/helixtrack_ros`` (setup.cfg),
+where ``ros2 run`` and ``ros2 launch`` find them, and launch/ and config/ to
+``share/helixtrack_ros``. A plain ``pip install`` gives the ``helixtrack`` and
+``helixtrack_node`` commands on PATH, but no ROS package that ``ros2 launch`` finds.
+"""
 
 from glob import glob
 
@@ -32,7 +38,7 @@ setup(
     entry_points={
         'console_scripts': [
             'helixtrack = helixtrack_ros.cli:main',
-            'helixtrack_node = helixtrack_ros.ros.main:main',
+            'helixtrack_node = helixtrack_ros.node:main',
         ],
     },
 )

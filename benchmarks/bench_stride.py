@@ -29,12 +29,13 @@ import node_fixtures as F  # noqa: E402, N812
 
 def run(args: argparse.Namespace) -> None:
     from helixtrack_ros.evaluation import rotor_inits_from_scene
-    from helixtrack_ros.pipeline import PipelineConfig, RawPacket, TrackingPipeline
+    from helixtrack_ros.io.packet_record import EventPacketRecord
+    from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
 
     scene, msgs, _ = F.sim_stream(args.scenario, args.duration, seed=1,
                                   ego_level=args.ego_level)
-    packets = [RawPacket(bytes(m.events), m.encoding, m.width, m.height, False,
-                         F.stamp_ns(m), m.seq) for m in msgs]
+    packets = [EventPacketRecord(F.stamp_ns(m), '', m.height, m.width, m.seq, 0, m.encoding,
+                                 False, bytes(m.events)) for m in msgs]
     TrackingPipeline.warmup()
     print(f'{args.scenario} ego {args.ego_level}, {args.duration:g} s, batches of {args.batch}, '
           f'threads {args.threads}')

@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--lag-ms', type=float, default=50.0)
     ap.add_argument('--out', type=Path, default=None, help='append the table to this file')
     ap.add_argument('--dump', action='store_true',
-                    help='keep the outputs of runs with a loss or a MArE over 0.5 %')
+                    help='keep the outputs of runs with a loss or a MArE over 0.5 %%')
     args = ap.parse_args(argv)
     lines = [f'command: bench_trust.py {" ".join(sys.argv[1:] if argv is None else argv)}',
              '', '| scene | ego | runs | runs with a loss | losses | worst MArE [%] | '

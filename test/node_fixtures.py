@@ -171,7 +171,9 @@ class FakeResult:
 class FakePipeline:
     """Stand-in for ``TrackingPipeline`` (test only): constant rotors, no decoding.
 
-    Accepts encoding ``evt3`` only. Each payload byte pair counts as one
+    Counts packets and sequence numbers with the pipeline's own
+    :class:`~helixtrack_ros.pipeline.intake.SeqCounter`. Accepts encoding
+    ``evt3`` only. Each payload byte pair counts as one
     event; an odd length counts a decode error. Sensor time is the header
     stamp in microseconds, so output stamps equal input stamps (to 1 us).
     Rotor ``k`` turns at its configured RPM; its homography is the circle of
@@ -179,12 +181,14 @@ class FakePipeline:
     """
 
     def __init__(self, params: dict[str, Any]) -> None:
+        from helixtrack_ros.pipeline.intake import SeqCounter
         self.params = dict(params)
         self.rotor_names = list(params['rotor_names'])
         self.tracker = {k[len('tracker.'):]: v for k, v in params.items()
                         if k.startswith('tracker.')}
-        self.counters = {'packets': 0, 'packets_refused': 0, 'decode_errors': 0,
-                         'time_backwards': 0, 'events_in': 0}
+        self.counters = {'packets_refused': 0, 'decode_errors': 0, 'time_backwards': 0,
+                         'events_in': 0}
+        self.sequence = SeqCounter(self.counters)
         self._last_t: int | None = None
         self.closed = False
         self.batches: list[int] = []
@@ -192,7 +196,7 @@ class FakePipeline:
     def process_packet(self, payload: Any, encoding: str, width: int, height: int,
                        is_bigendian: bool, stamp_ns: int, seq: int,
                        time_base: int = 0) -> FakeResult:
-        self.counters['packets'] += 1
+        self.sequence.count(int(seq))
         if encoding != 'evt3':
             self.counters['packets_refused'] += 1
             return FakeResult(error=f'unsupported encoding "{encoding}"')
@@ -219,8 +223,10 @@ class FakePipeline:
         return FakeResult(stamp_ns=t_us * 1000, t_us=t_us, n_events=n // 2, rotors=rotors)
 
     def process_packets(self, packets: list[Any]) -> list[FakeResult]:
+        """Each packet (an EventPacketRecord) through :meth:`process_packet`."""
         self.batches.append(len(packets))
-        return [self.process_packet(*p) for p in packets]
+        return [self.process_packet(p.events, p.encoding, p.width, p.height, p.is_bigendian,
+                                    p.stamp_ns, p.seq, p.time_base) for p in packets]
 
     def diagnostics(self) -> list[dict[str, Any]]:
         return [{'name': 'helixtrack: pipeline', 'level': 0, 'message': 'stand-in',
@@ -271,11 +277,42 @@ def node_saw_packets(probe: Probe, node_fqn: str) -> bool:
     return int(values.get('packets', 0)) > 0
 
 
+#: A ``sitecustomize.py`` that hides ROS 2's Python packages from an interpreter (put
+#: its folder first on PYTHONPATH): how the suite and the node are tried without ROS.
+HIDE_ROS_SITECUSTOMIZE = """\
+import importlib.abc
+import sys
+
+_HIDDEN = ('rclpy', 'rcl_interfaces', 'builtin_interfaces', 'launch', 'launch_ros',
+           'ament_index_python', 'rosidl_runtime_py', 'rpyutils')
+
+
+class _HideRos(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        top = name.split('.')[0]
+        if top in _HIDDEN or top.endswith('_msgs'):
+            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
+        return None
+
+
+sys.meta_path.insert(0, _HideRos())
+"""
+
+#: What a test that starts or builds a node needs beyond this package.
+ROS_IMPORTS = ('rclpy', 'event_camera_msgs.msg')
+
+
+def require_ros() -> None:
+    """Skip the calling test (or module, at module level) unless rclpy and EventPacket import."""
+    import pytest
+    for name in ROS_IMPORTS:
+        pytest.importorskip(name)
+
+
 def require_real_node() -> None:
     """Skip the calling test module unless rclpy, EventPacket and the real pipeline import."""
     import pytest
-    pytest.importorskip('rclpy')
-    pytest.importorskip('event_camera_msgs.msg')
+    require_ros()
     reason = real_pipeline_available()
     if reason:
         pytest.skip(reason, allow_module_level=True)

@@ -180,7 +180,8 @@ def test_fast_event_packet_reader_equals_the_generic_deserializer(frame_id, enco
     # every alignment of the fields after a string; the real bag's own packets
     from rosbags.rosbag2 import Reader
 
-    from helixtrack_ros.io.bags import EVENT_PACKET_TYPE, _parse_event_packet, typestore
+    from helixtrack_ros.io.bags import EVENT_PACKET_TYPE, typestore
+    from helixtrack_ros.io.event_packet_cdr import parse_event_packet
     store = typestore()
     T = store.types
     raws = []
@@ -195,7 +196,7 @@ def test_fast_event_packet_reader_equals_the_generic_deserializer(frame_id, enco
     with Reader(REAL_BAG) as reader:
         raws += [bytes(raw) for _, _, raw in reader.messages()][:5]
     for raw in raws:
-        fast = _parse_event_packet(raw, 42)
+        fast = parse_event_packet(raw, 42)
         msg = store.deserialize_cdr(raw, EVENT_PACKET_TYPE)
         assert fast.stamp_ns == msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         assert (fast.seq, fast.width, fast.height, fast.encoding, fast.is_bigendian,
@@ -205,9 +206,9 @@ def test_fast_event_packet_reader_equals_the_generic_deserializer(frame_id, enco
     # a big-endian CDR message, or a truncated one: not for the fast reader
     big = bytes(store.serialize_cdr(msg, EVENT_PACKET_TYPE, little_endian=False))
     with pytest.raises(ValueError):
-        _parse_event_packet(big, 0)
+        parse_event_packet(big, 0)
     with pytest.raises(ValueError):
-        _parse_event_packet(raws[-1][:-3], 0)
+        parse_event_packet(raws[-1][:-3], 0)
 
 
 @pytest.mark.parametrize('frame_id', ['', 'c', 'camera', 'event_camera_optical_frame'])

@@ -275,6 +275,8 @@ def test_a_bag_cut_before_its_first_message_exits_3(scene, tmp_path, capsys):
 @pytest.mark.parametrize('content', [
     None, '/**:\n  ros__parameters:\n    rotor_names: [a\n   x: :\n', 'foo: 1\n'])
 def test_node_with_a_missing_or_broken_parameter_file_says_so_in_one_line(content, tmp_path):
+    import node_fixtures as F  # noqa: N812
+    F.require_ros()
     path = tmp_path / ('missing.yaml' if content is None else 'broken.yaml')
     if content is not None:
         path.write_text(content)
@@ -285,3 +287,16 @@ def test_node_with_a_missing_or_broken_parameter_file_says_so_in_one_line(conten
     assert proc.returncode != 0
     line = one_line(proc.stderr + proc.stdout)
     assert 'cannot start' in line and str(path) in line
+
+
+def test_node_without_ros_says_so_in_one_line(tmp_path):
+    """As before sourcing a ROS 2 setup: one line naming what is missing, exit status 1."""
+    import node_fixtures as F  # noqa: N812
+    (tmp_path / 'sitecustomize.py').write_text(F.HIDE_ROS_SITECUSTOMIZE)
+    path = [str(tmp_path), *filter(None, [os.environ.get('PYTHONPATH')])]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    proc = subprocess.run([sys.executable, '-m', 'helixtrack_ros.node'], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    line = one_line(proc.stderr + proc.stdout)
+    assert 'cannot start' in line and "'rclpy'" in line and 'setup.bash' in line

@@ -71,3 +71,13 @@ def test_track_writes_overlay_png_with_every_tracked_rotor(quad, tmp_path):
             'rotor_0', 'rotor_1', 'rotor_2', 'rotor_3']
         assert all('RPM ?' not in lab.text and '2 blades' in lab.text for lab in panel)
     _no_overlap(labels)
+
+
+@pytest.mark.parametrize('window_s', [0.05, 0.2])
+def test_detect_analyses_the_whole_window_asked_for(quad, window_s):
+    """--window is the span the detector uses: before, anything past 0.1 s was ignored."""
+    found = detect_in_bag(str(quad / 'events'), window_s=window_s)
+    assert len(found.rotors) == 4
+    t0 = int(found.window.t_us[0])
+    for rotor in found.rotors:       # the state refers to the end of the analysed span
+        assert abs(rotor.t_us - t0 - window_s * 1e6) < 2_000, (rotor.t_us - t0, window_s)

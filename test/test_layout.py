@@ -69,7 +69,7 @@ def test_setup_installs_launch_and_config():
     assert (ROOT / 'config' / 'helixtrack.yaml').is_file()
     assert (ROOT / 'resource' / 'helixtrack_ros').is_file()
     for line in ('helixtrack = helixtrack_ros.cli:main',
-                 'helixtrack_node = helixtrack_ros.ros.main:main'):
+                 'helixtrack_node = helixtrack_ros.node:main'):
         assert line in setup
 
 

@@ -1,6 +1,6 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""Over DDS: a node started with no rotors finds them itself (auto_detect)."""
+"""Over DDS: a node started with no rotors finds them itself (auto_detect, the default)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ FQN = '/ad/helixtrack'
 BASE_NS = 1_700_000_000_000_000_000
 
 
-def test_node_detects_and_tracks_four_rotors(tmp_path):
+def test_node_without_rotors_detects_and_tracks_four_rotors(tmp_path):
     scene, packets, _ = F.sim_stream('quadcopter_4m', 0.7, seed=4, ego_level=2, base_ns=BASE_NS)
-    params = F.write_params_file(tmp_path / 'params.yaml', {
-        'rotor_names': [], 'auto_detect': True, 'diagnostics_period_s': 0.1})
+    # no rotor_names and no auto_detect in the file: detection is what the node does then
+    params = F.write_params_file(tmp_path / 'params.yaml', {'diagnostics_period_s': 0.1})
     proc = F.NodeProcess(['--params-file', str(params), '-r', '__ns:=/ad',
                           '-r', '~/events:=/ev_ad'], log_dir=tmp_path)
     probe = F.Probe('autodetect_probe')
@@ -50,4 +50,6 @@ def test_node_detects_and_tracks_four_rotors(tmp_path):
         assert np.allclose(got, truth, rtol=0.03), (got, truth)
         assert probe.messages(FQN + '/rotor_0/rpm')
     finally:
-        assert 'detected rotors' in F.close_and_check(probe, proc)
+        log = F.close_and_check(probe, proc)
+    assert 'no rotors configured: detecting them' in log
+    assert 'detected rotors' in log

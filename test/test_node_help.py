@@ -5,9 +5,9 @@
 import subprocess
 import sys
 
-import pytest
+import node_fixtures as F  # noqa: N812
 
-pytest.importorskip('rclpy')
+F.require_ros()
 
 
 def test_help_prints_usage_and_every_parameter_and_starts_no_node():

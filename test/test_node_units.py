@@ -18,6 +18,7 @@ import rclpy  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from helixtrack_ros.ros import node as hn  # noqa: E402
+from helixtrack_ros.ros.inputs import EVENTS_QOS  # noqa: E402
 from helixtrack_ros.ros.outputs import homography_message  # noqa: E402
 
 
@@ -87,6 +88,28 @@ def test_bad_configuration_is_refused_with_the_parameter_named(context, tree, me
         _make(context, tree)
 
 
+@pytest.mark.parametrize('auto_detect, line', [
+    (None, 'no rotors configured: detecting them in the first 100 ms of events on '),
+    (True, 'no rotors configured: detecting them in the first 100 ms of events on '),
+    (False, 'no rotors configured and auto_detect is false: nothing will be tracked'),
+])
+def test_no_rotors_starts_detection_unless_switched_off_and_says_so(context, capfd,
+                                                                     auto_detect, line):
+    from helixtrack_ros.pipeline.config import PipelineConfig, parameter_table
+
+    tree = {'rotor_names': []}
+    if auto_detect is not None:
+        tree['auto_detect'] = auto_detect
+    node = hn.HelixtrackNode(context=context, parameter_overrides=_overrides(tree),
+                             pipeline_factory=F.FakePipeline, warmup=lambda: 0.0,
+                             parameters=parameter_table(PipelineConfig(realtime_stride=True)))
+    try:
+        assert node.get_parameter('auto_detect').value is (auto_detect is not False)
+    finally:
+        node.destroy_node()
+    assert line in capfd.readouterr().err
+
+
 @pytest.mark.parametrize('frame_id', ['', 'c', 'camera', 'event_camera_optical_frame'])
 @pytest.mark.parametrize('names', [['a'], ['front_left', 'rear_right', 'x'], ['r0', 'r1', 'r2',
                                                                                'r3']])
@@ -143,7 +166,8 @@ def test_packet_handling_counts_problems(context):
         node._on_packet(bad)
         (restart,) = F.fake_packets(1, seq0=0)
         node._on_packet(restart)
-        node._pipe.process_packet = lambda *a, **k: 1 / 0          # a pipeline bug
+        real = node._pipe.process_packet              # a pipeline bug (after its intake)
+        node._pipe.process_packet = lambda *a, real=real: (real(*a), 1 / 0)
         (boom,) = F.fake_packets(1, seq0=1)
         node._on_packet(boom)
         c = node.counters
@@ -203,17 +227,17 @@ def test_queued_packets_are_tracked_together_and_published_one_by_one(context):
         msgs = F.fake_packets(8, seq0=0)
         # a real backlog: the packets wait in the node's own subscription queue
         other = rclpy.create_node('backlog', context=context)
-        pub = other.create_publisher(EventPacket, node._sub.topic_name, hn.EVENTS_QOS)
+        pub = other.create_publisher(EventPacket, node._input.sub.topic_name, EVENTS_QOS)
         F.wait_until(lambda: pub.get_subscription_count() > 0, 10.0, 'discovery')
         for m in msgs[1:]:
             pub.publish(m)
-        F.wait_until(lambda: node._sub.handle.get_publisher_count() > 0, 10.0, 'matched')
+        F.wait_until(lambda: node._input.sub.handle.get_publisher_count() > 0, 10.0, 'matched')
         import time
         time.sleep(0.5)
         node.set_parameters([Parameter('max_batch_packets', value=5)])
         node._on_packet(msgs[0])          # takes 4 of the 7 queued ones with it
-        node._on_packet(*node._take_queued(1)[0])     # and the last 2 with this one
-        assert node._take_queued(1) == []
+        node._on_packet(*node._input.take_queued(1)[0])     # and the last 2 with this one
+        assert node._input.take_queued(1) == []
         assert node._pipe.batches == [5, 3]
         assert pubs == [F.stamp_ns(m) for m in msgs]
         c = node.counters
@@ -287,13 +311,13 @@ def test_events_type_auto_follows_a_publisher_of_event_array(context):
     rclpy.init(context=driver_ctx)
     other = rclpy.create_node('array_driver', context=driver_ctx)
     try:
-        topic = node._sub.topic_name
-        pub = other.create_publisher(event_array, topic, hn.EVENTS_QOS)
+        topic = node._input.sub.topic_name
+        pub = other.create_publisher(event_array, topic, EVENTS_QOS)
         F.wait_until(lambda: node.get_publishers_info_by_topic(topic), 10.0,
                      'the EventArray publisher in the graph')
-        node._watch_input()
-        assert node._sub.msg_type is event_array
-        F.wait_until(lambda: node._sub.handle.get_publisher_count() > 0
+        node._input.watch()
+        assert node._input.sub.msg_type is event_array
+        F.wait_until(lambda: node._input.sub.handle.get_publisher_count() > 0
                      and pub.get_subscription_count() > 0, 10.0, 'matched')
         import time
         time.sleep(0.3)
@@ -304,7 +328,7 @@ def test_events_type_auto_follows_a_publisher_of_event_array(context):
                               time_base=m.time_base, events=m.events, seq=m.seq)
             pub.publish(arr)
             sent.append(F.stamp_ns(m))
-        got = F.wait_until(lambda: node._take_queued(3), 10.0, 'the EventArrays')
+        got = F.wait_until(lambda: node._input.take_queued(3), 10.0, 'the EventArrays')
         pubs = []
         node._outputs.rotors.publish = lambda m: pubs.append(F.stamp_ns(_joint(m)))
         for msg, info in got:

@@ -74,6 +74,13 @@ def test_node_outputs_equal_what_helixtrack_track_writes(tmp_path):
         want = len(offline['/helixtrack/rotors'])
         F.wait_until(lambda: len(probe.messages(FQN + '/rotors')) >= want, 60,
                      f'{want} outputs')
+        # each rotor's topics go out after ~/rotors: let their last messages land too
+        for n in names:
+            for topic in ('rpm', 'homography'):
+                got = offline[f'/helixtrack/{n}/{topic}']
+                F.wait_until(lambda n=n, topic=topic, got=got: len(
+                    probe.messages(f'{FQN}/{n}/{topic}')) >= len(got), 30,
+                    f'{len(got)} {n}/{topic}')
         live = probe.messages(FQN + '/rotors')
         ref = offline['/helixtrack/rotors']
         assert len(live) == len(ref)

@@ -7,7 +7,8 @@ import pytest
 
 from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
 from helixtrack_ros.evaluation import rotor_inits_from_scene
-from helixtrack_ros.pipeline import PipelineConfig, RawPacket, TrackingPipeline
+from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
 from helixtrack_ros.pipeline.realtime import MIN_TRACKED_PER_US, StridePolicy
 from helixtrack_ros.sim import Simulator, make_scenario
 
@@ -88,6 +89,10 @@ def test_camera_restart_is_survived(packets):
     res = _feed(pipe, enc_pkts[:5], seq0=0, stamp0_ns=2 * 10**18)
     assert all(r.error is None for r in res[5:])
     assert pipe.counters['camera_restarts'] + pipe.counters['packets_corrupt'] >= 1
+    # its sequence numbers start again too: a restart, not a gap (nothing was lost)
+    c = pipe.counters
+    assert (c['seq_restarts'], c['seq_gaps'], c['packets_dropped']) == (1, 0, 0)
+    assert pipe.sequence.last_restart == (len(pkts) - 1, 0) and pipe.sequence.last == 4
 
 
 def _assert_rpm_of_the_rotors_under_them(scene, res):
@@ -139,8 +144,8 @@ def _raw_packets(scene, seed):
     out = []
     for i, (start, stop) in enumerate(packetize(ev.t_us, 1000)):
         part = ev.slice(start, stop)
-        out.append(RawPacket(enc.encode(part), 'evt3', 1280, 720, False,
-                             10**18 + int(part.t_us[-1]) * 1000 + 300_000, i))
+        out.append(EventPacketRecord(10**18 + int(part.t_us[-1]) * 1000 + 300_000, '', 720,
+                                     1280, i, 0, 'evt3', False, enc.encode(part)))
     return out
 
 
@@ -154,13 +159,13 @@ def test_batches_of_packets_give_the_packet_by_packet_results(threads, stream):
     scene = make_scenario('quadcopter_4m', 0.3, 2, seed=6)
     raw = _raw_packets(scene, 6)
     # a garbage packet and an empty one inside a batch
-    raw.insert(40, raw[40]._replace(payload=np.random.default_rng(1).integers(
+    raw.insert(40, raw[40]._replace(events=np.random.default_rng(1).integers(
         0, 256, 4000).astype(np.uint8)))
-    raw.insert(80, raw[80]._replace(payload=np.zeros(0, np.uint8)))
+    raw.insert(80, raw[80]._replace(events=np.zeros(0, np.uint8)))
     raw = [p._replace(seq=i) for i, p in enumerate(raw)]
     config = PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=threads)
     one = TrackingPipeline(config)
-    ref = [one.process_packet(*p) for p in raw]
+    ref = [one.process_packets([p])[0] for p in raw]
     many = TrackingPipeline(config)
     got = []
     batches = [raw[k:k + 13] for k in range(0, len(raw), 13)]
@@ -186,7 +191,7 @@ def test_batches_recover_a_jumped_rotor_like_single_packets():
     raw = _raw_packets(scene, 2)
     config = PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=2)
     one = TrackingPipeline(config)
-    ref = [one.process_packet(*p) for p in raw]
+    ref = [one.process_packets([p])[0] for p in raw]
     many = TrackingPipeline(config)
     got = []
     for k in range(0, len(raw), 10):
@@ -281,15 +286,15 @@ def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
         pipe.note_backlog(0)
         pipe._account_load(0.002, 1000)
     assert pipe.stride == 1 and gn_targets(pipe) == {3000}
-    # packets queue up: the stride widens up to max_stride, the GN target shrinks with it
+    # packets queue up: the stride widens up to max_stride, the GN target is halved
     for _ in range(100):
         pipe.note_backlog(10)
         pipe._account_load(0.002, 1000)
-    assert pipe.stride == 4 and gn_targets(pipe) == {750}
-    assert pipe.diagnostics()[0]['values']['gn_target_events'] == '750'
+    assert pipe.stride == 4 and gn_targets(pipe) == {1500}
+    assert pipe.diagnostics()[0]['values']['gn_target_events'] == '1500'
     # a tracker parameter set meanwhile keeps the scaling
     pipe.update_tracker_params({'gn_target_events': 2000})
-    assert gn_targets(pipe) == {500}
+    assert gn_targets(pipe) == {1000}
     # the queue empties and the load leaves room: back to every event
     for _ in range(200):
         pipe.note_backlog(0)
@@ -303,21 +308,21 @@ def test_realtime_policy_follows_the_queue_and_scales_the_gauss_newton_target():
 
 
 def test_realtime_stride_leaves_the_sparsest_rotor_enough_events():
-    """Before: the stride went to max_stride whatever the rotors' event rates; on a
-    4 m quadcopter (about 3 M events/s on the sparsest rotor) stride 8 lost rotors."""
+    """The stride goes to max_stride only where the sparsest tracked rotor keeps
+    MIN_TRACKED_PER_US; it comes down at once when the rotors get sparser."""
     policy = StridePolicy(True, max_stride=8)
-    policy.note_rotor_rate(3.0)                  # events per us of the sparsest rotor
+    policy.note_rotor_rate(1.5)                  # events per us of the sparsest rotor
     for _ in range(100):
         policy.note_backlog(10)
         policy.account(0.002, 1000)
-    assert policy.stride == 4 == int(3.0 / MIN_TRACKED_PER_US)
+    assert policy.stride == 4 == int(1.5 / MIN_TRACKED_PER_US)
     for _ in range(30):
         policy.note_rotor_rate(13.0)             # a dense scene may go further
         policy.note_backlog(10)
         policy.account(0.002, 1000)
     assert policy.stride == 8
     for _ in range(30):
-        policy.note_rotor_rate(1.0)              # the rotors got sparser: down at once
+        policy.note_rotor_rate(0.4)              # the rotors got sparser: down at once
         policy.account(0.002, 1000)
     assert policy.stride == 1
 
@@ -345,3 +350,41 @@ def test_diagnostics_name_the_stride_in_english(stride, words):
     pipe = _pipe(scene)
     pipe.set_stride(stride)
     assert pipe.diagnostics()[0]['message'] == f'behind real time: every {words} event'
+
+
+def test_junk_packets_are_refused_and_not_counted_as_events(packets):
+    """Random bytes on the events topic add packets and refusals, never events."""
+    scene, pkts = packets
+    pipe = _pipe(scene)
+    rng = np.random.default_rng(3)
+    good = _feed(pipe, pkts[:10])
+    before = pipe.counters['events_in']
+    for k in range(5):
+        junk = rng.integers(0, 256, 4000, dtype=np.uint8).tobytes()
+        bad = pipe.process_packet(junk, 'evt3', 1280, 720, False,
+                                  10**18 + pkts[10][1] * 1000, 10 + k)
+        assert bad.error is not None and bad.n_events == 0
+    c = pipe.counters
+    assert c['events_in'] == before == sum(r.n_events for r in good)
+    assert c['packets_corrupt'] == 5 and c['packets'] == 15
+
+
+def test_diagnostics_say_when_the_stream_stopped(packets):
+    """Once packets stop, no status repeats 'behind real time' or 'tracking' as current;
+    with the next packets they report the live state again."""
+    from helixtrack_ros.pipeline.diagnostics import STREAM_IDLE_S
+
+    scene, pkts = packets
+    pipe = _pipe(scene)
+    _feed(pipe, pkts[:30])
+    pipe.set_stride(2)
+    live = pipe.diagnostics()
+    assert live[0]['message'] == 'behind real time: every 2nd event'
+    assert not live[1]['message'].startswith('stream stopped')
+    pipe._last_packet_wall -= STREAM_IDLE_S + 1.0     # the stream stopped a while ago
+    pipeline, rotor = pipe.diagnostics()
+    assert pipeline['message'].startswith('stream stopped: no packets for ')
+    assert rotor['message'].startswith('stream stopped (last: ')
+    assert pipeline['level'] == rotor['level'] == 1
+    _feed(pipe, pkts[30:32], seq0=30)
+    assert pipe.diagnostics()[0]['message'] == 'behind real time: every 2nd event'

@@ -52,7 +52,7 @@ def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
     A bag cut short (damaged MCAP) ends the window at the damage. Progress (in
     milliseconds of sensor time up to the window's end) is drawn unless ``quiet``.
     """
-    from helixtrack_ros.core.detection import detect_rotors
+    from helixtrack_ros.core.detection import DetectionParams, detect_rotors
     from helixtrack_ros.core.events import EventArrays
     recording = open_or_fail(bag, topic)
     decoder = None
@@ -90,8 +90,12 @@ def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
     a = int(np.searchsorted(ev.t_us, t_start))
     b = int(np.searchsorted(ev.t_us, t_start + int(window_s * 1e6)))
     window = ev.slice(a, b)
-    return Detection(detect_rotors(window, width=width, height=height), width, height,
-                     packets.truncated, window)
+    # the detector analyses the whole window asked for (its default is 100 ms)
+    span_us = max(int(window_s * 1e6), 1)
+    params = DetectionParams(window_us=span_us,
+                             min_window_us=min(DetectionParams.min_window_us, span_us))
+    return Detection(detect_rotors(window, width=width, height=height, params=params), width,
+                     height, packets.truncated, window)
 
 
 def rotor_line(name: str, r: Any) -> str:

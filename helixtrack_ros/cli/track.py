@@ -278,12 +278,10 @@ def _where_seen(arrays: dict[str, Any], config: Any, detected: dict[str, tuple[i
 
 def _batches(packets: Any) -> Iterator[list[Any]]:
     """Group packets into about 64 ms of a driver stream (see pipeline.process_stream)."""
-    from helixtrack_ros.pipeline import RawPacket
-    batch: list[RawPacket] = []
+    batch: list[Any] = []
     words = 0
     for pkt in packets:
-        batch.append(RawPacket(pkt.events, pkt.encoding, pkt.width, pkt.height,
-                               pkt.is_bigendian, pkt.stamp_ns, pkt.seq, pkt.time_base))
+        batch.append(pkt)     # an io.packet_record.EventPacketRecord, taken as it is
         words += len(pkt.events) // 2
         if len(batch) >= BATCH_PACKETS or words >= BATCH_WORDS:
             yield batch

@@ -77,7 +77,7 @@ class RotorState(IntEnum):
 CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'scale drift',
                'perspective drift', 'RPM uncertain', 'implausible RPM',
                'implausible RPM change', 'implausible scale change', 'implausible centre step',
-               'events lost in transport')
+               'events lost in transport', 'rate settling')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -118,7 +118,7 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 #: (R_RPM_RANGE .. R_CENTRE_JUMP) make a rotor LOST at once; R_GAP: events were lost in
 #: transport, the extrapolated state must pass health_recover_us of good windows again.
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
- R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP) = range(13)
+ R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING) = range(14)
 
 # ---- health parameter vector (hp), packed from TrackerParams, the blade count and the
 # rotor's own RPM range
@@ -153,6 +153,7 @@ HP_ACCEL = _HP.slot('gate_accel_rpm_s')
 HP_SCALE_GATE = _HP.slot(lambda p, blades, rng: math.log1p(p.gate_scale_rel)
                          if p.gate_scale_rel > 0 else 0.0)
 HP_CENTRE_GATE = _HP.slot('gate_center_step')
+HP_SETTLE = _HP.slot('health_settle_rpm_s')   # re-validation: change of acceleration bound
 HP_LEN = _HP.close()
 
 # ---- float health state (hs) ---------------------------------------------------------------
@@ -179,6 +180,8 @@ HS_GATE_T = _HS.slot(-1.0)     # time of the last window that passed the gates (
 HS_GATE_RPM = _HS.slot()       # its shaft RPM and centre
 HS_GATE_CX = _HS.slot()
 HS_GATE_CY = _HS.slot()
+HS_GATE_ACC = _HS.slot(math.nan)   # shaft acceleration [RPM/s] between the last two passes
+HS_JERK = _HS.slot(math.nan)       # its change at the last pass (nan: not known yet)
 HS_LEN = _HS.close()
 
 # ---- int health state (hi) -----------------------------------------------------------------
@@ -228,16 +231,19 @@ def _gate(hp, hs, q, om, t_end):
             and abs(q[0] - hs[HS_LOGS_REF]) > hp[HP_SCALE_GATE]:
         return R_SCALE_JUMP, q[0] - hs[HS_LOGS_REF], hp[HP_SCALE_GATE]
     t_prev = hs[HS_GATE_T]
+    acc = math.nan
     if t_prev >= 0.0 and t_end > t_prev:
         dt_s = (t_end - t_prev) * 1e-6
-        accel = abs(rpm - hs[HS_GATE_RPM]) / dt_s
-        if hp[HP_ACCEL] > 0.0 and accel > hp[HP_ACCEL]:
-            return R_ACCEL, accel, hp[HP_ACCEL]
+        acc = (rpm - hs[HS_GATE_RPM]) / dt_s
+        if hp[HP_ACCEL] > 0.0 and abs(acc) > hp[HP_ACCEL]:
+            return R_ACCEL, abs(acc), hp[HP_ACCEL]
         windows = max(1.0, (t_end - t_prev) / hp[HP_WIN])
         step = math.sqrt((q[2] - hs[HS_GATE_CX]) ** 2 + (q[3] - hs[HS_GATE_CY]) ** 2)
         step = step / max(math.exp(q[0]), 1e-9) / windows
         if hp[HP_CENTRE_GATE] > 0.0 and step > hp[HP_CENTRE_GATE]:
             return R_CENTRE_JUMP, step, hp[HP_CENTRE_GATE]
+    hs[HS_JERK] = abs(acc - hs[HS_GATE_ACC])     # nan until two accelerations are known
+    hs[HS_GATE_ACC] = acc
     hs[HS_GATE_T] = t_end
     hs[HS_GATE_RPM] = rpm
     hs[HS_GATE_CX] = q[2]
@@ -289,6 +295,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
     if not locked:
         hi[HI_REASON] = R_ACQUIRING
         hs[HS_GATE_T] = -1.0
+        hs[HS_GATE_ACC] = math.nan
         if level != LOST:
             hi[HI_LEVEL] = DEGRADED
             hi[HI_CAUSE] = R_ACQUIRING
@@ -329,6 +336,17 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         reason, val, ref = R_INCOHERENT, coh, math.nan
     elif spill == spill and spill > hp[HP_SPILLMAX]:
         reason, val, ref = R_SPILL, spill, math.nan
+    if reason == R_OK and level != TRACKING and hp[HP_SETTLE] > 0.0 \
+            and not hs[HS_JERK] <= hp[HP_SETTLE]:
+        # re-validating: the rate must be settled (a rate still ringing after a loss
+        # or a lock is not published); neither good nor bad time
+        hi[HI_REASON] = R_SETTLING
+        hs[HS_GOOD_US] = 0.0
+        if level != LOST:
+            hi[HI_CAUSE] = R_SETTLING
+            hs[HS_CAUSE_VAL] = hs[HS_JERK]
+            hs[HS_CAUSE_REF] = hp[HP_SETTLE]
+        return
     hi[HI_REASON] = reason
     if reason != R_OK:
         hs[HS_BAD_US] += dur
@@ -404,6 +422,8 @@ _CAUSE_TEXT = {
     R_CENTRE_JUMP: lambda val, ref: (f'implausible centre step: {val:.2f} tip radii per window '
                                      f'(bound {ref:.2f})'),
     R_GAP: lambda val, ref: 'events lost in transport: re-validating',
+    R_SETTLING: lambda val, ref: (f'rate settling: acceleration changed {val:.0f} RPM/s in a '
+                                  f'window (re-validating below {ref:.0f})'),
 }
 
 

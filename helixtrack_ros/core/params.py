@@ -264,6 +264,11 @@ class TrackerParams:
                                  'shaft RPM below this is implausible (per rotor: rpm_range)')
     gate_rpm_max: float = _param(60_000.0, (1.0, 1e7), 'RPM',
                                  'shaft RPM above this is implausible (per rotor: rpm_range)')
+    health_settle_rpm_s: float = _param(3000.0, (0.0, 1e9), 'RPM/s',
+                                        'while re-validating, a health window counts as good '
+                                        'only if the shaft acceleration changed less than this '
+                                        'since the last window (a rate still ringing after a '
+                                        'loss is not published; 0: off)')
     gate_accel_rpm_s: float = _param(500_000.0, (0.0, 1e9), 'RPM/s',
                                      'shaft RPM changing faster than this between health '
                                      'windows is implausible (0: off)')

@@ -29,7 +29,6 @@ from pathlib import Path
 import struct
 from typing import Any
 
-import numpy as np
 from rosbags.rosbag2 import Reader
 
 from helixtrack_ros.io.bag_writers import EventBagWriter, ResultBagWriter
@@ -41,7 +40,7 @@ from helixtrack_ros.io.mcap_salvage import (
     one_line,
     repair_hint,
 )
-from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.io.packet_record import EventPacketRecord, record_of_message
 from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,
     EVENT_ARRAY_TYPE,
@@ -52,25 +51,8 @@ from helixtrack_ros.io.ros_types import (
 
 __all__ = ['DEFAULT_EVENT_TOPIC', 'EVENT_ARRAY_TYPE', 'EVENT_PACKET_TYPE', 'EVENT_TYPES',
            'EventBagWriter', 'EventPacketRecord', 'ResultBagWriter', 'TruncatedBagError',
-           'count_messages', 'event_record', 'iter_event_packets', 'iter_messages',
+           'count_messages', 'iter_event_packets', 'iter_messages',
            'list_topics', 'repair_hint', 'typestore']
-
-_NS_PER_S = 1_000_000_000
-
-
-def _parse_event_packet(raw: 'bytes | memoryview', log_time_ns: int) -> EventPacketRecord:
-    """Read a little-endian CDR EventPacket straight from its bytes (the payload not copied).
-
-    :func:`~helixtrack_ros.io.event_packet_cdr.parse_event_packet`; anything
-    unexpected raises (``ValueError``, ``struct.error``, ...) and the caller
-    falls back to the generic deserializer.
-    """
-    f = parse_event_packet(raw)
-    return EventPacketRecord(
-        stamp_ns=f.stamp_ns, seq=f.seq, width=f.width, height=f.height, encoding=f.encoding,
-        is_bigendian=f.is_bigendian, time_base=f.time_base, events=f.events,
-        log_time_ns=int(log_time_ns))
-
 
 def resolve_bag_path(bag_path: 'str | Path') -> Path:
     """What rosbags opens: the path, or the one .mcap/.db3 file of a bare directory."""
@@ -171,19 +153,6 @@ def count_messages(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
         reader.close()
 
 
-def _stamp_ns(header: Any) -> int:
-    return int(header.stamp.sec) * _NS_PER_S + int(header.stamp.nanosec)
-
-
-def event_record(msg: Any, log_time_ns: int) -> EventPacketRecord:
-    """The record of a deserialized EventPacket or EventArray (same fields, ROS 1 or 2)."""
-    return EventPacketRecord(
-        stamp_ns=_stamp_ns(msg.header), seq=int(msg.seq), width=int(msg.width),
-        height=int(msg.height), encoding=str(msg.encoding),
-        is_bigendian=bool(msg.is_bigendian), time_base=int(msg.time_base),
-        events=np.asarray(msg.events, dtype=np.uint8), log_time_ns=int(log_time_ns))
-
-
 def iter_event_packets(bag_path: 'str | Path',
                        topic: str = DEFAULT_EVENT_TOPIC) -> Iterator[EventPacketRecord]:
     """Stream the event messages of one topic, in recording order.
@@ -231,7 +200,7 @@ def iter_event_packets(bag_path: 'str | Path',
             record = None
             if msgtype == EVENT_PACKET_TYPE:   # the fast path knows EventPacket's layout
                 try:
-                    record = _parse_event_packet(raw, log_time_ns)
+                    record = parse_event_packet(raw, log_time_ns)
                 except (ValueError, struct.error, IndexError, UnicodeDecodeError):
                     pass   # the generic deserializer decides (and names the problem)
             if record is not None:
@@ -242,7 +211,7 @@ def iter_event_packets(bag_path: 'str | Path',
             except Exception as err:
                 raise ValueError(f'corrupt {msgtype.rsplit("/", 1)[-1]} {n - 1} on {topic!r} '
                                  f'in {reader.path}: {one_line(err)}') from err
-            yield event_record(msg, log_time_ns)
+            yield record_of_message(msg, log_time_ns)
         _raise_if_damaged(reader, n, topic)
     finally:
         reader.close()

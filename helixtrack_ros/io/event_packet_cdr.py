@@ -6,7 +6,9 @@ The node takes packets from DDS as serialized bytes and ``helixtrack track``
 reads them from bags the same way: the generic deserializers copy the
 payload (twice in rclpy: into a C struct, then into a Python array) and build
 a Python object per field, about 10x the cost of reading the few fixed
-fields here. The payload is returned as a view of the bytes, not copied.
+fields here. They are read into an
+:class:`~helixtrack_ros.io.packet_record.EventPacketRecord`, the payload a
+view of the bytes, not copied.
 
 The message's fields are :data:`EVENT_PACKET_MSG`: a ``std_msgs/Header``
 (stamp: int32 sec, uint32 nanosec; string frame_id), then height, width,
@@ -21,9 +23,10 @@ and the elements. Taken from DDS, the bytes are padded to a multiple of 4.
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
 
 import numpy as np
+
+from helixtrack_ros.io.packet_record import EventPacketRecord
 
 #: The field list of event_camera_msgs/msg/EventPacket (ros-event-camera, Apache-2.0).
 EVENT_PACKET_MSG = """std_msgs/Header header
@@ -43,42 +46,8 @@ _LE_STAMP = struct.Struct('<iII')
 _LE_U32 = struct.Struct('<I')
 
 
-class EventPacketFields(NamedTuple):
-    """The fields of one EventPacket, payload as bytes.
-
-    Attributes
-    ----------
-    stamp_ns : int
-        Header stamp [ns of ROS time].
-    frame_id : str
-        Header frame.
-    height, width : int
-        Sensor size in pixels.
-    seq : int
-        Packet sequence number.
-    time_base : int
-        The message's time base (0 for EVT 3.0; ns for ``mono``).
-    encoding : str
-        Payload encoding, e.g. ``'evt3'``.
-    is_bigendian : bool
-        Byte order of the payload words.
-    events : numpy.ndarray
-        The payload bytes (uint8; a read-only view when parsed from bytes).
-    """
-
-    stamp_ns: int
-    frame_id: str
-    height: int
-    width: int
-    seq: int
-    time_base: int
-    encoding: str
-    is_bigendian: bool
-    events: np.ndarray
-
-
-def parse_event_packet(raw: bytes | memoryview) -> EventPacketFields:
-    """Read a little-endian CDR EventPacket from its bytes.
+def parse_event_packet(raw: bytes | memoryview, log_time_ns: int = 0) -> EventPacketRecord:
+    """Read a little-endian CDR EventPacket from its bytes (``log_time_ns``: see the record).
 
     Raises
     ------
@@ -116,18 +85,7 @@ def parse_event_packet(raw: bytes | memoryview) -> EventPacketFields:
     # DDS pads the serialized message to a multiple of 4 bytes
     if not 0 <= len(raw) - (o + n) <= 3 or is_big > 1:
         raise ValueError('bad events length')
-    return EventPacketFields(
-        stamp_ns=int(sec) * _NS_PER_S + int(nsec), frame_id=frame_id, height=int(height),
-        width=int(width), seq=int(seq), time_base=int(time_base), encoding=encoding,
-        is_bigendian=bool(is_big), events=np.frombuffer(raw, np.uint8, n, o))
-
-
-def fields_of_message(msg: Any) -> EventPacketFields:
-    """The same fields from a deserialized EventPacket (rclpy or rosbags object)."""
-    stamp = msg.header.stamp
-    return EventPacketFields(
-        stamp_ns=int(stamp.sec) * _NS_PER_S + int(stamp.nanosec),
-        frame_id=str(msg.header.frame_id), height=int(msg.height), width=int(msg.width),
-        seq=int(msg.seq), time_base=int(msg.time_base), encoding=str(msg.encoding),
-        is_bigendian=bool(msg.is_bigendian),
-        events=np.frombuffer(msg.events, dtype=np.uint8))
+    return EventPacketRecord(
+        int(sec) * _NS_PER_S + int(nsec), frame_id, int(height), int(width), int(seq),
+        int(time_base), encoding, bool(is_big), np.frombuffer(raw, np.uint8, n, o),
+        int(log_time_ns))

@@ -1,47 +1,67 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""What every recording reader yields: one packet of encoded events.
+"""The one record of a packet of encoded events, from any source to the pipeline.
 
-The bag readers (EventPacket, EventArray; ROS 2 and ROS 1) and the
-Metavision ``.raw`` reader all give :class:`EventPacketRecord`, so the
-offline commands treat every kind of recording alike.
+The node (DDS bytes or messages), the bag readers (EventPacket, EventArray;
+ROS 2 and ROS 1) and the Metavision ``.raw`` reader all give
+:class:`EventPacketRecord`, and the pipeline takes it as it is: a packet is
+one small tuple from where it is read to where it is decoded.
 """
 
-from dataclasses import dataclass
+from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import numpy as np
 
+_NS_PER_S = 1_000_000_000
 
-@dataclass(frozen=True)
-class EventPacketRecord:
-    """One packet of encoded events, as an EventPacket message holds it.
+
+class EventPacketRecord(NamedTuple):
+    """The fields of one EventPacket (or EventArray) message, in message order.
 
     Attributes
     ----------
     stamp_ns : int
         Header stamp [ns of ROS time].
+    frame_id : str
+        Header frame ('' where the source has none, e.g. a ``.raw`` file).
+    height, width : int
+        Sensor size in pixels.
     seq : int
         Packet sequence number.
-    width, height : int
-        Sensor size in pixels.
+    time_base : int
+        The message's time base (0 for EVT 3.0; ns for ``mono``).
     encoding : str
         Payload encoding, e.g. ``'evt3'``.
     is_bigendian : bool
         Byte order of the payload words.
-    time_base : int
-        The message's time base (0 for EVT 3.0; ns for ``mono``).
-    events : numpy.ndarray
-        The payload bytes (uint8).
+    events : numpy.ndarray or bytes
+        The payload bytes (uint8; read in place where the source allows).
     log_time_ns : int
-        Time at which the bag recorded the message [ns] (the stamp for a ``.raw`` file).
+        Time at which a recording stored the message [ns] (the stamp for a
+        ``.raw`` file; 0 for a packet taken live).
     """
 
     stamp_ns: int
-    seq: int
-    width: int
+    frame_id: str
     height: int
+    width: int
+    seq: int
+    time_base: int
     encoding: str
     is_bigendian: bool
-    time_base: int
-    events: np.ndarray
-    log_time_ns: int
+    events: Any
+    log_time_ns: int = 0
+
+
+def record_of_message(msg: Any, log_time_ns: int = 0) -> EventPacketRecord:
+    """The record of a deserialized EventPacket or EventArray (rclpy or rosbags; ROS 1 or 2).
+
+    The payload is a view of the message's buffer, not a copy.
+    """
+    header = msg.header
+    return EventPacketRecord(
+        int(header.stamp.sec) * _NS_PER_S + int(header.stamp.nanosec), str(header.frame_id),
+        int(msg.height), int(msg.width), int(msg.seq), int(msg.time_base), str(msg.encoding),
+        bool(msg.is_bigendian), np.frombuffer(msg.events, np.uint8), int(log_time_ns))

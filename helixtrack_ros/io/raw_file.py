@@ -249,9 +249,8 @@ def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):  #
 def _packet(header: RawHeader, payload: np.ndarray, start_us: int, seq: int,
             last_stamp: int) -> EventPacketRecord:
     stamp = max(header.date_ns + max(start_us, 0) * 1000, last_stamp + 1 if seq else 0)
-    return EventPacketRecord(stamp_ns=stamp, seq=seq, width=header.width, height=header.height,
-                             encoding=header.encoding, is_bigendian=False, time_base=0,
-                             events=payload, log_time_ns=stamp)
+    return EventPacketRecord(stamp, '', header.height, header.width, seq, 0, header.encoding,
+                             False, payload, stamp)
 
 
 def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int = 1 << 22,

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 from rosbags.rosbag1 import Reader, Writer
 
-from helixtrack_ros.io.bags import event_record
 from helixtrack_ros.io.mcap_salvage import one_line
-from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.io.packet_record import EventPacketRecord, record_of_message
 from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,
     EVENT_ARRAY_TYPE,
@@ -84,7 +83,7 @@ def iter_ros1_event_packets(path: 'str | Path',
             except Exception as err:
                 raise ValueError(f'corrupt {msgtype.rsplit("/", 1)[-1]} {n} on {topic!r} in '
                                  f'{path}: {one_line(err)}') from err
-            yield event_record(msg, log_time_ns)
+            yield record_of_message(msg, log_time_ns)
     finally:
         reader.close()
 

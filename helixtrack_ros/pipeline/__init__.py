@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Packet processing shared by the ROS node and the offline CLI.
 
-:class:`TrackingPipeline` turns raw ``EventPacket`` payloads into per-rotor
+:class:`TrackingPipeline` turns packets
+(:class:`~helixtrack_ros.io.packet_record.EventPacketRecord`) into per-rotor
 outputs; :class:`PipelineConfig` configures it. The parts, one job each:
-``config`` (parameters), ``records`` (packets in, outputs out), ``intake``
+``config`` (parameters), ``records`` (outputs and results), ``intake``
 (decode, sequence, time checks), ``batching`` (batches and threads),
 ``rotors`` (tracking a batch), ``outputs`` (what a consumer is handed),
 ``recovery`` (LOST rotors), ``startup`` (auto-detection), ``realtime`` (the
@@ -17,11 +18,10 @@ from helixtrack_ros.pipeline.records import (
     OK,
     WARN,
     PacketResult,
-    RawPacket,
     RotorOutput,
     StreamBatch,
 )
 from helixtrack_ros.pipeline.tracking_pipeline import TrackingPipeline
 
-__all__ = ['ERROR', 'OK', 'WARN', 'PacketResult', 'PipelineConfig', 'RawPacket',
-           'RotorOutput', 'StreamBatch', 'TrackingPipeline']
+__all__ = ['ERROR', 'OK', 'WARN', 'PacketResult', 'PipelineConfig', 'RotorOutput',
+           'StreamBatch', 'TrackingPipeline']

@@ -4,7 +4,9 @@
 
 Each rotor runs through all packets of a batch in one kernel call, the
 rotors of a batch in parallel threads (the kernels release the GIL). The
-results stay one per packet (``docs/ARCHITECTURE.md``, "Data flow").
+results stay one per packet (``docs/ARCHITECTURE.md``, "Data flow"):
+:class:`BatchQueue` holds the queued packets and the batch in flight, and
+fills in each packet's result when its batch is done.
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 import itertools
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays, EventBuffer
+from helixtrack_ros.pipeline.records import PacketResult, RotorOutput
+
+if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.pipeline.rotors import RotorBank
 
 #: Packets with more events than this run their rotors in parallel threads.
 PARALLEL_MIN_EVENTS = 2000
@@ -190,3 +196,84 @@ class BatchBuffers:
         buf = EventBuffer(capacity + capacity // 4)
         self._buffers = [b for b in self._buffers if b not in free] + [buf]
         return buf
+
+
+class BatchQueue:
+    """Decoded packets waiting for their rotors, the batch in flight, the last outputs.
+
+    Packets are decoded into :attr:`events` (memory reused from batch to
+    batch) and queued (:meth:`add`); :meth:`flush` tracks them and waits,
+    :meth:`overlap` (offline) starts them while the caller reads on. Each
+    packet's :class:`PacketResult` is filled in when its batch is done.
+    """
+
+    def __init__(self, bank: RotorBank) -> None:
+        self.bank = bank
+        self._buffers = BatchBuffers()
+        #: the decoded events of the batch being admitted, back to back
+        self.events = EventBuffer(0)
+        self._pending: list[Pending] = []
+        self._inflight: Inflight | None = None
+        #: the outputs of the last packet with events, its sensor time and header stamp
+        self.last_outputs: list[RotorOutput] = []
+        self.last_t_us = 0
+        self.last_stamp_ns = 0
+
+    def new_batch(self, payload_bytes: int) -> EventBuffer:
+        """Memory for the events of a batch of this many payload bytes (:attr:`events`)."""
+        # room for 2 events per 16-bit word (EVT3 streams carry fewer; more, and the
+        # packets that do not fit get arrays of their own)
+        self.events = self._buffers.take(payload_bytes)
+        return self.events
+
+    def add(self, pending: Pending) -> None:
+        """Queue a decoded packet."""
+        self._pending.append(pending)
+
+    def flush(self, stride: int) -> None:
+        """Finish the batch in flight, then track the queued packets."""
+        if self._inflight is not None:
+            inflight, self._inflight = self._inflight, None
+            self._finish(inflight, stride)
+        pending, self._pending = self._pending, []
+        if pending:
+            self._finish(self.bank.start(pending, stride, self.events, caller_joins=True),
+                         stride)
+
+    def overlap(self, stride: int, diagnostics_due: bool) -> None:
+        """Finish the batch in flight and start the queued one, the next batch's rotors
+        first when the last one's outputs cannot change what they read."""
+        bank = self.bank
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None and inflight.ev is not None:
+            bank.collect(inflight)
+        pending, self._pending = self._pending, []
+        if (inflight is not None and inflight.ev is not None and not diagnostics_due
+                and pending and bank.all_tracking(inflight)):
+            self._inflight = bank.start(pending, stride, self.events)
+            self._finish(inflight, stride)
+            return
+        if inflight is not None:
+            self._finish(inflight, stride)
+        if pending:
+            self._inflight = bank.start(pending, stride, self.events)
+
+    def _finish(self, inf: Inflight, stride: int) -> None:
+        """Phase 2 of a batch, then one result per packet (an empty packet repeats the
+        states before it, with their time and stamp: nothing new was measured)."""
+        rows = self.bank.rows(inf, stride) if inf.ev is not None else []
+        k = 0
+        for pk in inf.pending:
+            if pk.t_last < 0:
+                pk.results[pk.index] = PacketResult(
+                    stamp_ns=self.last_stamp_ns, t_us=self.last_t_us, n_events=0,
+                    rotors=self.last_outputs)
+                continue
+            outputs = rows[k] if rows else []
+            k += 1
+            self.last_outputs = outputs
+            self.last_t_us = pk.t_last
+            self.last_stamp_ns = pk.stamp_ns
+            pk.results[pk.index] = PacketResult(
+                stamp_ns=pk.stamp_ns, t_us=pk.t_last, n_events=len(pk.ev), rotors=outputs,
+                events=pk.ev)

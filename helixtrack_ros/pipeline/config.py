@@ -91,7 +91,8 @@ class PipelineConfig:
                              'every rotor 0.7 M tracked events per second)', '', 1, 64)
     threads: int = _param(0, 'threads that run rotors at once (0 = one per CPU core, at most '
                           'one per rotor)', '', 0, 16)
-    auto_detect: bool = _param(False, 'detect rotors from the stream when none are given')
+    auto_detect: bool = _param(True, 'detect the rotors in the first events of the stream '
+                               'when rotor_names is empty')
     recovery: bool = _param(True, 're-detect and re-initialise a LOST rotor')
     recovery_min_us: int = _param(25_000, 'shortest span of events a re-detection uses', 'us',
                                   1000, 1e7)

@@ -3,7 +3,10 @@
 """The pipeline's statuses for ``/diagnostics``: one for the pipeline, one per rotor.
 
 Plain dicts (name, level, message, hardware_id, values) so that the node
-turns them into ``diagnostic_msgs`` and the CLI prints or stores them.
+turns them into ``diagnostic_msgs`` and the CLI prints or stores them. Once
+no packet has come for :data:`STREAM_IDLE_S` (the stream stopped) the
+statuses say so instead of repeating the last live state ("tracking",
+"behind real time") as if it were current.
 """
 
 from __future__ import annotations
@@ -18,10 +21,20 @@ from helixtrack_ros.pipeline.records import OK, WARN, RotorOutput
 if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline.rotors import RotorBank
 
+#: Wall time without a packet after which the stream counts as stopped [s].
+STREAM_IDLE_S = 2.0
+
+
+def stopped(idle_s: float | None) -> bool:
+    """True when a stream that had packets has had none for STREAM_IDLE_S."""
+    return idle_s is not None and idle_s >= STREAM_IDLE_S
+
 
 def pipeline_status(counters: dict[str, int], policy: StridePolicy, bank: RotorBank,
-                    detected: list[DetectedRotor]) -> dict[str, Any]:
-    """The pipeline's own status: counters, rates, load, stride and start-up detections."""
+                    detected: list[DetectedRotor],
+                    idle_s: float | None = None) -> dict[str, Any]:
+    """The pipeline's own status: counters, rates, load, stride and start-up detections;
+    ``idle_s``: wall time since the last packet (None before the first)."""
     c = counters
     sensor_s = max(policy.sensor_us * 1e-6, 1e-9)
     level, msg = OK, 'ok'
@@ -32,6 +45,8 @@ def pipeline_status(counters: dict[str, int], policy: StridePolicy, bank: RotorB
     if not bank.inits:
         level, msg = WARN, ('detecting rotors' if bank.config.auto_detect
                             else 'no rotors configured')
+    if stopped(idle_s):
+        level, msg = WARN, f'stream stopped: no packets for {idle_s:.0f} s'
     values = {k: str(v) for k, v in c.items()}
     values.update({
         'events_per_s_in': f'{c["events_in"] / sensor_s:.0f}',
@@ -50,15 +65,18 @@ def pipeline_status(counters: dict[str, int], policy: StridePolicy, bank: RotorB
             'hardware_id': 'helixtrack', 'values': values}
 
 
-def rotor_statuses(bank: RotorBank, policy: StridePolicy,
-                   last_outputs: list[RotorOutput]) -> list[dict[str, Any]]:
-    """One status per rotor: its last output's level and message, estimates and health."""
+def rotor_statuses(bank: RotorBank, policy: StridePolicy, last_outputs: list[RotorOutput],
+                   idle_s: float | None = None) -> list[dict[str, Any]]:
+    """One status per rotor: its last output's level and message, estimates and health
+    (once the stream stopped, a warning that names the last state as past)."""
     sensor_s = max(policy.sensor_us * 1e-6, 1e-9)
     out = []
     lasts = last_outputs or [None] * len(bank.inits)
     for (init, tracker, rec), last in zip(bank.statuses(), lasts):
         st = tracker.state
         level, message = (last.level, last.message) if last else (WARN, 'no data yet')
+        if stopped(idle_s):
+            level, message = WARN, f'stream stopped (last: {message})'
         values = {
             'rpm_shaft': f'{st.rpm_shaft:.1f}',
             'rpm_shaft_std': f'{st.rpm_shaft_std:.1f}',

@@ -1,24 +1,25 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""Packet intake: decode, check sequence numbers and sensor time, refuse garbage.
+"""Packet intake: decode, count sequence numbers, check sensor time, refuse garbage.
 
-:class:`PacketIntake` turns one raw packet into its decoded events and what
+:class:`PacketIntake` turns one packet record into its decoded events and what
 the trackers must do before them (:class:`Admission`): start over after a
 camera restart or a long gap, or skip the time of lost packets so that the
 gap is not read as starvation. The decoder's stream state is rolled back
 over a refused packet, and resynchronised after lost ones.
+:class:`SeqCounter` is the one count of the packets and their sequence
+numbers (the node reports and logs it).
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
 from helixtrack_ros.codecs.time_sync import TimeMapper
 from helixtrack_ros.codecs.types import COUNTER_INDEX
 from helixtrack_ros.core.events import EventArrays, EventBuffer
+from helixtrack_ros.io.packet_record import EventPacketRecord
 
 #: A backward jump of sensor time larger than this is a camera restart.
 RESTART_JUMP_US = 60_000
@@ -36,9 +37,45 @@ _ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_b
                                       'before_time_high')]
 _WORDS, _UNKNOWN = COUNTER_INDEX['words'], COUNTER_INDEX['skipped_unknown']
 
-INTAKE_COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'events_in',
-                   'time_backwards', 'time_gaps', 'camera_restarts', 'decode_errors',
-                   'packets_corrupt')
+#: The counters of :class:`SeqCounter`.
+SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts')
+INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backwards',
+                   'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt')
+
+
+class SeqCounter:
+    """Counts the packets of a stream and the jumps of their sequence numbers.
+
+    A jump forward is a gap: ``seq_gaps`` and ``packets_dropped`` (lost in
+    transport). Any other jump (back, or the same number again) is a
+    ``seq_restarts`` (a camera or driver restart). ``last_gap`` and
+    ``last_restart`` keep the latest of each as (seq before, seq after).
+    """
+
+    def __init__(self, counters: dict[str, int]) -> None:
+        self.counters = counters
+        for key in SEQ_COUNTERS:
+            counters.setdefault(key, 0)
+        #: the sequence number of the last packet (None before the first)
+        self.last: int | None = None
+        self.last_gap: tuple[int, int] | None = None
+        self.last_restart: tuple[int, int] | None = None
+
+    def count(self, seq: int) -> bool:
+        """Count packet ``seq``; True when packets were lost just before it."""
+        c = self.counters
+        c['packets'] += 1
+        last, self.last = self.last, seq
+        if last is None or seq == last + 1:
+            return False
+        if seq > last:
+            c['seq_gaps'] += 1
+            c['packets_dropped'] += seq - last - 1
+            self.last_gap = (last, seq)
+            return True
+        c['seq_restarts'] += 1
+        self.last_restart = (last, seq)
+        return False
 
 
 class Admission(NamedTuple):
@@ -67,7 +104,7 @@ class PacketIntake:
         self.decoder: Any = None
         self.decoder_key: tuple | None = None
         self.time = TimeMapper()
-        self.last_seq: int | None = None
+        self.seq = SeqCounter(counters)
         #: sensor time of the last accepted event, and of the first one
         self.last_t_us: int | None = None
         self.first_t_us: int | None = None
@@ -82,14 +119,13 @@ class PacketIntake:
         """(width, height) of the stream (1280 x 720 before the first packet)."""
         return (self.decoder_key[1], self.decoder_key[2]) if self.decoder_key else (1280, 720)
 
-    def admit(self, out: EventBuffer, payload: bytes | np.ndarray, encoding: str, width: int,
-              height: int, is_bigendian: bool, stamp_ns: int, seq: int,
-              time_base: int = 0) -> Admission:
+    def admit(self, out: EventBuffer, pkt: EventPacketRecord) -> Admission:
         """Decode one packet into ``out`` and check it (see :class:`Admission`)."""
-        self.counters['packets'] += 1
-        self._count_seq(int(seq))
+        seq = int(pkt.seq)
+        if self.seq.count(seq):
+            self._events_lost = self._decoder_stale = True
         try:
-            decoder = self._get_decoder(encoding, int(width), int(height))
+            decoder = self._get_decoder(pkt.encoding, int(pkt.width), int(pkt.height))
         except UnsupportedEncodingError as exc:
             self.counters['packets_refused'] += 1
             return Admission(str(exc))
@@ -104,14 +140,15 @@ class PacketIntake:
         snapshot = decoder.snapshot()
         mark = out.n
         try:
-            ev = decoder.decode(payload, is_bigendian=bool(is_bigendian),
-                                time_base=int(time_base), out=out).events
+            ev = decoder.decode(pkt.events, is_bigendian=bool(pkt.is_bigendian),
+                                time_base=int(pkt.time_base), out=out).events
         except ValueError as exc:
             self.counters['packets_refused'] += 1
             return Admission(f'undecodable payload: {exc}')
         delta = (decoder.counts() - before).tolist()
         self.counters['decode_errors'] += sum(delta[i] for i in _ERRORS)
-        reason, final = self._corrupt_reason(ev, delta[_WORDS], delta[_UNKNOWN], int(stamp_ns))
+        stamp_ns = int(pkt.stamp_ns)
+        reason, final = self._corrupt_reason(ev, delta[_WORDS], delta[_UNKNOWN], stamp_ns)
         if reason is not None and (final or self._suspect_run < CORRUPT_RUN_ACCEPT):
             # roll the stream state back so that the garbage does not shift later times
             decoder.restore(snapshot)
@@ -130,8 +167,8 @@ class PacketIntake:
         self._suspect_run = 0
         self.counters['events_in'] += len(ev)
         if len(ev) == 0:
-            return Admission(None, ev, restart, None, int(stamp_ns))
-        return self._accept(ev, restart, int(stamp_ns))
+            return Admission(None, ev, restart, None, stamp_ns)
+        return self._accept(ev, restart, stamp_ns)
 
     def _accept(self, ev: EventArrays, restart: bool, stamp_ns: int) -> Admission:
         """Time bookkeeping of a packet with events: restarts, gaps, the ROS stamp."""
@@ -159,14 +196,6 @@ class PacketIntake:
         if self.first_t_us is None:
             self.first_t_us = t_first
         return Admission(None, ev, restart, gap_us, self.time.to_ros_ns(self.last_t_us))
-
-    def _count_seq(self, seq: int) -> None:
-        if self.last_seq is not None and seq != self.last_seq + 1:
-            self.counters['seq_gaps'] += 1
-            if seq > self.last_seq:
-                self.counters['packets_dropped'] += int(seq - self.last_seq - 1)
-                self._events_lost = self._decoder_stale = True
-        self.last_seq = seq
 
     def _get_decoder(self, encoding: str, width: int, height: int) -> Any:
         key = (encoding, width, height)

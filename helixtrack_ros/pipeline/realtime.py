@@ -4,7 +4,7 @@
 
 Live, when processing falls behind the sensor, the trackers get every k-th
 routed event instead of letting a queue grow (and their Gauss-Newton event
-target is divided by k); k narrows again when the queue is empty and the
+target is at most halved); k narrows again when the queue is empty and the
 load leaves room. The load (processing wall time per second of sensor
 time) is kept in any case, for diagnostics.
 """
@@ -14,8 +14,17 @@ from __future__ import annotations
 #: Live: a queue of more than this many packets (smoothed) widens the event stride.
 BACKLOG_BEHIND_PACKETS = 3.0
 #: The stride leaves every rotor at least this many tracked events per microsecond
-#: (0.7 M/s: quadcopter scenes held lock at it, lost it at half of it).
-MIN_TRACKED_PER_US = 0.7
+#: (the 4 m quadcopter held lock at 0.36 M/s per rotor, stride 8, egomotion 1-5).
+MIN_TRACKED_PER_US = 0.35
+#: Under a stride k the Gauss-Newton event target is divided by min(k, this): a
+#: solve on fewer events lets the pose drift off under camera motion (stride 8 with
+#: the target divided by 8 lost lock on the 4 m quadcopter; halved, it held).
+MAX_GN_DIVISOR = 2
+
+
+def gn_divisor(stride: int) -> int:
+    """What the Gauss-Newton event target is divided by under event stride ``stride``."""
+    return max(1, min(int(stride), MAX_GN_DIVISOR))
 
 
 class StridePolicy:

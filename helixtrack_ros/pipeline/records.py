@@ -1,8 +1,9 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""The records the pipeline takes and gives: packets in, rotor outputs out.
+"""The records the pipeline gives: rotor outputs and packet results.
 
-One definition each, shared by the node, the CLI and the benchmarks.
+One definition each, shared by the node, the CLI and the benchmarks. The
+packets it takes are :class:`~helixtrack_ros.io.packet_record.EventPacketRecord`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.health import TRACKING, RotorState
+from helixtrack_ros.io.packet_record import EventPacketRecord
 
 #: Diagnostic levels (diagnostic_msgs/DiagnosticStatus).
 OK, WARN, ERROR = 0, 1, 2
@@ -71,23 +73,10 @@ class PacketResult:
     events: EventArrays | None = None
 
 
-class RawPacket(NamedTuple):
-    """One ``event_camera_msgs/EventPacket`` as the pipeline needs it."""
-
-    payload: bytes | np.ndarray
-    encoding: str
-    width: int
-    height: int
-    is_bigendian: bool
-    stamp_ns: int
-    seq: int
-    time_base: int = 0
-
-
 class StreamBatch(NamedTuple):
     """One batch of :meth:`TrackingPipeline.process_stream`."""
 
-    packets: Sequence[RawPacket]
+    packets: Sequence[EventPacketRecord]
     results: list[PacketResult]
     #: statuses (as :meth:`TrackingPipeline.diagnostics`) right after the batch, when due
     diagnostics: list[dict[str, Any]] | None

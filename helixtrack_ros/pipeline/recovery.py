@@ -14,10 +14,11 @@ that is not another tracked rotor (same name and blade count; the rotation
 direction it had). While it is searched for, the rotor's tracker does not run.
 
 A rotor lost because it starved (hidden, occluded, off the sensor) is first
-*resumed*: as soon as its search region has a rotor's event rate again, centred
-where it was, its tracker restarts at the last good pose and rate, with no
-detection; if it is not TRACKING within ``RESUME_GRACE_US`` (or its events
-come back elsewhere) the search goes on by re-detection.
+*resumed*: once its search region, quiet while it was hidden, has a rotor's
+event rate again, centred where it was, its tracker restarts at the last good
+pose and rate, with no detection; if it is not TRACKING within
+``RESUME_GRACE_US`` (or its events come back elsewhere) the search goes on by
+re-detection.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class RotorRecovery:
         self.may_resume = False                 # lost by starvation: resume when events return
         self.last_centre = (0.0, 0.0)           # where the search is centred
         self.offset_px = math.inf               # centroid of the region's events from there
+        self.region_quiet = False               # the search region went quiet (hidden)
         self.recoveries = 0
         self.resumes = 0
         self.attempts = 0
@@ -109,6 +111,7 @@ class RotorRecovery:
             self.may_resume = (not (self.reset and self.resumed)
                                and tracker.health_cause == R_STARVED)
             self.searching = True
+            self.region_quiet = False
             self.reset = False
             self.resumed = False
             self.buf = []
@@ -125,7 +128,7 @@ class RotorRecovery:
                 self.apply(bank, r, found, t_last)
             return
         events = self._buffer(bank, r, ev, t_last)
-        if self.may_resume and self.buf:
+        if self.may_resume and self.region_quiet and self.buf:
             # its events are back: where it was (resume), or elsewhere (re-detect)
             if self.offset_px <= RESUME_OFFSET * bank.inits[r].radius_px:
                 self.resume(bank, r, t_last)
@@ -164,6 +167,7 @@ class RotorRecovery:
             # too few events for a rotor (it is hidden): nothing to detect yet; a
             # detection uses only events since the rotor can be there again
             self.buf = []
+            self.region_quiet = True
             self.next_try_us = max(self.next_try_us, t_last + _min_span_us(
                 self.last_good(bank.inits[r]), cfg))
             return None

@@ -25,6 +25,7 @@ from helixtrack_ros.core.tracker import HelixTracker, PacketRun
 from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
 from helixtrack_ros.pipeline.config import PipelineConfig
 from helixtrack_ros.pipeline.outputs import outputs_of, searching_output
+from helixtrack_ros.pipeline.realtime import gn_divisor
 from helixtrack_ros.pipeline.records import RotorOutput
 from helixtrack_ros.pipeline.recovery import RotorRecovery
 
@@ -64,10 +65,11 @@ class RotorBank:
             tracker.params = params
 
     def set_gn_divisor(self, stride: int) -> None:
-        """Divide every rotor's Gauss-Newton event target by the stride (a stride saves
-        the accumulation's share too); nothing else of the trackers changes."""
+        """Every rotor's Gauss-Newton event target for event stride ``stride``
+        (:func:`~helixtrack_ros.pipeline.realtime.gn_divisor`); nothing else changes."""
+        divisor = gn_divisor(stride)
         for tracker in self.trackers:
-            tracker.set_gn_divisor(stride)
+            tracker.set_gn_divisor(divisor)
 
     def restart(self) -> None:
         """Re-initialise every tracker from its current estimate (time restarted)."""

@@ -21,22 +21,24 @@ import numpy as np
 
 from helixtrack_ros.codecs import make_decoder
 from helixtrack_ros.core.detection import DetectedRotor
-from helixtrack_ros.core.events import EventArrays, EventBuffer
+from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.params import TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker
-from helixtrack_ros.pipeline.batching import BatchBuffers, Inflight, Pending
+from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.pipeline.batching import BatchQueue, Pending
 from helixtrack_ros.pipeline.config import PipelineConfig
 from helixtrack_ros.pipeline.diagnostics import pipeline_status, rotor_statuses
-from helixtrack_ros.pipeline.intake import PacketIntake
+from helixtrack_ros.pipeline.intake import PacketIntake, SeqCounter
 from helixtrack_ros.pipeline.realtime import StridePolicy
-from helixtrack_ros.pipeline.records import PacketResult, RawPacket, RotorOutput, StreamBatch
+from helixtrack_ros.pipeline.records import PacketResult, RotorOutput, StreamBatch
 from helixtrack_ros.pipeline.rotors import RotorBank
 from helixtrack_ros.pipeline.startup import StartupDetector, rotor_inits
 
 #: Every counter of a pipeline, in the order diagnostics list them.
-COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'events_in',
-            'events_routed', 'time_backwards', 'time_gaps', 'camera_restarts', 'decode_errors',
-            'packets_corrupt', 'resumes', 'recoveries', 'recovery_attempts', 'detections')
+COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'seq_restarts',
+            'events_in', 'events_routed', 'time_backwards', 'time_gaps', 'camera_restarts',
+            'decode_errors', 'packets_corrupt', 'resumes', 'recoveries', 'recovery_attempts',
+            'detections')
 
 
 class TrackingPipeline:
@@ -48,14 +50,10 @@ class TrackingPipeline:
         self._bank = RotorBank(config, self.counters, lambda: self._intake.image_size)
         self._policy = StridePolicy(config.realtime_stride, config.max_stride)
         self._startup = StartupDetector()
-        self._buffers = BatchBuffers()
-        # the decoded events of the batch being admitted, back to back
-        self._batch_events = EventBuffer(0)
-        self._pending: list[Pending] = []
-        self._inflight: Inflight | None = None
-        self._last_outputs: list[RotorOutput] = []
-        self._last_out_t_us = 0
-        self._last_out_stamp_ns = 0
+        self._batches = BatchQueue(self._bank)
+        #: wall clock (time.monotonic) when the last call with packets returned (a slow call
+        #: is not a stopped stream); None before the first
+        self._last_packet_wall: float | None = None
 
     # ------------------------------------------------------------------ info
     @property
@@ -67,6 +65,12 @@ class TrackingPipeline:
     def rotor_names(self) -> list[str]:
         """Names of the tracked rotors, in output order."""
         return [r.name for r in self._bank.inits]
+
+    @property
+    def sequence(self) -> SeqCounter:
+        """The packets' sequence numbers: the last one, gaps and restarts (counted in
+        :attr:`counters`)."""
+        return self._intake.seq
 
     @property
     def stride(self) -> int:
@@ -93,7 +97,9 @@ class TrackingPipeline:
         """Compile every numba kernel the pipeline uses; return seconds taken."""
         t0 = time.perf_counter()
         HelixTracker.warmup()
+        # numba compiles writable and read-only payloads apart; packets come as bytes
         make_decoder('evt3', 1280, 720).decode(np.zeros(2, np.uint8))
+        make_decoder('evt3', 1280, 720).decode(bytes(2))
         return time.perf_counter() - t0
 
     def close(self) -> None:
@@ -126,8 +132,14 @@ class TrackingPipeline:
 
     def diagnostics(self) -> list[dict[str, Any]]:
         """Statuses for ``/diagnostics``: one for the pipeline, one per rotor."""
-        return [pipeline_status(self.counters, self._policy, self._bank, self.detected),
-                *rotor_statuses(self._bank, self._policy, self._last_outputs)]
+        idle_s = self._idle_s()
+        return [pipeline_status(self.counters, self._policy, self._bank, self.detected, idle_s),
+                *rotor_statuses(self._bank, self._policy, self._batches.last_outputs, idle_s)]
+
+    def _idle_s(self) -> float | None:
+        """Wall time spent waiting for packets since the last ones (None before the first)."""
+        last = self._last_packet_wall
+        return None if last is None else time.monotonic() - last
 
     # ------------------------------------------------------------------ packets
     def process_packet(self, payload: bytes | np.ndarray, encoding: str, width: int,
@@ -135,10 +147,11 @@ class TrackingPipeline:
                        time_base: int = 0) -> PacketResult:
         """Process one ``EventPacket``: the rotors' states at its last event, or ``error``
         set when it was refused (the pipeline state is unchanged then)."""
-        return self.process_packets([RawPacket(payload, encoding, width, height, is_bigendian,
-                                               stamp_ns, seq, time_base)])[0]
+        return self.process_packets([EventPacketRecord(stamp_ns, '', height, width, seq,
+                                                       time_base, encoding, is_bigendian,
+                                                       payload)])[0]
 
-    def process_packets(self, packets: Sequence[RawPacket]) -> list[PacketResult]:
+    def process_packets(self, packets: Sequence[EventPacketRecord]) -> list[PacketResult]:
         """Process consecutive packets; one result per packet, in order.
 
         The same results as :meth:`process_packet` on each in turn, except
@@ -150,9 +163,10 @@ class TrackingPipeline:
         results = self._admit_all(packets)
         self._flush()
         self._account_batch(time.perf_counter() - wall0, t_before)
+        self._last_packet_wall = time.monotonic()
         return results
 
-    def process_stream(self, batches: Iterable[Sequence[RawPacket]],
+    def process_stream(self, batches: Iterable[Sequence[EventPacketRecord]],
                        diagnostics_period_us: int = 0) -> Iterator[StreamBatch]:
         """Process a stream of batches, decoding one while the last is tracked (offline).
 
@@ -163,7 +177,7 @@ class TrackingPipeline:
         diagnostics snapshot comes with the first batch and then whenever
         that much sensor time has passed.
         """
-        prev: tuple[Sequence[RawPacket], list[PacketResult | None]] | None = None
+        prev: tuple[Sequence[EventPacketRecord], list[PacketResult | None]] | None = None
         last_diag_us: int | None = None
         wall0 = time.perf_counter()
         for packets in batches:
@@ -173,11 +187,11 @@ class TrackingPipeline:
             due = prev is not None and diagnostics_period_us > 0 and (
                 last_diag_us is None or now_us is None
                 or now_us - last_diag_us >= diagnostics_period_us)
-            self._overlap(due)
+            self._batches.overlap(self.stride, due)
             diag = None
-            if due and self._last_out_t_us:
+            if due and self._batches.last_t_us:
                 diag = self.diagnostics()
-                last_diag_us = self._last_out_t_us
+                last_diag_us = self._batches.last_t_us
             now = time.perf_counter()
             self._account_batch(now - wall0, t_before)
             wall0 = now
@@ -189,30 +203,13 @@ class TrackingPipeline:
             diag = self.diagnostics() if diagnostics_period_us > 0 else None
             yield StreamBatch(prev[0], prev[1], diag)
 
-    def _overlap(self, diagnostics_due: bool) -> None:
-        """Finish the batch in flight and start the queued one, the next batch's rotors
-        first when the last one's outputs cannot change what they read."""
-        inflight, self._inflight = self._inflight, None
-        if inflight is not None and inflight.ev is not None:
-            self._bank.collect(inflight)
-        pending, self._pending = self._pending, []
-        if (inflight is not None and inflight.ev is not None and not diagnostics_due
-                and pending and self._bank.all_tracking(inflight)):
-            self._inflight = self._bank.start(pending, self.stride, self._batch_events)
-            self._finish(inflight)
-            return
-        if inflight is not None:
-            self._finish(inflight)
-        if pending:
-            self._inflight = self._bank.start(pending, self.stride, self._batch_events)
-
     def process_events(self, events: EventArrays) -> list[RotorOutput]:
         """Track decoded, time-sorted sensor events (simulation, evaluation): the same
         per-rotor path without decoding and time mapping; the states at the last event."""
         n = len(events)
         self.counters['events_in'] += n
         if n == 0:
-            return self._last_outputs
+            return self._batches.last_outputs
         wall0 = time.perf_counter()
         t_last = int(events.t_us[-1])
         last = self._intake.last_t_us
@@ -220,19 +217,17 @@ class TrackingPipeline:
         self._intake.last_t_us = t_last
         if not self._bank.trackers and self.config.auto_detect:
             self._auto_detect(events)
-        self._pending.append(Pending([None], 0, events, t_last, 0))
+        self._batches.add(Pending([None], 0, events, t_last, 0))
         self._flush()
         self._account_load(time.perf_counter() - wall0, max(span_us, 1))
-        return self._last_outputs
+        return self._batches.last_outputs
 
-    def _admit_all(self, packets: Sequence[RawPacket]) -> list[PacketResult | None]:
+    def _admit_all(self, packets: Sequence[EventPacketRecord]) -> list[PacketResult | None]:
         """Decode and check each packet; refused ones get their result, the rest queue."""
         results: list[PacketResult | None] = [None] * len(packets)
-        # room for 2 events per 16-bit word (EVT3 streams carry fewer; more, and the
-        # packets that do not fit get arrays of their own)
-        self._batch_events = self._buffers.take(sum(len(pkt.payload) for pkt in packets))
+        events = self._batches.new_batch(sum(len(pkt.events) for pkt in packets))
         for i, pkt in enumerate(packets):
-            adm = self._intake.admit(self._batch_events, *pkt)
+            adm = self._intake.admit(events, pkt)
             if adm.error is not None:
                 results[i] = PacketResult(error=adm.error)
                 continue
@@ -247,12 +242,12 @@ class TrackingPipeline:
             ev = adm.events
             if len(ev) == 0:
                 # the rotors' states of the packet before (filled in when tracked)
-                self._pending.append(Pending(results, i, ev, -1, adm.stamp_ns))
+                self._batches.add(Pending(results, i, ev, -1, adm.stamp_ns))
                 continue
             if not self._bank.trackers and self.config.auto_detect:
                 self._flush()
                 self._auto_detect(ev)
-            self._pending.append(Pending(results, i, ev, int(ev.t_us[-1]), adm.stamp_ns))
+            self._batches.add(Pending(results, i, ev, int(ev.t_us[-1]), adm.stamp_ns))
         return results
 
     def _auto_detect(self, ev: EventArrays) -> None:
@@ -270,34 +265,8 @@ class TrackingPipeline:
         self._bank.set_gn_divisor(self.stride)
 
     def _flush(self) -> None:
-        """Finish the batch in flight, then track the queued packets."""
-        if self._inflight is not None:
-            inflight, self._inflight = self._inflight, None
-            self._finish(inflight)
-        pending, self._pending = self._pending, []
-        if pending:
-            self._finish(self._bank.start(pending, self.stride, self._batch_events,
-                                          caller_joins=True))
-
-    def _finish(self, inf: Inflight) -> None:
-        """Phase 2 of a batch, then one result per packet (an empty packet repeats the
-        states before it, with their time and stamp: nothing new was measured)."""
-        rows = self._bank.rows(inf, self.stride) if inf.ev is not None else []
-        k = 0
-        for pk in inf.pending:
-            if pk.t_last < 0:
-                pk.results[pk.index] = PacketResult(
-                    stamp_ns=self._last_out_stamp_ns, t_us=self._last_out_t_us, n_events=0,
-                    rotors=self._last_outputs)
-                continue
-            outputs = rows[k] if rows else []
-            k += 1
-            self._last_outputs = outputs
-            self._last_out_t_us = pk.t_last
-            self._last_out_stamp_ns = pk.stamp_ns
-            pk.results[pk.index] = PacketResult(
-                stamp_ns=pk.stamp_ns, t_us=pk.t_last, n_events=len(pk.ev), rotors=outputs,
-                events=pk.ev)
+        """Track every queued packet (and the batch in flight) now."""
+        self._batches.flush(self.stride)
 
     def _account_batch(self, wall_s: float, t_before: int | None) -> None:
         last = self._intake.last_t_us

@@ -102,10 +102,10 @@ USAGE = """usage: helixtrack_node [-h] [--ros-args [-p NAME:=VALUE] [--params-fi
 Track propellers from event-camera packets: shaft RPM, blade phase and image pose
 per rotor on ~/rotors, ~/health, ~/<rotor>/rpm and ~/<rotor>/homography.
 
-Rotors come from a parameter file (helixtrack detect writes one) or, with
-auto_detect: true and no rotor_names, from the stream. Quote the '~' remap
-so that the shell does not expand it. Parameters (ros2 param describe lists
-them with their ranges):
+Rotors come from a parameter file (helixtrack detect writes one); with no
+rotor_names the node detects them in the first events (auto_detect, on by
+default). Quote the '~' remap so that the shell does not expand it.
+Parameters (ros2 param describe lists them with their ranges):
 """
 
 

@@ -19,11 +19,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from event_camera_msgs.msg import EventPacket
 from rclpy.serialization import deserialize_message
 
-from helixtrack_ros.io.event_packet_cdr import (
-    EventPacketFields,
-    fields_of_message,
-    parse_event_packet,
-)
+from helixtrack_ros.io.event_packet_cdr import parse_event_packet
+from helixtrack_ros.io.packet_record import EventPacketRecord, record_of_message
 
 _LEVEL_BYTES = [DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR,
                 DiagnosticStatus.STALE]
@@ -62,17 +59,17 @@ def publisher_message_class(publisher_types: list[str]) -> type | None:
     return None
 
 
-def unpack_event_packet(item: bytes | EventPacket) -> EventPacketFields:
-    """The fields of a packet as taken (bytes or message); ValueError when unreadable."""
+def unpack_event_packet(item: bytes | EventPacket) -> EventPacketRecord:
+    """The record of a packet as taken (bytes or message); ValueError when unreadable."""
     if not isinstance(item, (bytes, bytearray, memoryview)):
-        return fields_of_message(item)
+        return record_of_message(item)
     try:
         return parse_event_packet(item)
     except (ValueError, struct.error, IndexError, UnicodeDecodeError):
         pass
     try:
         # not the layout every ROS 2 middleware sends: the generic deserializer
-        return fields_of_message(deserialize_message(bytes(item), EventPacket))
+        return record_of_message(deserialize_message(bytes(item), EventPacket))
     except Exception as exc:  # noqa: BLE001 - any failure is an unreadable message
         raise ValueError(f'an EventPacket could not be read ({len(item)} bytes): '
                          f'{exc}') from None

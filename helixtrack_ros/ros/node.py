@@ -22,23 +22,16 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.qos_overriding_options import QoSOverridingOptions, QoSPolicyKind
 
-from helixtrack_ros.io.event_packet_cdr import EventPacketFields
+from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.latency import LatencyHistogram, PeriodCounters
 from helixtrack_ros.pipeline.config import ParamSpec, unknown_text
-from helixtrack_ros.pipeline.records import PacketResult, RawPacket
+from helixtrack_ros.pipeline.intake import SEQ_COUNTERS
+from helixtrack_ros.pipeline.records import PacketResult
 from helixtrack_ros.ros.debug_publisher import DebugImagePublisher
 from helixtrack_ros.ros.executors import events_executor
-from helixtrack_ros.ros.messages import (
-    arrival_ns,
-    diagnostic_array,
-    event_message_class,
-    publisher_message_class,
-    take_queued,
-    unpack_event_packet,
-)
+from helixtrack_ros.ros.inputs import EventInput
+from helixtrack_ros.ros.messages import arrival_ns, diagnostic_array, unpack_event_packet
 from helixtrack_ros.ros.outputs import OUTPUT_QOS, RotorPublishers, no_event_callbacks
 from helixtrack_ros.ros.parameters import NodeParameters, check_rotor_name
 from helixtrack_ros.ros.pipeline_api import PipelineApi
@@ -46,34 +39,10 @@ from helixtrack_ros.ros.pipeline_api import PipelineApi
 #: Default node name.
 NODE_NAME = 'helixtrack'
 
-#: How often the node looks at its input topic until packets arrive [s] ...
-WATCH_PERIOD_S = 1.0
-#: ... and how often it says that none arrive [s].
-WAIT_WARNING_S = 5.0
-
-#: QoS of ``~/events``: what metavision_driver publishes with.
-EVENTS_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
-                        history=HistoryPolicy.KEEP_LAST, depth=1000,
-                        durability=DurabilityPolicy.VOLATILE)
-_EVENTS_QOS_OVERRIDES = QoSOverridingOptions(policy_kinds=(
-    QoSPolicyKind.RELIABILITY, QoSPolicyKind.HISTORY, QoSPolicyKind.DEPTH,
-    QoSPolicyKind.DURABILITY))
+#: The node's counters in its status; the sequence ones (SEQ_COUNTERS) are the pipeline's.
 _NODE_COUNTERS = ('packets', 'events', 'seq_gaps', 'packets_dropped', 'seq_restarts',
                   'packets_refused', 'internal_errors', 'batches', 'batched_packets',
                   'unreadable_messages')
-
-
-def _packet_callback(on_packet: Callable[..., None], executor_kind: str) -> Callable[..., None]:
-    """The subscription callback: with the MessageInfo where rclpy passes one (from Iron
-    on; but Kilted's EventsExecutor fails on such callbacks, so there the packet is
-    dated when its callback starts)."""
-    try:
-        from rclpy.subscription import MessageInfo  # noqa: F401
-    except ImportError:                 # Humble: the message only
-        return on_packet
-    if executor_kind == 'events':
-        return on_packet
-    return lambda msg, info: on_packet(msg, info)
 
 
 class DebugView(NamedTuple):
@@ -125,17 +94,23 @@ class HelixtrackNode(Node):
                                                event_callbacks=no_event_callbacks())
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._debug = DebugImagePublisher(self, self._steady)
-        self._last_seq: int | None = None
         self._last_t_us: int | None = None
         self._last_stamp_ns = 0
         self._frame_id = ''
         self._size = (1280, 720)
         self._last_rotors: list[Any] = []
-        self.counters: dict[str, int] = dict.fromkeys(_NODE_COUNTERS, 0)
+        self._counts = {k: 0 for k in _NODE_COUNTERS if k not in SEQ_COUNTERS}
+        self._gaps_said = self._restarts_said = 0     # the pipeline's seq jumps logged
         self._win = PeriodCounters()
         #: packet-in -> ~/rotors published, since start
         self._latency = LatencyHistogram()
         self._start(warmup)
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """The node's counters: its own, and the pipeline's count of packets and sequence."""
+        seq = self._pipe.counters
+        return {k: seq[k] if k in SEQ_COUNTERS else self._counts[k] for k in _NODE_COUNTERS}
 
     def _start(self, warmup: Callable[[], float] | None) -> None:
         """Timers and callbacks, then compile, then subscribe."""
@@ -156,39 +131,25 @@ class HelixtrackNode(Node):
             t0 = time.perf_counter()
             warmup()
             self._log.info(f'kernels ready in {time.perf_counter() - t0:.1f} s')
-        self._events_type = str(self.get_parameter('events_type').value)
-        self._subscribe(event_message_class(self._events_type))
-        self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
-                       f'[{", ".join(self.rotor_names)}] on {self._sub.topic_name}')
-        self._watch_timer = self.create_timer(WATCH_PERIOD_S, self._watch_input,
-                                              clock=self._steady)
+        self._input = EventInput(self, self._on_packet, self.executor_kind,
+                                 str(self.get_parameter('events_type').value), self._steady,
+                                 lambda: self._pipe.counters['packets'] > 0, self.on_take_error)
+        self._say_rotors()
 
-    def _subscribe(self, msg_class: type) -> None:
-        """Subscribe ``~/events`` with this message class (EventPacket read in place)."""
-        if getattr(self, '_sub', None) is not None:
-            self.destroy_subscription(self._sub)
-        self._sub = self.create_subscription(
-            msg_class, '~/events', _packet_callback(self._on_packet, self.executor_kind),
-            EVENTS_QOS, raw=msg_class is EventPacket,
-            qos_overriding_options=_EVENTS_QOS_OVERRIDES)
-
-    def _watch_input(self) -> None:
-        """Until packets arrive: follow the topic's type (``events_type`` auto) and say
-        every few seconds that nothing arrives, naming the topic."""
-        if self.counters['packets'] > 0:
-            self.destroy_timer(self._watch_timer)
-            return
-        topic = self._sub.topic_name
-        if self._events_type == 'auto':
-            wanted = publisher_message_class(
-                [p.topic_type for p in self.get_publishers_info_by_topic(topic)])
-            if wanted is not None and wanted is not self._sub.msg_type:
-                self._log.info(f'{topic} carries {wanted.__module__.split(".")[0]}/'
-                               f'{wanted.__name__}: subscribing to that')
-                self._subscribe(wanted)
-        self._log.warning(f'no event packets on {topic} yet ({self._sub.get_publisher_count()} '
-                          'publishers); is the camera driver running and the topic remapped?',
-                          throttle_duration_sec=WAIT_WARNING_S)
+    def _say_rotors(self) -> None:
+        """One start-up line: the rotors tracked, or that they will be detected."""
+        from helixtrack_ros.pipeline.startup import DETECT_WINDOW_US
+        topic = self._input.sub.topic_name
+        if self.rotor_names:
+            self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
+                           f'[{", ".join(self.rotor_names)}] on {topic}')
+        elif self.has_parameter('auto_detect') and self.get_parameter('auto_detect').value:
+            self._log.info(f'no rotors configured: detecting them in the first '
+                           f'{DETECT_WINDOW_US // 1000} ms of events on {topic} (auto_detect)')
+        else:
+            self._log.warning(f'no rotors configured and auto_detect is false: nothing will be '
+                              f'tracked on {topic} (give rotor_names and rotors.<name>.*, '
+                              'or set auto_detect: true)')
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         changes, reason = self._params.tracker_changes(params)
@@ -209,7 +170,7 @@ class HelixtrackNode(Node):
 
     def debug_view(self) -> DebugView:
         """The last outputs for the debug image."""
-        return DebugView(self.counters['packets'], self._size, self._frame_id,
+        return DebugView(self._pipe.counters['packets'], self._size, self._frame_id,
                          self._last_stamp_ns, self._last_rotors, self._pipe.recent_detections)
 
     # ------------------------------------------------------------------ packets
@@ -225,80 +186,68 @@ class HelixtrackNode(Node):
         t0 = time.perf_counter()
         now_ns = time.time_ns()
         limit = int(self.get_parameter('max_batch_packets').value)
-        fields, arrivals, batch = [], [], []
-        for item, item_info in [(msg, info)] + self._take_queued(limit - 1):
-            f = self._unpack(item)
-            if f is None:
-                continue
-            self._count_seq(f)
-            fields.append(f)
-            arrivals.append(arrival_ns(item_info, now_ns))
-            batch.append(RawPacket(f.events, f.encoding, f.width, f.height, f.is_bigendian,
-                                   f.stamp_ns, f.seq, f.time_base))
+        arrivals, batch = [], []
+        for item, item_info in [(msg, info)] + self._input.take_queued(limit - 1):
+            pkt = self._unpack(item)
+            if pkt is not None:
+                batch.append(pkt)
+                arrivals.append(arrival_ns(item_info, now_ns))
         if not batch:
             return
-        c = self.counters
+        c = self._counts
         self._pipe.note_backlog(len(batch) - 1)
         try:
-            results = (self._pipe.process_packets(batch) if len(batch) > 1
-                       else [self._pipe.process_packet(*batch[0])])
+            results = self._pipe.process_packets(batch)
         except Exception as exc:  # noqa: BLE001 - one bad packet must not stop the node
             c['internal_errors'] += 1
             self._log.error(f'packets {batch[0].seq}..{batch[-1].seq} failed: '
                             f'{type(exc).__name__}: {exc}', throttle_duration_sec=5.0)
             return
+        finally:
+            self._say_seq_jumps()
         c['batches'] += 1
         c['batched_packets'] += len(batch) if len(batch) > 1 else 0
-        for f, pkt, res, arrived_ns in zip(fields, batch, results, arrivals):
-            self._handle_result(f, pkt, res, arrived_ns)
+        for pkt, res, arrived_ns in zip(batch, results, arrivals):
+            self._handle_result(pkt, res, arrived_ns)
         dt = time.perf_counter() - t0
         self._win.cb_s += dt
         self._win.cb_max_s = max(self._win.cb_max_s, dt)
 
-    def _unpack(self, item: bytes | EventPacket) -> EventPacketFields | None:
-        """The fields of a packet as taken (bytes or message); None when unreadable."""
+    def _unpack(self, item: bytes | EventPacket) -> EventPacketRecord | None:
+        """The record of a packet as taken (bytes or message); None when unreadable."""
         try:
             return unpack_event_packet(item)
         except ValueError as exc:  # garbage must not stop the node
-            self.counters['unreadable_messages'] += 1
+            self._counts['unreadable_messages'] += 1
             self._log.error(str(exc), throttle_duration_sec=5.0)
             return None
 
-    def _take_queued(self, limit: int) -> list[tuple[bytes | EventPacket, dict | None]]:
-        """Take up to ``limit`` (message, MessageInfo) pairs waiting in the subscription."""
-        return take_queued(getattr(self, '_sub', None), limit, self.on_take_error)
+    def _say_seq_jumps(self) -> None:
+        """Say when the pipeline counted packets lost or a sequence restart."""
+        c, seq = self._pipe.counters, self._pipe.sequence
+        if c['seq_gaps'] != self._gaps_said and seq.last_gap is not None:
+            self._gaps_said = c['seq_gaps']
+            self._log.warning(f'packets lost: seq {seq.last_gap[0]} -> {seq.last_gap[1]} '
+                              f'({c["packets_dropped"]} dropped so far)',
+                              throttle_duration_sec=5.0)
+        if c['seq_restarts'] != self._restarts_said and seq.last_restart is not None:
+            self._restarts_said = c['seq_restarts']
+            self._log.warning(f'sequence restarted: {seq.last_restart[0]} -> '
+                              f'{seq.last_restart[1]} (camera restart?)',
+                              throttle_duration_sec=5.0)
 
-    def _count_seq(self, msg: EventPacketFields) -> None:
-        """Count packets lost on the way here, and say so (the log is the node's)."""
-        c = self.counters
-        c['packets'] += 1
-        seq = int(msg.seq)
-        last = self._last_seq
-        if last is not None and seq != last + 1:
-            if seq > last:
-                c['seq_gaps'] += 1
-                c['packets_dropped'] += seq - last - 1
-                self._log.warning(f'packets lost: seq {last} -> {seq} '
-                                  f'({c["packets_dropped"]} dropped so far)',
-                                  throttle_duration_sec=5.0)
-            else:
-                c['seq_restarts'] += 1
-                self._log.warning(f'sequence restarted: {last} -> {seq} '
-                                  '(camera restart?)', throttle_duration_sec=5.0)
-        self._last_seq = seq
-
-    def _handle_result(self, msg: EventPacketFields, pkt: RawPacket, res: PacketResult,
+    def _handle_result(self, pkt: EventPacketRecord, res: PacketResult,
                        arrival_ns: int | None = None) -> None:
         """Publish one packet's result (or count why it was refused)."""
-        c = self.counters
+        c = self._counts
         if res.error is not None:
             c['packets_refused'] += 1
             self._log.warning(f'packet {pkt.seq} refused ({c["packets_refused"]} so far): '
                               f'{res.error}', throttle_duration_sec=5.0)
             return
-        self._frame_id = msg.frame_id
-        if msg.width and msg.height:
-            self._size = (msg.width, msg.height)
+        self._frame_id = pkt.frame_id
+        if pkt.width and pkt.height:
+            self._size = (pkt.width, pkt.height)
         c['events'] += int(res.n_events)
         try:
             self._publish(res)
@@ -335,11 +284,12 @@ class HelixtrackNode(Node):
     def node_status(self) -> dict[str, Any]:
         """The node's own status for ``/diagnostics`` (resets the rate window)."""
         c = self.counters
+        last_seq = self._pipe.sequence.last
         values, load = self._win.values(self._latency)
         values.update({
             'packets_dropped': str(c['packets_dropped']), 'seq_gaps': str(c['seq_gaps']),
             'decode_errors': str(c['packets_refused']),
-            'last_seq': str(self._last_seq if self._last_seq is not None else -1)})
+            'last_seq': str(last_seq if last_seq is not None else -1)})
         values.update({k: str(v) for k, v in c.items() if k not in values})
         level, message = 0, 'ok'
         if self._win.packets == 0:
@@ -365,7 +315,7 @@ class HelixtrackNode(Node):
 
     def on_take_error(self, exc: Exception) -> None:
         """A message the executor could not convert: counted and said, never fatal."""
-        self.counters['internal_errors'] += 1
+        self._counts['internal_errors'] += 1
         self._log.error(f'a message could not be taken: {exc}', throttle_duration_sec=5.0)
 
     def destroy_node(self) -> None:

@@ -8,20 +8,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from helixtrack_ros.pipeline.records import PacketResult, RawPacket
+from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.pipeline.intake import SeqCounter
+from helixtrack_ros.pipeline.records import PacketResult
 
 
 class PipelineApi(Protocol):
     """Packets in, per-packet results out, plus control and diagnostics."""
 
     rotor_names: list[str]
+    #: the pipeline's counters; the node reports those of SEQ_COUNTERS as its own
+    counters: dict[str, int]
 
-    def process_packet(self, payload: Any, encoding: str, width: int, height: int,
-                       is_bigendian: bool, stamp_ns: int, seq: int,
-                       time_base: int = 0) -> PacketResult:
-        """Track one packet."""
+    @property
+    def sequence(self) -> SeqCounter:
+        """The packets' sequence numbers: the last one, the last gap and restart."""
 
-    def process_packets(self, packets: Sequence[RawPacket]) -> list[PacketResult]:
+    def process_packets(self, packets: Sequence[EventPacketRecord]) -> list[PacketResult]:
         """Track consecutive packets; one result each, in order."""
 
     def note_backlog(self, waiting: int) -> None:
