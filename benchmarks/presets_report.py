@@ -125,12 +125,16 @@ def presets_md(rows: list[dict], command: str) -> list[str]:
 def _effect(rows: list[dict], config: str, scenes: tuple[str, ...], levels: set[int] | None,
             base: str = 'default') -> str:
     """'base -> config': worst MArE / worst scale error over the rotors that ``base``
-    tracks (MArE <= LOST_PCT), and rotors lost of all."""
+    tracks (MArE <= LOST_PCT), and rotors lost of all; on the scenes, levels and rotors
+    where ``config`` was run."""
+    key = ('scene', 'level', 'rotor')
+    ran = {tuple(r[k] for k in key) for r in rows if r['config'] == config
+           and r['scene'] in scenes and (levels is None or r['level'] in levels)}
+    rows = [r for r in rows if tuple(r[k] for k in key) in ran]
     _, _, l1, _ = worst(rows, base, scenes, levels)
     m0, s0, l0, n0 = worst(rows, config, scenes, levels)
     if not n0:
         return 'not run'
-    key = ('scene', 'level', 'rotor')
     kept = {tuple(r[k] for k in key) for r in rows if r['config'] == base
             and r['scene'] in scenes and (levels is None or r['level'] in levels)
             and _num(r['mare']) <= LOST_PCT}
@@ -166,15 +170,16 @@ def deviations_md(rows: list[dict], command: str) -> list[str]:
         'differs). Each cell: worst '
         'rotor shaft-RPM MArE [%] and worst max scale error [%], both over the rotors the '
         f'first configuration tracks (MArE <= {LOST_PCT:g} %); then rotors lost (MArE > '
-        f'{LOST_PCT:g} %) of all. Quadcopter: 2 m and 4 m at egomotion {lv}; low RPM: '
-        'low_rpm ego 1-3 and low_rpm_shake ego 3-7.', '',
+        f'{LOST_PCT:g} %) of all. Quadcopter: 2 m and 4 m at egomotion {lv} (a row '
+        'measured at fewer levels compares on those alone: its count of rotors says so); '
+        'low RPM: low_rpm ego 1-3 and low_rpm_shake ego 3-7.', '',
         'The last two columns (where measured): the paper preset (without it) -> the paper '
         'preset with this one deviation on (the release preset for a switch marked (release)), '
         'quadcopter at egomotion '
         f'{", ".join(str(v) for v in sorted(on_levels)) or "-"}.', '',
-        '| deviation | switch (paper value) | paper | ours | why | quadcopter: with -> without '
-        '| low RPM: with -> without | quadcopter: paper -> paper with it | low RPM: paper -> '
-        'paper with it |', '|---|---|---|---|---|---|---|---|---|']
+        '| deviation | switch (off in the default) | paper | ours | why | quadcopter: with -> '
+        'without | low RPM: with -> without | quadcopter: paper -> paper with it | low RPM: '
+        'paper -> paper with it |', '|---|---|---|---|---|---|---|---|---|']
     for d in DEVIATIONS:
         if not d.fields:
             continue
