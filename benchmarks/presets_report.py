@@ -13,7 +13,7 @@ import json
 import math
 import platform
 
-from helixtrack_ros.core.presets import DEVIATIONS, PAPER_CHOICES, PRESETS
+from helixtrack_ros.core.presets import DEVIATIONS, PAPER_CHOICES, PRESETS, deviation_off
 
 #: the paper's Table 1 order of the propellers
 PROPELLERS = ('rear_right', 'rear_left', 'front_left', 'front_right')
@@ -125,12 +125,16 @@ def presets_md(rows: list[dict], command: str) -> list[str]:
 def _effect(rows: list[dict], config: str, scenes: tuple[str, ...], levels: set[int] | None,
             base: str = 'default') -> str:
     """'base -> config': worst MArE / worst scale error over the rotors that ``base``
-    tracks (MArE <= LOST_PCT), and rotors lost of all."""
+    tracks (MArE <= LOST_PCT), and rotors lost of all; on the scenes, levels and rotors
+    where ``config`` was run."""
+    key = ('scene', 'level', 'rotor')
+    ran = {tuple(r[k] for k in key) for r in rows if r['config'] == config
+           and r['scene'] in scenes and (levels is None or r['level'] in levels)}
+    rows = [r for r in rows if tuple(r[k] for k in key) in ran]
     _, _, l1, _ = worst(rows, base, scenes, levels)
     m0, s0, l0, n0 = worst(rows, config, scenes, levels)
     if not n0:
         return 'not run'
-    key = ('scene', 'level', 'rotor')
     kept = {tuple(r[k] for k in key) for r in rows if r['config'] == base
             and r['scene'] in scenes and (levels is None or r['level'] in levels)
             and _num(r['mare']) <= LOST_PCT}
@@ -145,8 +149,7 @@ def deviations_md(rows: list[dict], command: str) -> list[str]:
     """docs/DEVIATIONS.md: every row of DEVIATIONS, the switchable ones measured."""
     quad_levels = {r['level'] for r in rows if r['config'].startswith('no ')
                    and r['scene'] in QUAD}
-    on_levels = {r['level'] for r in rows if r['config'].startswith('paper+')
-                 and r['scene'] in QUAD}
+    on_levels = {r['level'] for r in rows if '+' in r['config'] and r['scene'] in QUAD}
     low = ('low_rpm', 'low_rpm_shake')
     lv = ', '.join(str(v) for v in sorted(quad_levels))
     lines = [
@@ -162,26 +165,33 @@ def deviations_md(rows: list[dict], command: str) -> list[str]:
         '## Switchable deviations, measured', '',
         _meta(rows, command), '',
         'Effect of each deviation: our default (with it) -> the default with that '
-        "deviation switched to the paper preset's values (without it). Each cell: worst "
+        "deviation switched to the paper preset's values (without it; for a switch marked "
+        "(release), the release preset's: there ours is the paper's rule and the release "
+        'differs). Each cell: worst '
         'rotor shaft-RPM MArE [%] and worst max scale error [%], both over the rotors the '
         f'first configuration tracks (MArE <= {LOST_PCT:g} %); then rotors lost (MArE > '
-        f'{LOST_PCT:g} %) of all. Quadcopter: 2 m and 4 m at egomotion {lv}; low RPM: '
-        'low_rpm ego 1-3 and low_rpm_shake ego 3-7.', '',
+        f'{LOST_PCT:g} %) of all. Quadcopter: 2 m and 4 m at egomotion {lv} (a row '
+        'measured at fewer levels compares on those alone: its count of rotors says so); '
+        'low RPM: low_rpm ego 1-3 and low_rpm_shake ego 3-7.', '',
         'The last two columns (where measured): the paper preset (without it) -> the paper '
-        'preset with this one deviation on, quadcopter at egomotion '
+        'preset with this one deviation on (the release preset for a switch marked (release)), '
+        'quadcopter at egomotion '
         f'{", ".join(str(v) for v in sorted(on_levels)) or "-"}.', '',
-        '| deviation | switch (paper value) | paper | ours | why | quadcopter: with -> without '
-        '| low RPM: with -> without | quadcopter: paper -> paper with it | low RPM: paper -> '
-        'paper with it |', '|---|---|---|---|---|---|---|---|---|']
+        '| deviation | switch (off in the default) | paper | ours | why | quadcopter: with -> '
+        'without | low RPM: with -> without | quadcopter: paper -> paper with it | low RPM: '
+        'paper -> paper with it |', '|---|---|---|---|---|---|---|---|---|']
     for d in DEVIATIONS:
         if not d.fields:
             continue
-        switch = ', '.join(f'`{f}` {PRESETS["paper"].get(f, math.nan):.4g}' for f in d.fields)
+        off = deviation_off(d)
+        switch = ', '.join(f'`{f}` {off[f]:.4g}' for f in d.fields)
+        switch += '' if d.preset == 'paper' else f' ({d.preset})'
+        on = f'{d.preset}+{d.name}'
         lines.append(f'| {d.name} | {switch} | {_md(d.paper)} | {_md(d.ours)} | {_md(d.why)} | '
                      f'{_effect(rows, "no " + d.name, QUAD, quad_levels)} | '
                      f'{_effect(rows, "no " + d.name, low, None)} | '
-                     f'{_effect(rows, "paper+" + d.name, QUAD, on_levels, "paper")} | '
-                     f'{_effect(rows, "paper+" + d.name, low, None, "paper")} |')
+                     f'{_effect(rows, on, QUAD, on_levels, d.preset)} | '
+                     f'{_effect(rows, on, low, None, d.preset)} |')
     lines += ['', 'All of them at once (the presets, same scenes; quadcopter at egomotion '
               f'{lv} here, 1-6 in results/presets.md):', '',
               '| preset | quadcopter: default -> preset | low RPM: default -> preset |',
@@ -193,10 +203,9 @@ def deviations_md(rows: list[dict], command: str) -> list[str]:
     lines += ['', '## Preset paper where the paper gives no number', '',
               '| fields | value | why |', '|---|---|---|']
     lines += [f'| {_md(f)} | {_md(v)} | {_md(w)} |' for f, v, w in PAPER_CHOICES]
-    lines += ['', '## Not yet switchable', '',
-              'Every preset runs our version of these; a switch needs kernel code at the '
-              'place named.', '',
-              '| deviation | paper | ours | why | where a switch goes |', '|---|---|---|---|---|']
+    lines += ['', '## Without a switch', '',
+              'Every preset runs our version of these.', '',
+              '| deviation | paper | ours | why | note |', '|---|---|---|---|---|']
     for d in DEVIATIONS:
         if not d.fields:
             lines.append(f'| {d.name} | {_md(d.paper)} | {_md(d.ours)} | {_md(d.why)} | '

@@ -98,6 +98,71 @@ def test_normal_equations_match_naive_twin(batch):
     assert pg.objective(q, *args, gp) == pytest.approx(loss2, rel=1e-9)
 
 
+#: the BTO's switches (#13): ours, the paper's ratio / penalty / weight, all three
+BTO_FORMS = [dict(bto_ratio=1, bto_hinge=1, bto_weight_n=1),
+             dict(bto_ratio=0, bto_hinge=1, bto_weight_n=1),
+             dict(bto_ratio=1, bto_hinge=0, bto_weight_n=1),
+             dict(bto_ratio=0, bto_hinge=0, bto_weight_n=0)]
+
+
+@pytest.mark.parametrize('form', BTO_FORMS)
+def test_bto_forms_match_naive_twin(batch, form):
+    """Sec. 3.5 / S1's ratio C_band / (C_core + eps), softplus penalty with A += phi'' J J^T
+    and once-per-batch weights against the numpy twin (both bounds of both bands on)."""
+    ev, phi = batch
+    tp = TrackerParams(bto_sectors=1, bto_p_in_min=0.7, bto_p_in_max=1.2, bto_p_out_min=0.05,
+                       bto_p_out_max=0.1, lambda_reg=50.0, **form)
+    gp = pg.pack_gn_params(tp, B, 1)
+    q = _q_true() + np.array([0.03, 0.1, 2.0, -1.0, 2e-4, -1e-4])
+    sl = slice(0, 20000)
+    args = (ev.x[sl], ev.y[sl], ev.p[sl], phi[sl] - B * q[1])
+    A, g, _ = pg.normal_equations(q, *args, gp)
+    A2, g2, loss2 = ng.system(q, args[0].astype(float), args[1].astype(float), *args[2:],
+                              ng.params_dict(tp, B, 1))
+    np.testing.assert_allclose(A, A2, rtol=1e-9, atol=1e-9 * np.abs(A2).max())
+    np.testing.assert_allclose(g, g2, rtol=1e-9, atol=1e-9 * np.abs(g2).max())
+    assert pg.objective(q, *args, gp) == pytest.approx(loss2, rel=1e-9)
+
+
+@pytest.mark.parametrize('form', BTO_FORMS)
+def test_bto_gradient_matches_finite_differences(batch, form):
+    """The BTO term alone (data weights 0): g is the derivative of its value l_BTO(q)."""
+    ev, phi = batch
+    tp = TrackerParams(lambda_phi=0.0, lambda_r=0.0, lambda_pol=0.0, lambda_band=0.0,
+                       lambda_reg=0.0, bto_sectors=1, bto_min_px=0.0, bto_p_in_min=0.7,
+                       bto_p_in_max=1.2, bto_p_out_min=0.05, bto_p_out_max=0.1, **form)
+    gp = pg.pack_gn_params(tp, B, 1)
+    q = _q_true() + np.array([0.03, 0.0, 1.0, -0.5, 1e-4, 0.0])
+    args = (ev.x, ev.y, ev.p, phi - B * q[1])
+    _, g, _ = pg.normal_equations(q, *args, gp)
+    assert pg.objective(q, *args, gp) > 0.0 and np.abs(g).max() > 0.0
+    for k in range(6):
+        d = 1e-6 * max(1.0, abs(q[k])) if k < 4 else 1e-8
+        qp, qm = q.copy(), q.copy()
+        qp[k] += d
+        qm[k] -= d
+        num = (pg.objective(qp, *args, gp) - pg.objective(qm, *args, gp)) / (2 * d)
+        assert num == pytest.approx(g[k], rel=1e-4, abs=1e-6 * np.abs(g).max()), k
+
+
+@pytest.mark.parametrize('switches', [dict(gn_log_scale=0), dict(gn_psi_stiff=0),
+                                      dict(gn_log_scale=0, gn_psi_stiff=0)])
+def test_gn_step_in_s_and_without_psi_stiffness_matches_naive_twin(batch, switches):
+    """Eq. 1's parameter s (not log s) and plain damped GN (no psi stiffness)."""
+    ev, phi = batch
+    tp = TrackerParams(gn_max_step=10.0, gamma_scale=0.8, **switches)
+    q0 = _q_true() + np.array([0.05, 0.02, 1.5, -1.0, 1e-4, -1e-4])
+    args = (ev.x, ev.y, ev.p)
+    A, g, _ = pg.normal_equations(q0, *args, phi - B * q0[1], pg.pack_gn_params(tp, B, 1))
+    gn = pg.PoseGN(q0, tp, B, 1)
+    gn.accumulate(*args, phi)
+    assert gn.solve()
+    q_ref = ng.gn_step(q0, A, g, ng.params_dict(tp, B, 1))
+    np.testing.assert_allclose(gn.q, q_ref, rtol=1e-9, atol=1e-12)
+    q_ours = ng.gn_step(q0, A, g, ng.params_dict(TrackerParams(gamma_scale=0.8), B, 1))
+    assert not np.allclose(gn.q, q_ours, rtol=1e-6, atol=0.0)
+
+
 @pytest.mark.parametrize('dq', [[0.06, 0, 0, 0, 0, 0], [-0.06, 0, 0, 0, 0, 0],
                                 [0, 0, 4.0, -3.0, 0, 0], [0, 0, 0, 0, 5e-3, 0],
                                 [0, 0, 0, 0, 0, -5e-3]])

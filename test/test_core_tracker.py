@@ -34,14 +34,21 @@ def steady():
     return make_rotor_events(1.0, 10_000.0, radius_px=RAD, center_px=(CX, CY), seed=11)
 
 
-def test_matches_naive_twin():
+#: the paper's rules of the kernel switches (#13): per-event EKF updates, R without w_vm
+#: (the release), S1's BTO, once-per-batch weights, plain GN in s, the release's acquisition
+PAPER_SWITCHES = dict(ekf_r_vm=0, ekf_fold=0, bto_ratio=0, bto_hinge=0, bto_weight_n=0,
+                      gn_psi_stiff=0, gn_log_scale=0, sign_prefix=1, sign_lock_phase=0)
+
+
+@pytest.mark.parametrize('switches', [{}, PAPER_SWITCHES], ids=['default', 'paper_switches'])
+def test_matches_naive_twin(switches):
     ev, _ = make_rotor_events(0.03, 6000, radius_px=30, center_px=(100, 80), noise_frac=0.05,
                               seed=3)
     ev = ev.slice(0, 15000)
     # the twin implements the kernels without the fast step (pose_fast_rpm 0): our other
     # defaults, not the paper preset
     prm = TrackerParams(gn_min_events=200, gn_target_events=300, sign_events=256,
-                        pose_timer_us=3000, pose_fast_rpm=0.0)
+                        pose_timer_us=3000, pose_fast_rpm=0.0, **switches)
     rot = RotorInit('a', (101.0, 79.0), 32.0, 6300.0, 2, 0)
     ref = NaiveTracker(rot, prm).process(ev)
     tr = HelixTracker(rot, prm)
@@ -53,10 +60,11 @@ def test_matches_naive_twin():
     np.testing.assert_allclose(got[:, 1:], ref[:, 1:], rtol=1e-6, atol=1e-5)
 
 
-def test_any_batch_split_gives_identical_results(steady):
+@pytest.mark.parametrize('switches', [{}, PAPER_SWITCHES], ids=['default', 'paper_switches'])
+def test_any_batch_split_gives_identical_results(steady, switches):
     ev = steady[0].slice(0, 400_000)
     rot = RotorInit('a', (CX + 2, CY - 1), RAD * 1.03, 9800.0, 2, 0)
-    prm = TrackerParams(gn_min_events=500)
+    prm = TrackerParams(gn_min_events=500, **switches)
     whole = HelixTracker(rot, prm)
     ref = whole.process(ev, every_event=True)
     rng = np.random.default_rng(0)

@@ -27,15 +27,13 @@ def shaky_low_rpm():
     return scene, list(Simulator(scene, seed=1).chunks(chunk_us=1000))
 
 
-def test_paper_preset_keeps_the_rpm_of_the_shaky_low_rpm_rotor_but_not_its_scale(
-        shaky_low_rpm):
-    # on this simulated scene (seed 1) the paper preset does not show the paper's failure
-    # in RPM (0.4 % MArE, where our default without the fast step loses the rotor, test
-    # below), but its scale drifts by about 10 % (results/presets.md: other levels)
+def test_paper_preset_loses_the_shaky_low_rpm_rotor(shaky_low_rpm):
+    # the paper preset (every rule of Sec. 3 / S1 switched on, #13) shows the paper's
+    # low-RPM failure on this scene: measured 358 % shaft-RPM MArE, the pose 1,000 px off
+    # (before the BTO, GN and EKF rules were switchable it kept the RPM within 0.4 %)
     scene, chunks = shaky_low_rpm
     res, _ = track_scene(scene, Replay(chunks), params=apply_preset('paper'))
-    assert res[0].errors.mare_pct < 2.0
-    assert abs(res[0].scale_error_pct) > 5.0
+    assert res[0].errors.mare_pct > 20.0
 
 
 def test_half_turn_pose_trigger_alone_loses_it_too(shaky_low_rpm):

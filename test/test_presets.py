@@ -7,7 +7,14 @@ from dataclasses import fields
 import pytest
 
 from helixtrack_ros.core.params import TrackerParams
-from helixtrack_ros.core.presets import DEVIATIONS, PRESETS, apply_preset, switch_fields
+from helixtrack_ros.core.presets import (
+    DEVIATIONS,
+    PRESETS,
+    apply_preset,
+    deviation_off,
+    deviation_on,
+    switch_fields,
+)
 from helixtrack_ros.pipeline.config import CHOICES, PipelineConfig, check_choice
 
 
@@ -27,11 +34,42 @@ def test_paper_preset_turns_off_every_switchable_deviation():
     assert p.pose_fast_us == 0 and p.pose_fast_rpm == 0.0 and p.pose_timer_us == 0
     assert p.gn_target_events == 0 and p.ekf_polarity == 0 and p.pol_adapt == 0
     assert p.gn_max_step == 10.0 and p.sign_rpm_span == 0.0
-    # each switchable deviation differs from the default in at least one field
+    # every rule of the paper that needed a kernel switch (#13): R with w_vm and one EKF
+    # update per event (Sec. 3.4); S1's BTO: p = C_band / (C_core + eps) with the released
+    # bounds 0.5, softplus penalty, once per batch like the regulariser (Eq. loss); plain
+    # damped GN on Eq. 1's q (s, not log s); a short prefix for the sign, phi0 = 0
+    assert p.ekf_r_vm == 1 and p.ekf_fold == 0
+    assert (p.bto_ratio, p.bto_hinge, p.bto_weight_n) == (0, 0, 0)
+    assert (p.bto_p_in_min, p.bto_p_out_max) == (0.5, 0.5)
+    assert p.gn_psi_stiff == 0 and p.gn_log_scale == 0
+    assert p.sign_prefix == 1 and p.sign_lock_phase == 0
+    # each switchable deviation differs from the default in at least one field, in the
+    # preset that turns it off
     default = TrackerParams()
     for d in DEVIATIONS:
         if d.fields:
-            assert any(getattr(p, f) != getattr(default, f) for f in d.fields), d.name
+            off = apply_preset(d.preset)
+            assert any(getattr(off, f) != getattr(default, f) for f in d.fields), d.name
+    # only signed_psi (a correction of the paper) has no switch
+    assert [d.name for d in DEVIATIONS if not d.fields] == ['signed_psi']
+
+
+def test_one_deviation_switches_alone_with_its_bounds_converted():
+    """deviation_off / deviation_on: one row's fields from the other preset; BTO bounds
+    move to the ratio in force (b / (1 + b) on C_band / (C_band + C_core))."""
+    by_name = {d.name: d for d in DEVIATIONS}
+    assert deviation_off(by_name['q_jerk']) == {'q_jerk': 400.0}
+    assert deviation_off(by_name['release_r_without_vm']) == {'ekf_r_vm': 0}
+    assert deviation_on(by_name['release_r_without_vm']) == {**PRESETS['release'],
+                                                             'ekf_r_vm': 1}
+    off = deviation_off(by_name['bto_bounds'])
+    assert off['bto_p_in_min'] == pytest.approx(1 / 3) and off['bto_p_in_max'] == -1.0
+    off = deviation_off(by_name['bto_ratio'])
+    assert off['bto_ratio'] == 0 and off['bto_p_in_min'] == pytest.approx(0.62 / 0.38)
+    assert off['bto_p_out_max'] == pytest.approx(0.09 / 0.91)
+    on = deviation_on(by_name['bto_ratio'])
+    assert on['bto_ratio'] == 1 and on['bto_p_in_min'] == pytest.approx(1 / 3)
+    assert apply_preset('default', on).q_jerk == 400.0
 
 
 def test_presets_differ_only_in_named_switches():
@@ -43,8 +81,11 @@ def test_presets_differ_only_in_named_switches():
     assert apply_preset('default') == TrackerParams()
     release = apply_preset('release')
     diff = {k for k, v in release.to_dict().items() if getattr(apply_preset('paper'), k) != v}
-    assert diff == {'pose_timer_us'} and release.pose_timer_us == 100_000
-    # rows that need a kernel switch say where; names are unique
+    # the release (helixtrack-facts.md): a 100 ms pose timer, R without w_vm, log s
+    assert diff == {'pose_timer_us', 'ekf_r_vm', 'gn_log_scale'}
+    assert release.pose_timer_us == 100_000 and release.ekf_r_vm == 0
+    assert release.gn_log_scale == 1
+    # rows without a switch say why; names are unique
     assert all(d.kernel for d in DEVIATIONS if not d.fields)
     assert len({d.name for d in DEVIATIONS}) == len(DEVIATIONS)
 

@@ -54,6 +54,7 @@ from helixtrack_ros.core.tracker_layout import (
     TP_ACQ_MIN,
     TP_ACQ_US,
     TP_B,
+    TP_LOCKPH,
     TP_MARGIN,
     TP_OMEGA0,
     TP_P0AL,
@@ -65,7 +66,11 @@ from helixtrack_ros.core.tracker_layout import (
 
 @fma
 def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
-    """Decide rotation sign, phase and rate from the acquisition buffer (Sec. 3.2)."""
+    """Decide rotation sign, phase and rate from the acquisition buffer (Sec. 3.2).
+
+    With ``sign_lock_phase`` 0 (the release) only the sign is taken; the EKF
+    starts at phi = 0 and the initial rate.
+    """
     n = ist[IS_ACQ_N]
     ts = np.empty(n)
     for j in range(n):
@@ -78,15 +83,22 @@ def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
     zeta = out[0]
     ist[IS_ZETA] = 1 if zeta > 0 else -1
     gp[G_ZETA] = zeta
-    # phi = phi_eff + zeta B psi
-    fs[FS_PHI] = out[1] + zeta * B * q[1]
-    fs[FS_OM] = out[2]
+    lock = tp[TP_LOCKPH] != 0.0
+    if lock:
+        # phi = phi_eff + zeta B psi
+        fs[FS_PHI] = out[1] + zeta * B * q[1]
+        fs[FS_OM] = out[2]
+    else:
+        # the release: phi = 0 at the initial rate, the EKF pulls the phase in
+        fs[FS_PHI] = 0.0
+        fs[FS_OM] = tp[TP_OMEGA0]
     fs[FS_AL] = 0.0
     d_omega = math.pi / 8.0 / max(span_s, 1e-9)
     fs[FS_P00] = tp[TP_P0PHI]
     fs[FS_P01] = 0.0
     fs[FS_P02] = 0.0
-    fs[FS_P11] = max(tp[TP_P0OM], 0.0625 * d_omega * d_omega)
+    # a locked rate is as uncertain as the statistic's grid step; else P0 (the release)
+    fs[FS_P11] = max(tp[TP_P0OM], 0.0625 * d_omega * d_omega) if lock else tp[TP_P0OM]
     fs[FS_P12] = 0.0
     fs[FS_P22] = tp[TP_P0AL]
     fs[FS_PHIB] = fs[FS_PHI]

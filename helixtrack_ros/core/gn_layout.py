@@ -63,6 +63,11 @@ G_POLADAPT = _G.slot('pol_adapt')   # 1: c+ / c- follow the observed residuals
 G_POLH = _G.slot(lambda p, blades, zeta: 0.5 * (p.pol_c_on_rad - p.pol_c_off_rad)
                  * p.ekf_polarity)
 G_FIXT = _G.slot()                  # 1: the solve does not move tx, ty (the fast step does)
+G_BRATIO = _G.slot('bto_ratio')     # 1: p = C_band / (C_band + C_core); 0: / C_core (paper)
+G_BHINGE = _G.slot('bto_hinge')     # 1: squared hinge per bound; 0: softplus (paper)
+G_BWN = _G.slot('bto_weight_n')     # 1: BTO and regulariser weighed by N; 0: once (paper)
+G_PSISTIFF = _G.slot('gn_psi_stiff')   # 1: psi gets the curvature of log-scale
+G_LOGS = _G.slot('gn_log_scale')    # 1: the solve steps log s; 0: s (paper)
 G_LEN = _G.close()
 
 # ---- accumulator layout (float64) --------------------------------------------------------

@@ -24,6 +24,9 @@ from helixtrack_ros.core.gn_layout import (
     ACC_N,
     ACC_POL,
     ACC_SEC,
+    G_BHINGE,
+    G_BRATIO,
+    G_BWN,
     G_COFF,
     G_CON,
     G_DAMP,
@@ -34,6 +37,7 @@ from helixtrack_ros.core.gn_layout import (
     G_GS,
     G_GT,
     G_LBTO,
+    G_LOGS,
     G_LREG,
     G_MAXSTEP,
     G_NSEC,
@@ -41,6 +45,7 @@ from helixtrack_ros.core.gn_layout import (
     G_PINLO,
     G_POLADAPT,
     G_POLH,
+    G_PSISTIFF,
     SEC_C,
     SEC_DC,
     SEC_LEN,
@@ -51,7 +56,98 @@ from helixtrack_ros.core.homography import (
     _forward1,
     _pack_pose,
 )
-from helixtrack_ros.core.jit import kernel
+from helixtrack_ros.core.jit import kernel, kernel_inline
+
+
+@kernel_inline
+def _bto_ratio(acc, base, band, bounded, dp):
+    """p of one band of a sector, and dp/dq into ``dp`` (Sec. 3.5).
+
+    bounded: p = C_band / (C_band + C_core) (ours); else the paper's
+    p = C_band / (C_core + eps).
+    """
+    cc = acc[base + SEC_C]
+    cb = acc[base + SEC_C + 1 + band]
+    off = base + SEC_DC + 6 * (band + 1)
+    if bounded:
+        den = cb + cc + _BTO_EPS
+        p = cb / den
+        for k in range(6):
+            dp[k] = (cc * acc[off + k] - cb * acc[base + SEC_DC + k]) / (den * den)
+        return p
+    den = cc + _BTO_EPS
+    p = cb / den
+    for k in range(6):
+        # dp/dq = (dC_band - p dC_core) / (C_core + eps)
+        dp[k] = (acc[off + k] - p * acc[base + SEC_DC + k]) / den
+    return p
+
+
+@kernel_inline
+def _bto_hinge(A, g, e, sig, sgn, dp, w):
+    """GN terms of one bound as a squared hinge 0.5 w e^2 (ours); returns its value.
+
+    For s = sgn (p - bound): e = softplus_tau(s), J_e = sigma(s / tau) J_s with
+    J_s = sgn dp.
+    """
+    de = sig * sgn
+    for i in range(6):
+        g[i] += w * e * de * dp[i]
+        for j in range(6):
+            A[i, j] += w * de * de * dp[i] * dp[j]
+    return 0.5 * w * e * e
+
+
+@kernel_inline
+def _bto_softplus(A, g, e, sig, sgn, dp, w, tau):
+    """GN terms of one bound as the paper's w softplus_tau(s) (S1); returns its value.
+
+    g += w phi'(s) J_s, A += w phi''(s) J_s J_s^T with phi' = sigma(s / tau)
+    = sig, phi'' = sig (1 - sig) / tau and J_s = sgn dp.
+    """
+    curv = w * sig * (1.0 - sig) / tau
+    for i in range(6):
+        g[i] += w * sig * sgn * dp[i]
+        for j in range(6):
+            A[i, j] += curv * dp[i] * dp[j]
+    return w * e
+
+
+@kernel
+def _bto_add_switched(A, g, acc, prm, weight):
+    """:func:`_bto_add` with the paper's ratio and / or penalty (``bto_ratio`` / ``bto_hinge`` 0).
+
+    Per sector and band p (:func:`_bto_ratio`), per active bound the
+    squared hinge (:func:`_bto_hinge`) or the paper's softplus
+    (:func:`_bto_softplus`). A kernel of its own: :func:`_bto_add`'s code is
+    left as it was, so the default configuration keeps its last bits (numba
+    compiles both with the caller's fused multiply-adds, which depend on the
+    shape of the code).
+    """
+    tau = prm[G_OTAU]
+    ns = int(prm[G_NSEC])
+    wsec = weight / ns
+    bounded = prm[G_BRATIO] != 0.0
+    hinge = prm[G_BHINGE] != 0.0
+    dp = np.empty(6)
+    value = 0.0
+    for sec in range(ns):
+        base = ACC_SEC + SEC_LEN * sec
+        for band in range(2):
+            p = _bto_ratio(acc, base, band, bounded, dp)
+            for side in range(2):
+                bound = prm[G_PINLO + 2 * band + side]
+                if bound < 0.0:
+                    continue
+                sgn = -1.0 if side == 0 else 1.0
+                s = sgn * (p - bound)
+                e = _softplus(s, tau)
+                sig = _sigmoid(s / tau)
+                if hinge:
+                    value += _bto_hinge(A, g, e, sig, sgn, dp, wsec)
+                else:
+                    value += _bto_softplus(A, g, e, sig, sgn, dp, wsec, tau)
+    return value
 
 
 @kernel
@@ -63,7 +159,8 @@ def _bto_add(A, g, acc, prm, weight):
     bands are computed; each active bound gives a hinge residual
     e = softplus_tau(s), s = p_lo - p or p - p_hi, weighted as
     (weight / sectors) * 0.5 e^2: J_e = sigma(s / tau) J_s,
-    A += w J_e J_e^T, g += w e J_e.
+    A += w J_e J_e^T, g += w e J_e. With ``bto_ratio`` or ``bto_hinge`` 0
+    (the paper's forms) :func:`_bto_add_switched` runs instead.
 
     Notes
     -----
@@ -76,6 +173,8 @@ def _bto_add(A, g, acc, prm, weight):
     (iii) one scalar BTO fixes only the mean tip radius, sectors pin the
     tip ellipse (scale, centre and the perspective terms).
     """
+    if prm[G_BRATIO] == 0.0 or prm[G_BHINGE] == 0.0:
+        return _bto_add_switched(A, g, acc, prm, weight)
     tau = prm[G_OTAU]
     ns = int(prm[G_NSEC])
     wsec = weight / ns
@@ -139,6 +238,12 @@ def _cholesky_solve(A, b, x):
     return True
 
 
+@kernel_inline
+def _bto_reg_weight(acc, prm):
+    """N, the batch's event count, when BTO and regulariser weigh per event (ours); else 1."""
+    return acc[ACC_N] if prm[G_BWN] != 0.0 else 1.0
+
+
 @kernel
 def _system(acc, prm, q, A, g):
     """Full GN system at q: accumulated data terms + BTO + regulariser (S1)."""
@@ -147,9 +252,10 @@ def _system(acc, prm, q, A, g):
         for j in range(i, 6):
             A[i, j] = acc[ACC_A + 6 * i + j]
             A[j, i] = A[i, j]
-    n = acc[ACC_N]
+    # BTO and the perspective regulariser 0.5 lambda_reg (p31^2 + p32^2), per batch event
+    # (times N) or once per batch as Eq. (loss)
+    n = _bto_reg_weight(acc, prm)
     _bto_add(A, g, acc, prm, prm[G_LBTO] * n)
-    # perspective regulariser 0.5 lambda_reg N (p31^2 + p32^2)
     lr = prm[G_LREG] * n
     A[4, 4] += lr
     A[5, 5] += lr
@@ -180,21 +286,43 @@ def _tip_shift(q, step):
     return worst
 
 
+@kernel_inline
+def _to_scale(A, g, s):
+    """The system in s instead of log s (Eq. 1): d/ds = (1 / s) d/d(log s) on row / column 0."""
+    inv = 1.0 / s
+    for k in range(6):
+        A[0, k] *= inv
+        A[k, 0] *= inv
+    g[0] *= inv
+
+
+@kernel_inline
+def _log_step(s, ds):
+    """The step of log s for the step ds of s; NaN (no step) when s + ds <= 0."""
+    return math.log((s + ds) / s) if s + ds > 0.0 else math.nan
+
+
 @kernel
 def _solve(acc, prm, q, pose, keep_gradient):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
     """One damped GN step on the accumulated batch; then forget (Sec. 3.5).
 
     Returns True when q changed. A_ii <- A_ii (1 + mu) + mu; A dq = -g;
     q <- q + Gamma dq (each step limited by gn_max_step); A, g <- rho A, rho g
-    (g is zeroed instead when keep_gradient is False).
+    (g is zeroed instead when keep_gradient is False). The accumulators hold
+    the system in log s; with ``gn_log_scale`` 0 the step is taken in s
+    (Eq. 1), with ``gn_psi_stiff`` 0 without the stiffness of psi (Sec. 3.5).
     """
     A = np.empty((6, 6))
     g = np.empty(6)
     _system(acc, prm, q, A, g)
     mu = prm[G_DAMP]
-    # psi is unobservable to first order (Sec. 3.2: d eps/d psi = 0, r is rotation
-    # invariant): give it the stiffness of log-scale so noise cannot spin it
-    A[1, 1] += A[0, 0]
+    if prm[G_PSISTIFF] != 0.0:
+        # psi is unobservable to first order (Sec. 3.2: d eps/d psi = 0, r is rotation
+        # invariant): give it the stiffness of log-scale so noise cannot spin it
+        A[1, 1] += A[0, 0]
+    log_scale = prm[G_LOGS] != 0.0
+    if not log_scale:
+        _to_scale(A, g, math.exp(q[0]))
     for i in range(6):
         A[i, i] = A[i, i] * (1.0 + mu) + mu
     rhs = np.empty(6)
@@ -215,6 +343,9 @@ def _solve(acc, prm, q, pose, keep_gradient):  # noqa: C901, PLR0912, PLR0915 (n
         finite = True
         for k in range(6):
             step[k] = gam[k] * dq[k]
+        if not log_scale:
+            step[0] = _log_step(math.exp(q[0]), step[0])
+        for k in range(6):
             if not math.isfinite(step[k]):
                 finite = False
         if prm[G_FIXT] != 0.0:

@@ -62,6 +62,14 @@ class TrackerParams:
                                 'nominal phase noise sigma0^2 of R = sigma0^2 / max(w_vm '
                                 'w_ring, eps); default 1/kappa')
     r_floor: float = _param(1e-3, (1e-12, 1.0), '', 'eps of R = sigma0^2 / max(w_vm w_ring, eps)')
+    ekf_r_vm: int = _param(1, (0, 1), '',
+                           '1: R = sigma0^2 / max(w_vm w_ring, eps), as Sec. 3.4; 0: R = sigma0^2 '
+                           '/ max(w_ring, eps), as the release (off-phase events pull with full '
+                           'weight)')
+    ekf_fold: int = _param(1, (0, 1), '',
+                           '1: the events of one timestamp are folded into one EKF update '
+                           '(gates at the predicted phase); 0: one update per event with its '
+                           'gates re-evaluated, as Sec. 3.4')
     sigma_ring: float = _param(0.15, (1e-3, 10.0), 'tip radii',
                                'width of the tip ring gate w_ring around r = 1')
     # annulus
@@ -113,6 +121,15 @@ class TrackerParams:
                                   'lower bound of p_out = C_out / (C_out + C_core) (negative = '
                                   'off)')
     bto_p_out_max: float = _param(0.09, (-1.0, 100.0), '', 'upper bound of p_out (negative = off)')
+    bto_ratio: int = _param(1, (0, 1), '',
+                            '1: p = C_band / (C_band + C_core); 0: p = C_band / (C_core + eps), '
+                            'as Sec. 3.5 (unbounded when the core band empties)')
+    bto_hinge: int = _param(1, (0, 1), '',
+                            '1: each bound costs 0.5 softplus_tau(s)^2 (Gauss-Newton form); 0: '
+                            "softplus_tau(s) with A += phi''(s) J J^T, as Sec. 3.5 / S1")
+    bto_weight_n: int = _param(1, (0, 1), '',
+                               '1: lambda_bto and lambda_reg weigh per batch event (times N); '
+                               '0: once per batch, as Eq. (loss)')
     # robust weights
     huber_phi_rad: float = _param(0.6, (1e-6, 10.0), 'rad',
                                   'Huber threshold of the phase residual')
@@ -138,6 +155,12 @@ class TrackerParams:
     gn_max_step: float = _param(0.02, (1e-6, 10.0), 'tip radii',
                                 'trust region: a solve moves the tip circle by at most this '
                                 'many tip radii')
+    gn_psi_stiff: int = _param(1, (0, 1), '',
+                               '1: the solve gives psi the curvature of log-scale (psi is '
+                               'unobservable to first order); 0: plain damped GN, as Sec. 3.5')
+    gn_log_scale: int = _param(1, (0, 1), '',
+                               '1: the solve steps log s (as the release; gamma_scale acts on '
+                               'log s); 0: it steps s, as Eq. (1)')
     pose_timer_us: int = _param(100_000, (0, 1e12), 'us',
                                 'pose solve also when this much stream time passed (0 = off)')
     pose_max_events: int = _param(0, (0, 1e12), '',
@@ -269,6 +292,14 @@ class TrackerParams:
                                 'relative lead the winning rotation sign needs, else +1')
     sign_rpm_span: float = _param(0.3, (0.0, 0.95), '',
                                   'relative RPM search span of the acquisition (+-)')
+    sign_prefix: int = _param(0, (0, 1), '',
+                              '1: decide the rotation sign on the first sign_events in-ring '
+                              'events, as the release (no minimum window, no thinning); 0: a '
+                              'window of at least sign_turns, thinned to sign_events')
+    sign_lock_phase: int = _param(1, (0, 1), '',
+                                  '1: the phase and rate of the EKF start from the sign '
+                                  'statistic; 0: phi = 0 and the initial rate, as the release '
+                                  '(the EKF pulls the phase in)')
     # region of interest
     bbox_margin_px: float = _param(4.0, (0.0, 1e4), 'px',
                                    'margin around the projected r_out circle of bbox_px()')

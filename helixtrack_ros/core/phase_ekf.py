@@ -14,6 +14,7 @@ R = 1 / max(1e-3, kappa w_ring), i.e. it drops the von Mises factor: an
 event half a blade away from the predicted phase then still pulls with full
 weight. Keeping w_vm in R makes such events (noise, the other blade edge)
 nearly harmless; with sigma0^2 = 1 / kappa both agree on the predicted phase.
+The tracker's ``ekf_r_vm`` 0 selects the release's R (preset ``release``).
 """
 
 import math

@@ -19,11 +19,15 @@ psi).
 Deviations from the paper, each needed to hold the scale on rotors whose
 edge events reach down to the hub (the evidence: docs/DESIGN.md):
 
-- BTO bands are Gaussian weights with p = C_band / C_core as in the main
-  text; the lower bound on p_in then pins the tip.
+- BTO bands are Gaussian weights; p = C_band / (C_band + C_core), bounded
+  (``bto_ratio`` 0: the main text's C_band / (C_core + eps)); the lower
+  bound on p_in then pins the tip. Each bound costs a squared hinge
+  (``bto_hinge`` 0: the paper's softplus, gn_solve notes).
 - The BTO penalty and the perspective regulariser are multiplied by the
-  batch's event count N, so the BTO term can resist the radial term's
-  outward pull.
+  batch's event count N (``bto_weight_n`` 0: once per batch, Eq. loss), so
+  the BTO term can resist the radial term's outward pull.
+- The solve steps log s and gives psi the curvature of log s
+  (``gn_log_scale`` 0 and ``gn_psi_stiff`` 0: Eq. 1's s, plain GN).
 - Polarity offsets (``pol_adapt``): c+ / c- are the ring-weighted circular
   means of the ON / OFF residuals, so the polarity term has no bias that
   drags centre and perspective.
@@ -55,6 +59,7 @@ from helixtrack_ros.core.gn_layout import (
     ACC_POL,
     ACC_SEC,
     G_B,
+    G_BWN,
     G_COFF,
     G_CON,
     G_FIXT,
@@ -167,7 +172,8 @@ def objective(q_core: np.ndarray, x: np.ndarray, y: np.ndarray, p: np.ndarray,
     q, prm, acc = _batch_accumulators(q_core, x, y, p, phi_eff_rad, gn_params)
     A = np.zeros((6, 6))
     g = np.zeros(6)
-    n = acc[ACC_N]
+    # BTO and regulariser per batch event (times N), or once per batch (Eq. loss)
+    n = acc[ACC_N] if prm[G_BWN] != 0.0 else 1.0
     value = acc[ACC_LOSS] + _bto_add(A, g, acc, prm, prm[G_LBTO] * n)
     value += 0.5 * prm[G_LREG] * n * (q[4] ** 2 + q[5] ** 2)
     return float(value)

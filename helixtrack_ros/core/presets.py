@@ -12,9 +12,8 @@ package's defaults:
 - ``default``: this package's defaults (no override).
 
 Every field a preset sets belongs to a row of :data:`DEVIATIONS`, so presets
-differ only in those named switches. Rows without fields are deviations
-that still need a kernel switch (``kernel`` says where); those parts of the
-paper cannot be selected yet and every preset runs our version of them.
+differ only in those named switches. Rows without fields have no switch
+(``kernel`` says why); every preset runs our version of them.
 docs/DEVIATIONS.md is generated from :data:`DEVIATIONS` plus measurements
 (``benchmarks/bench_presets.py``).
 """
@@ -28,9 +27,10 @@ from helixtrack_ros.core.params import TrackerParams
 #: release: R = 1 / max(1e-3, kappa w_ring), i.e. sigma0^2 / max(w, eps) with
 #: sigma0^2 = 1 / kappa and eps = 1e-3 / kappa (kappa = 22)
 _RELEASE_R_FLOOR = 1e-3 / 22.0
-#: release bounds 0.5 on p = C_band / C_core; our bounded ratio C_band / (C_band +
-#: C_core) = p / (1 + p) crosses the same threshold at 0.5 / 1.5
-_RELEASE_BTO_BOUND = 0.5 / 1.5
+#: release bounds 0.5 on p = C_band / C_core (the paper's ratio, bto_ratio 0)
+_RELEASE_BTO_BOUND = 0.5
+#: the BTO bounds: on p = C_band / (C_band + C_core) (bto_ratio 1) or on C_band / C_core
+_BTO_BOUNDS = ('bto_p_in_min', 'bto_p_in_max', 'bto_p_out_min', 'bto_p_out_max')
 
 _PAPER: dict[str, Any] = {
     # S3: q_jerk = 400 (element-wise search 50..600)
@@ -39,6 +39,11 @@ _PAPER: dict[str, Any] = {
     'gamma_persp': 1.0,
     # Sec. 3.5 / S1: one p_in, one p_out for the whole batch
     'bto_sectors': 1,
+    # Sec. 3.5: p = C_band / (C_core + eps); l_BTO = softplus_tau(s) per bound (S1:
+    # A += phi'' J J^T); lambda_BTO l_BTO and lambda_reg l_reg once per batch (Eq. loss)
+    'bto_ratio': 0,
+    'bto_hinge': 0,
+    'bto_weight_n': 0,
     # Sec. 3.5: l_BTO = softplus(p_out - pbar_out) + softplus(p_in_low - p_in): a lower
     # bound on p_in and an upper bound on p_out only; values: released 0.5 / 0.5
     'bto_p_in_min': _RELEASE_BTO_BOUND,
@@ -54,8 +59,10 @@ _PAPER: dict[str, Any] = {
     'bto_tau': 0.05,
     'bto_min_px': 0.0,
     # Sec. 3.5: q <- q + Gamma dq, no trust region (10 tip radii, the range's maximum,
-    # never binds)
+    # never binds), plain damped GN on q = [s, psi, tx, ty, p31, p32] (Eq. 1)
     'gn_max_step': 10.0,
+    'gn_psi_stiff': 0,
+    'gn_log_scale': 0,
     # Sec. 3.5: pose updates only from the batched GN solve; no fast translation step,
     # so GN also moves tx, ty and no centroid step runs while the phase is acquired
     'pose_fast_us': 0,
@@ -70,9 +77,15 @@ _PAPER: dict[str, Any] = {
     'pose_timer_us': 0,
     # Sec. 3.4: eps of R unspecified; released R = 1 / max(1e-3, kappa w_ring)
     'r_floor': _RELEASE_R_FLOOR,
+    # Sec. 3.4: one EKF update per event, its gates taken at the current phase
+    'ekf_fold': 0,
     # Sec. 3.2: zeta "from circular statistics over a short prefix": scored at the
-    # detector's rate, no search over the rate (released: both signs, no rate search)
+    # detector's rate, no search over the rate (released: both signs, no rate search);
+    # the prefix and phi0 are not stated: the release's first sign_events in-ring events
+    # and phi0 = 0 at the initial rate
     'sign_rpm_span': 0.0,
+    'sign_prefix': 1,
+    'sign_lock_phase': 0,
 }
 
 #: preset name -> TrackerParams overrides on top of the defaults
@@ -82,6 +95,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         **_PAPER,
         # facts: a pose solve also when 100 ms of stream time passed
         'pose_timer_us': 100_000,
+        # facts: R = 1 / max(1e-3, kappa w_ring), without w_vm
+        'ekf_r_vm': 0,
+        # facts: the pose parameters are [log s, psi, tx, ty, h31, h32]
+        'gn_log_scale': 1,
     },
     'default': {},
 }
@@ -89,8 +106,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 #: preset paper where the paper gives no number: (fields, value, why)
 PAPER_CHOICES: list[tuple[str, str, str]] = [
-    ('bto_p_in_min, bto_p_out_max', '1/3', 'Sec. 3.5 names the bounds without values; '
-     'released 0.5 on C_band / C_core is the same threshold on our bounded ratio'),
+    ('bto_p_in_min, bto_p_out_max', '0.5', 'Sec. 3.5 names the bounds without values; '
+     'released 0.5 on C_band / C_core'),
     ('bto_sigma_core, bto_delta, bto_sigma_band', '0.06, 0.03, 0.02',
      '"narrow radial bands" without widths; released values'),
     ('bto_tau', '0.05', 'one tau for the band barriers and BTO in Sec. 3.5; released 0.05'),
@@ -100,6 +117,10 @@ PAPER_CHOICES: list[tuple[str, str, str]] = [
     ('sign_rpm_span', '0', '"circular statistics over a short prefix": no search over the '
      'rate (the release has none)'),
     ('pose_timer_us', '0', 'the half-turn trigger only (preset release: 100 ms)'),
+    ('sign_prefix, sign_lock_phase', '1, 0', 'a "short prefix" without length and phi0 '
+     'not stated: the release decides on the first sign_events (5000) in-ring events and '
+     'starts at phi0 = 0'),
+    ('ekf_r_vm', '1 (default)', "the paper's R with w_vm (preset release: 0, R without it)"),
     ('kappa, sigma0_rad2, sigma_ring, P0, Huber thresholds, gn_damping, gn_forget, '
      'gn_min_events, pol_c_on_rad / pol_c_off_rad', 'the defaults',
      'no number in the paper; the defaults are the released values'),
@@ -111,8 +132,10 @@ PAPER_CHOICES: list[tuple[str, str, str]] = [
 class Deviation(NamedTuple):
     """One difference between the paper and this package.
 
-    ``fields`` are the TrackerParams fields that switch it (empty: not yet
-    switchable, ``kernel`` names the code a switch needs).
+    ``fields`` are the TrackerParams fields that switch it (empty: no switch,
+    ``kernel`` says why); ``preset`` is the preset whose values of them turn
+    it off: ``paper``, or ``release`` for a rule where we follow the paper and
+    the release does not.
     """
 
     name: str
@@ -121,6 +144,7 @@ class Deviation(NamedTuple):
     ours: str
     why: str
     kernel: str = ''
+    preset: str = 'paper'
 
 
 #: every deviation from the paper, switchable ones first (docs/DEVIATIONS.md)
@@ -191,51 +215,43 @@ DEVIATIONS: list[Deviation] = [
         'both signs scored on a grid of rates +-30 % around the initial rate',
         'a rate error of a few % blurs the statistic over a window of half a turn'),
     Deviation(
-        'release_r_without_vm', (), 'Sec. 3.4: R = sigma0^2 / max(w_vm w_ring, eps) (ours '
-        'too)', 'as the paper; the release drops w_vm (R = 1 / max(1e-3, kappa w_ring))',
-        'w_vm in R makes off-phase events (noise, the other edge) harmless; needed only '
-        'for the release preset',
-        'phase_ekf._meas_var and the gate product w in tracker._process (the line '
-        '`w = _exp_neg(kappa * (ce - 1.0) - d * d * inv2sr2)` feeds both R and GN)'),
+        'release_r_without_vm', ('ekf_r_vm',), 'Sec. 3.4: R = sigma0^2 / max(w_vm w_ring, '
+        'eps) (ours too)', 'as the paper; the release drops w_vm (R = 1 / max(1e-3, kappa '
+        'w_ring)): preset release', 'w_vm in R makes off-phase events (noise, the other '
+        'edge) harmless', preset='release'),
     Deviation(
-        'bto_squared_hinge', (), "Sec. 3.5 / S1: l_BTO = softplus_tau(s), A += phi'' J J^T",
+        'bto_squared_hinge', ('bto_hinge',),
+        "Sec. 3.5 / S1: l_BTO = softplus_tau(s), A += phi'' J J^T",
         '0.5 softplus_tau(s)^2 per bound (Gauss-Newton form)',
         "the paper's curvature vanishes for s >> tau, so its step explodes when the "
-        'penalty matters', 'pose_gn._bto_add: `e = _softplus(s, tau)`, `value += 0.5 * '
-        'wsec * e * e` and the A / g updates below it'),
+        'penalty matters'),
     Deviation(
-        'bto_weight_n', (), 'Eq. loss: lambda_BTO l_BTO and lambda_reg l_reg once per batch',
+        'bto_weight_n', ('bto_weight_n',),
+        'Eq. loss: lambda_BTO l_BTO and lambda_reg l_reg once per batch',
         'multiplied by the batch event count N',
-        'the p are batch means: unscaled, BTO is N times weaker than the summed data terms',
-        'pose_gn._system: `_bto_add(A, g, acc, prm, prm[G_LBTO] * n)` and `lr = '
-        'prm[G_LREG] * n`; the same in the loss value (`prm[G_LBTO] * n`, `prm[G_LREG] * n`)'),
+        'the p are batch means: unscaled, BTO is N times weaker than the summed data terms'),
     Deviation(
-        'bto_ratio', (), 'Sec. 3.5: p = C_band / (C_core + eps)',
-        'p = C_band / (C_band + C_core) (thresholds converted in the presets)',
-        'unbounded when the core band empties', 'pose_gn._bto_add: `p = cb / den`, '
-        '`den = cb + cc + _BTO_EPS` and dp/dq'),
+        'bto_ratio', ('bto_ratio',), 'Sec. 3.5: p = C_band / (C_core + eps)',
+        'p = C_band / (C_band + C_core) (a bound b of one ratio is b / (1 + b) of the other: '
+        'converted when only this switch changes)', 'unbounded when the core band empties'),
     Deviation(
-        'psi_stiffness', (), 'Sec. 3.5: plain damped GN on all six parameters',
-        'psi gets the curvature of log-scale added (A[1, 1] += A[0, 0])',
-        'psi is unobservable to first order (d eps / d psi = 0); noise would spin it',
-        'pose_gn._solve: `A[1, 1] += A[0, 0]`'),
+        'psi_stiffness', ('gn_psi_stiff',), 'Sec. 3.5: plain damped GN on all six '
+        'parameters', 'psi gets the curvature of log-scale added (A[1, 1] += A[0, 0])',
+        'psi is unobservable to first order (d eps / d psi = 0); noise would spin it'),
     Deviation(
-        'timestamp_fold', (), 'Sec. 3.4: one EKF update per event, gates re-evaluated',
-        'events of one timestamp folded into one update, gates at the predicted phase',
-        '2x faster; within one microsecond the difference is far below the noise',
-        'tracker._process: the fold `sw` / `swe` and `_update_fold_s` at a new timestamp'),
+        'timestamp_fold', ('ekf_fold',), 'Sec. 3.4: one EKF update per event, gates '
+        're-evaluated', 'events of one timestamp folded into one update, gates at the '
+        'predicted phase', '2x faster; within one microsecond the difference is far below '
+        'the noise'),
     Deviation(
-        'acquisition', (), 'Sec. 3.2: zeta from a short prefix; phi0 not stated (release: '
-        'first 5000 in-ring events, phi0 = 0)',
+        'acquisition', ('sign_prefix', 'sign_lock_phase'), 'Sec. 3.2: zeta from a short '
+        'prefix; phi0 not stated (release: first 5000 in-ring events, phi0 = 0)',
         'window of at least half a shaft turn, thinned to 5000 events; phi0 and omega '
         'locked from the same statistic',
-        '5000 events at 30 M events/s last 0.2 ms: both signs look alike',
-        'tracker._process (acquisition: TP_ACQ_US / TP_ACQ_MIN) and tracker._lock / '
-        'rotation_sign._acquire (phase and rate lock)'),
+        '5000 events at 30 M events/s last 0.2 ms: both signs look alike'),
     Deviation(
-        'log_scale', (), 'Eq. 1: q = [s, psi, tx, ty, p31, p32]',
-        'q = [log s, ...] (as the release); gamma_scale acts on log s',
-        'keeps s > 0', 'pose_gn (parameterisation of q throughout)'),
+        'log_scale', ('gn_log_scale',), 'Eq. 1: q = [s, psi, tx, ty, p31, p32]',
+        'q = [log s, ...] (as the release); gamma_scale acts on log s', 'keeps s > 0'),
     Deviation(
         'signed_psi', (), 'Sec. 3.2: phi_eff = phi - B psi; trigger |(dphi - B dpsi) / B| '
         '>= pi', 'phi_eff = phi - zeta B psi (and zeta in the trigger)',
@@ -260,3 +276,34 @@ def apply_preset(name: str, overrides: dict[str, Any] | None = None) -> TrackerP
 def switch_fields() -> set[str]:
     """Every TrackerParams field that switches a deviation."""
     return {f for d in DEVIATIONS for f in d.fields}
+
+
+def mixed(base: str, source: str, names: tuple[str, ...]) -> dict[str, Any]:
+    """Overrides of preset ``base`` with the fields ``names`` taken from preset ``source``.
+
+    The BTO bounds hold on the ratio that ``bto_ratio`` selects; a bound that
+    ends up under the other ratio than the one it was set for is converted
+    (b / (1 + b) from C_band / C_core to C_band / (C_band + C_core), b / (1 - b)
+    back), so that one deviation can be switched alone.
+    """
+    out = dict(PRESETS[base])
+    src = apply_preset(source)
+    for name in names:
+        out[name] = getattr(src, name)
+    ratio = apply_preset('default', out).bto_ratio
+    for name in _BTO_BOUNDS:
+        origin = src if name in names else apply_preset(base)
+        b = getattr(origin, name)
+        if origin.bto_ratio != ratio and b >= 0.0:
+            out[name] = b / (1.0 + b) if ratio else b / (1.0 - b)
+    return out
+
+
+def deviation_off(d: Deviation) -> dict[str, Any]:
+    """Overrides on the default that turn deviation ``d`` off (its preset's values)."""
+    return mixed('default', d.preset, d.fields)
+
+
+def deviation_on(d: Deviation) -> dict[str, Any]:
+    """Overrides: ``d``'s preset with ``d`` on (the default's values of its fields)."""
+    return mixed(d.preset, 'default', d.fields)

@@ -17,7 +17,9 @@ advancing at omega explains them (it equals the von Mises likelihood score
 maximised over the unknown phase). The sign with the larger peak wins if it
 leads by more than ``sign_margin``, else +1 as in the release. The same
 search returns phi at t_ref and the best omega, so the EKF starts locked
-(the release starts at phi = 0 and lets the EKF pull in).
+(the release starts at phi = 0 and lets the EKF pull in). The tracker's
+``sign_prefix`` and ``sign_lock_phase`` select the release's prefix and
+start instead (presets paper and release).
 """
 
 import math

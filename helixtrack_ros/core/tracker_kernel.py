@@ -17,7 +17,8 @@ gives the same result. Per input event:
 5. phase residual (Eq. 3, polarity-centred) and gates w_vm w_ring
    (Sec. 3.4); the events of one timestamp are folded into one EKF update
    (R = sigma0^2 / sum w, weighted mean residual), committed when a later
-   timestamp arrives;
+   timestamp arrives (``ekf_fold`` 0: one update per event, as the paper;
+   ``ekf_r_vm`` 0: R from w_ring alone, as the release);
 6. GN accumulation (Sec. 3.5, S1) on every gn_stride-th accepted event;
 7. at each commit: the fast translation step and motion model (beyond the
    paper, :mod:`fast_step`), then the pose trigger and GN solve (Sec. 3.5).
@@ -51,7 +52,7 @@ from helixtrack_ros.core.health import (
 from helixtrack_ros.core.homography import _INV_W0, _pack_pose
 from helixtrack_ros.core.jit import fma, fma_inline, kernel_inline
 from helixtrack_ros.core.motion_kf import _kf_init
-from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s
+from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s, _update_s
 from helixtrack_ros.core.tracker_layout import (
     FS_AL,
     FS_OM,
@@ -84,9 +85,11 @@ from helixtrack_ros.core.tracker_layout import (
     OUT_RPM,
     OUT_STD,
     TP_B,
+    TP_FOLD,
     TP_OMEGA0,
     TP_QJ,
     TP_RINGACQ,
+    TP_RVM,
     TP_SIG0,
     _ekf_params,
     _fast_params,
@@ -121,7 +124,7 @@ def _emit(k, t, tp, fs, ist, q, out_t, out_v):
     P11 = fs[FS_P11]
     P12 = fs[FS_P12]
     P22 = fs[FS_P22]
-    if fs[FS_SW] > 0.0:
+    if fs[FS_SW] > 0.0 and tp[TP_FOLD] != 0.0:
         phi, om, al, _, _, _, P11, P12, P22 = _update_fold_s(
             phi, om, al, fs[FS_P00], fs[FS_P01], fs[FS_P02], P11, P12, P22, fs[FS_SW],
             fs[FS_SWE], tp[TP_SIG0])
@@ -242,10 +245,31 @@ def _health_count(d, ce, tip_in, out0, out1, h_tip, h_out, h_cos):
 
 
 @fma_inline
+def _r_gate(w, d, inv2sr2, rvm):
+    """The gate of R (Sec. 3.4): w = w_vm w_ring, or w_ring alone (the release drops w_vm)."""
+    return w if rvm else _exp_neg(-d * d * inv2sr2)
+
+
+@fma_inline
 def _fold(sw, swe, w, eps, rfloor):
     """Fold an event into its timestamp's update: sum w, sum w eps (R = sigma0^2 / max(w, eps))."""
     wf = max(w, rfloor)
     return sw + wf, swe + wf * eps
+
+
+@fma_inline
+def _update_event(phi, om, al, P00, P01, P02, P11, P12, P22, sw, w, eps, rfloor, sig0, zb,
+                  psi):
+    """One EKF update per event, R = sigma0^2 / max(w, eps) (Sec. 3.4, ``ekf_fold`` 0).
+
+    Returns x, P, sw (the timestamp's sum of weights: only marks that the
+    timestamp holds events, for the commit) and phi_eff of the updated phase,
+    at which the next event's residual and gates are taken.
+    """
+    wf = max(w, rfloor)
+    phi, om, al, P00, P01, P02, P11, P12, P22 = _update_s(
+        phi, om, al, P00, P01, P02, P11, P12, P22, eps, sig0 / wf)
+    return phi, om, al, P00, P01, P02, P11, P12, P22, sw + wf, _wrap_pi(phi - zb * psi)
 
 
 # ---- at a commit (a later timestamp): fast step, motion model, pose trigger -------------
@@ -371,6 +395,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     motion, mstep, mhold, fstep, om_fast = _fast_params(tp, B)
     hwin, tip_in, out0, out1 = _health_params(hp)
     ring_acq = tp[TP_RINGACQ]
+    rvm = tp[TP_RVM] != 0.0
+    fold = tp[TP_FOLD] != 0.0
     hpol = gp[G_POLH]
     # a half shaft turn (paper); a whole one for B = 1 (docs/DESIGN.md, "One blade")
     trig = math.pi * max(B, 2.0)
@@ -410,9 +436,10 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                 k_out += 1
                 k_samp += 1
         if sw > 0.0 and t > t_x:
-            # commit the folded EKF update of the previous timestamp (Sec. 3.4)
-            phi, om, al, P00, P01, P02, P11, P12, P22 = _update_fold_s(
-                phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sig0)
+            if fold:
+                # commit the folded EKF update of the previous timestamp (Sec. 3.4)
+                phi, om, al, P00, P01, P02, P11, P12, P22 = _update_fold_s(
+                    phi, om, al, P00, P01, P02, P11, P12, P22, sw, swe, sig0)
             sw = 0.0
             swe = 0.0
             # the fast step runs while a half shaft turn is slow (hysteresis, docs/DESIGN.md)
@@ -473,7 +500,13 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                 d, ce, w = _gate(eps, r, kappa, inv2sr2)
                 h_tip, h_out, h_cos = _health_count(d, ce, tip_in, out0, out1, h_tip, h_out,
                                                     h_cos)
-                sw, swe = _fold(sw, swe, w, eps, rfloor)
+                wr = _r_gate(w, d, inv2sr2, rvm)
+                if fold:
+                    sw, swe = _fold(sw, swe, wr, eps, rfloor)
+                else:
+                    phi, om, al, P00, P01, P02, P11, P12, P22, sw, phiw = _update_event(
+                        phi, om, al, P00, P01, P02, P11, P12, P22, sw, wr, eps, rfloor, sig0,
+                        zb, psi)
                 n_used += 1
                 batch_n += 1
                 # Gauss-Newton accumulation on every gn_stride-th event (Sec. 3.5, S1)

@@ -81,9 +81,9 @@ TP_GNMIN = _TP.slot('gn_min_events')
 TP_GNTARGET = _TP.slot(lambda p, rotor, gn: gn)   # the GN event target in force
 TP_TIMER = _TP.slot('pose_timer_us')
 TP_MAXEV = _TP.slot('pose_max_events')
-# minimum acquisition window [us]
-TP_ACQ_US = _TP.slot(lambda p, rotor, gn: min(p.sign_turns * 60e6 / rotor.rpm_shaft,
-                                              float(p.sign_max_us)))
+# minimum acquisition window [us] (none for the release's prefix)
+TP_ACQ_US = _TP.slot(lambda p, rotor, gn: 0.0 if p.sign_prefix else min(
+    p.sign_turns * 60e6 / rotor.rpm_shaft, float(p.sign_max_us)))
 # initial |omega| [rad/s] of the B-fold phase
 TP_OMEGA0 = _TP.slot(lambda p, rotor, gn: rotor.rpm_shaft * TWO_PI / 60.0 * rotor.blades)
 TP_SPAN = _TP.slot('sign_rpm_span')
@@ -92,8 +92,9 @@ TP_P0PHI = _TP.slot('p0_phase_rad2')
 TP_P0OM = _TP.slot('p0_omega_rad2_s2')
 TP_P0AL = _TP.slot('p0_alpha_rad2_s4')
 TP_RINGACQ = _TP.slot(lambda p, rotor, gn: 2.0 * p.sigma_ring)   # acquisition: |r - 1| <= this
-# minimum buffered events before a decision
-TP_ACQ_MIN = _TP.slot(lambda p, rotor, gn: min(64, p.sign_events))
+# buffered events before a decision (the release's prefix: a full buffer, never thinned)
+TP_ACQ_MIN = _TP.slot(lambda p, rotor, gn: p.sign_events if p.sign_prefix
+                      else min(64, p.sign_events))
 TP_MOTION = _TP.slot('motion_model')     # 1: constant-velocity pose between fast steps
 TP_FASTRPM = _TP.slot('pose_fast_rpm')   # the fast step runs below this shaft RPM
 TP_MSTEP = _TP.slot('motion_step_us')
@@ -112,6 +113,9 @@ TP_P0VEL = _TP.slot('motion_p0_vel')
 TP_FANISO = _TP.slot('pose_fast_aniso')     # weak / strong eigenvalue below this: dropped
 TP_FGATE = _TP.slot('motion_gate')          # innovation gate (squared Mahalanobis; 0 = off)
 TP_ACQGAIN = _TP.slot('pose_acq_gain')      # centroid step gain while acquiring
+TP_RVM = _TP.slot('ekf_r_vm')               # 1: w_vm in R (Sec. 3.4); 0: w_ring only (release)
+TP_FOLD = _TP.slot('ekf_fold')              # 1: one update per timestamp; 0: per event
+TP_LOCKPH = _TP.slot('sign_lock_phase')     # 1: phase / rate from the sign statistic
 TP_LEN = _TP.close()
 
 # ---- output columns of _process / _emit (the names: PacketColumns) ---------------------

@@ -87,26 +87,17 @@ def system(q, x, y, p, phi_eff, P):
     ns = P['sectors']
     sec = (((np.arctan2(u[:, 1] + 0.0, u[:, 0]) + np.pi + np.pi / ns) * ns / (2 * np.pi))
            .astype(int) % ns) if ns > 1 else np.zeros(n, int)
-    weight = P['l_bto'] * n / ns
-    bounds = [(1, P['pin_lo'], -1.0), (1, P['pin_hi'], 1.0), (2, P['pout_lo'], -1.0),
-              (2, P['pout_hi'], 1.0)]
+    per_batch = n if P.get('weight_n', 1) else 1.0
+    weight = P['l_bto'] * per_batch / ns
     for s_i in range(ns):
         sel = sec == s_i
         C = m[sel].sum(axis=0)
         dC = (dm[sel][:, :, None] * jac[sel][:, 1:2, :]).sum(axis=0)
-        for band, bound, sgn in bounds:
-            if bound < 0:
-                continue
-            den = C[band] + C[0] + 1e-9
-            pb = C[band] / den
-            dp = (C[0] * dC[band] - C[band] * dC[0]) / den ** 2
-            s = sgn * (pb - bound)
-            e = softplus(s, P['bto_tau'])
-            je = sigmoid(s / P['bto_tau']) * sgn * dp
-            A += weight * np.outer(je, je)
-            g += weight * e * je
-            loss += 0.5 * weight * e * e
-    lr = P['l_reg'] * n
+        a, gb, lb = bto_terms(C, dC, P, weight)
+        A += a
+        g += gb
+        loss += lb
+    lr = P['l_reg'] * per_batch
     A[4, 4] += lr
     A[5, 5] += lr
     g[4] += lr * q[4]
@@ -115,14 +106,67 @@ def system(q, x, y, p, phi_eff, P):
     return A, g, loss
 
 
+def bto_terms(C, dC, P, weight):
+    """(A, g, value) of the BTO bounds of one sector: counts C (core, in, out), dC/dq.
+
+    Ratio p = C_band / (C_band + C_core) or, with P['ratio'] 0, the paper's
+    C_band / (C_core + eps); per bound the squared hinge 0.5 softplus(s)^2 or,
+    with P['hinge'] 0, the paper's softplus(s) with curvature phi''(s) (S1).
+    """
+    A = np.zeros((6, 6))
+    g = np.zeros(6)
+    value = 0.0
+    tau = P['bto_tau']
+    bounds = [(1, P['pin_lo'], -1.0), (1, P['pin_hi'], 1.0), (2, P['pout_lo'], -1.0),
+              (2, P['pout_hi'], 1.0)]
+    for band, bound, sgn in bounds:
+        if bound < 0:
+            continue
+        if P.get('ratio', 1):
+            den = C[band] + C[0] + 1e-9
+            dp = (C[0] * dC[band] - C[band] * dC[0]) / den ** 2
+        else:
+            den = C[0] + 1e-9
+            dp = (dC[band] * den - C[band] * dC[0]) / den ** 2
+        s = sgn * (C[band] / den - bound)
+        e = softplus(s, tau)
+        if P.get('hinge', 1):
+            je = sigmoid(s / tau) * sgn * dp
+            A += weight * np.outer(je, je)
+            g += weight * e * je
+            value += 0.5 * weight * e * e
+        else:
+            sig = sigmoid(s / tau)
+            A += weight * sig * (1.0 - sig) / tau * np.outer(dp, dp)
+            g += weight * sig * sgn * dp
+            value += weight * e
+    return A, g, value
+
+
 def gn_step(q, A, g, P):
-    """Damped GN step with gains (no trust region): returns the new q."""
+    """Damped GN step with gains (no trust region): returns the new q.
+
+    A and g are in q_core = [log s, ...]; with P['log_scale'] 0 the step is
+    taken in s (chain rule d/ds = d/dlog s / s), with P['psi_stiff'] 0 without
+    the psi stiffness.
+    """
     A = A.copy()
-    A[1, 1] += A[0, 0]
+    g = g.copy()
+    if P.get('psi_stiff', 1):
+        A[1, 1] += A[0, 0]
+    s = np.exp(q[0])
+    D = np.eye(6)
+    if not P.get('log_scale', 1):
+        D[0, 0] = 1.0 / s
+    A = D @ A @ D
+    g = D @ g
     A[np.diag_indices(6)] = A[np.diag_indices(6)] * (1.0 + P['damp']) + P['damp']
     dq = np.linalg.solve(A, -g)
     gam = np.array([P['g_s'], P['g_r'], P['g_t'], P['g_t'], P['g_p'], P['g_p']])
-    return q + gam * dq
+    step = gam * dq
+    if not P.get('log_scale', 1):
+        step[0] = np.log((s + step[0]) / s)
+    return q + step
 
 
 def params_dict(tp, blades, zeta):
@@ -138,4 +182,6 @@ def params_dict(tp, blades, zeta):
                 pin_hi=tp.bto_p_in_max, pout_lo=tp.bto_p_out_min, pout_hi=tp.bto_p_out_max,
                 damp=tp.gn_damping, g_s=tp.gamma_scale, g_r=tp.gamma_rot, g_t=tp.gamma_t,
                 g_p=tp.gamma_persp,
-                h=0.5 * (tp.pol_c_on_rad - tp.pol_c_off_rad) * tp.ekf_polarity)
+                h=0.5 * (tp.pol_c_on_rad - tp.pol_c_off_rad) * tp.ekf_polarity,
+                ratio=tp.bto_ratio, hinge=tp.bto_hinge, weight_n=tp.bto_weight_n,
+                psi_stiff=tp.gn_psi_stiff, log_scale=tp.gn_log_scale)

@@ -10,7 +10,8 @@ np.linalg.solve. Slow: for short streams in tests only.
 
 Events of one timestamp are assimilated one by one here (sequential scalar
 EKF updates, each residual taken at the predicted phase of the timestamp);
-the kernel folds them into one update, which is the same linear update.
+the kernel folds them into one update, which is the same linear update
+(with ``ekf_fold`` 0 both take each residual at the current phase).
 The pose trigger is checked when a later timestamp arrives.
 """
 
@@ -34,7 +35,9 @@ class NaiveTracker:
         self.q = np.array([math.log(rotor.radius_px), rotor.psi_rad, rotor.center_px[0],
                            rotor.center_px[1], rotor.perspective[0], rotor.perspective[1]])
         self.omega0 = rotor.rpm_shaft * 2 * math.pi / 60.0 * self.B
-        self.acq_us = min(params.sign_turns * 60e6 / rotor.rpm_shaft, params.sign_max_us)
+        self.acq_us = (0.0 if params.sign_prefix
+                       else min(params.sign_turns * 60e6 / rotor.rpm_shaft, params.sign_max_us))
+        self.acq_min = params.sign_events if params.sign_prefix else min(64, params.sign_events)
         self.x = np.array([0.0, self.omega0, 0.0])
         self.Pm = np.diag([params.p0_phase_rad2, params.p0_omega_rad2_s2,
                            params.p0_alpha_rad2_s4])
@@ -107,29 +110,36 @@ class NaiveTracker:
         q = self.q
         A = self.A.copy()
         g = self.g.copy()
-        n = self.n_acc
+        n = self.n_acc if self.P.bto_weight_n else 1.0
         weight = P['l_bto'] * n / self.P.bto_sectors
-        bounds = [(1, P['pin_lo'], -1.0), (1, P['pin_hi'], 1.0), (2, P['pout_lo'], -1.0),
-                  (2, P['pout_hi'], 1.0)]
         for s in range(self.P.bto_sectors):
-            C, dC = self.sec[s], self.dsec[s]
-            for band, bound, sgn in bounds:
-                if bound < 0:
-                    continue
-                den = C[band] + C[0] + 1e-9
-                dp = (C[0] * dC[band] - C[band] * dC[0]) / den ** 2
-                sv = sgn * (C[band] / den - bound)
-                e = ng.softplus(sv, P['bto_tau'])
-                je = ng.sigmoid(sv / P['bto_tau']) * sgn * dp
-                A += weight * np.outer(je, je)
-                g += weight * e * je
+            a, gb, _ = ng.bto_terms(self.sec[s], self.dsec[s], P, weight)
+            A += a
+            g += gb
         lr = P['l_reg'] * n
         A[4, 4] += lr
         A[5, 5] += lr
         g[4] += lr * q[4]
         g[5] += lr * q[5]
-        q_new = ng.gn_step(q, A, g, P)
-        step = q_new - q
+        with np.errstate(invalid='ignore'):
+            step = ng.gn_step(q, A, g, P) - q
+        if np.all(np.isfinite(step)):
+            # (a step that is not finite, e.g. s + ds <= 0, is not taken)
+            self.q = q + self._trust_region(q, step)
+        if self.P.pol_adapt:
+            for k in range(2):
+                c, s = self.polsum[2 * k], self.polsum[2 * k + 1]
+                if c * c + s * s > 0:
+                    if k == 0:
+                        self.c_off = math.atan2(s, c)
+                    else:
+                        self.c_on = math.atan2(s, c)
+            if self.h != 0.0:
+                self.h = 0.5 * ne_wrap(self.c_on - self.c_off)
+        self._reset_acc(rho=self.P.gn_forget)
+
+    def _trust_region(self, q, step):
+        """The step limited to gn_max_step tip radii on the tip circle, |d psi| likewise."""
         d_psi = step[1]
         step[1] = 0.0
         lim = self.P.gn_max_step * math.exp(q[0])
@@ -143,18 +153,7 @@ class NaiveTracker:
         if d > lim:
             step *= lim / d
         step[1] = max(-self.P.gn_max_step, min(self.P.gn_max_step, d_psi))
-        self.q = q + step
-        if self.P.pol_adapt:
-            for k in range(2):
-                c, s = self.polsum[2 * k], self.polsum[2 * k + 1]
-                if c * c + s * s > 0:
-                    if k == 0:
-                        self.c_off = math.atan2(s, c)
-                    else:
-                        self.c_on = math.atan2(s, c)
-            if self.h != 0.0:
-                self.h = 0.5 * ne_wrap(self.c_on - self.c_off)
-        self._reset_acc(rho=self.P.gn_forget)
+        return step
 
     # ---------------------------------------------------------------- outputs
     def _row(self, t):
@@ -208,7 +207,7 @@ class NaiveTracker:
                 self.buf_t.append(t)
                 self.buf_a.append(math.atan2(u[1], u[0]))
         self.acq_seen += 1
-        if t - self.acq_t0 >= self.acq_us and len(self.buf_t) >= min(64, Pp.sign_events):
+        if t - self.acq_t0 >= self.acq_us and len(self.buf_t) >= self.acq_min:
             ts = (np.array(self.buf_t) - t) * 1e-6
             span_s = (t - self.acq_t0) * 1e-6
             zeta, ph, om, _, _ = ns.acquire(ts, np.array(self.buf_a), self.B, self.direction,
@@ -216,10 +215,14 @@ class NaiveTracker:
                                             span_s)
             self.zeta = zeta
             d_omega = math.pi / 8.0 / max(span_s, 1e-9)
-            self.x = np.array([ph + zeta * self.B * self.q[1], om, 0.0])
-            self.Pm = np.diag([Pp.p0_phase_rad2, max(Pp.p0_omega_rad2_s2,
-                                                     0.0625 * d_omega ** 2),
-                               Pp.p0_alpha_rad2_s4])
+            if Pp.sign_lock_phase:
+                self.x = np.array([ph + zeta * self.B * self.q[1], om, 0.0])
+                p11 = max(Pp.p0_omega_rad2_s2, 0.0625 * d_omega ** 2)
+            else:
+                # the release: phi = 0 at the initial rate
+                self.x = np.array([0.0, self.omega0, 0.0])
+                p11 = Pp.p0_omega_rad2_s2
+            self.Pm = np.diag([Pp.p0_phase_rad2, p11, Pp.p0_alpha_rad2_s4])
             self.phib, self.psib = self.x[0], self.q[1]
             self.phi_pred = self.x[0]
             self.phiw_pred = ne_wrap(self.x[0] - zeta * self.B * self.q[1])
@@ -235,20 +238,28 @@ class NaiveTracker:
             self.t_x = t
             self.phiw_pred = ne_wrap(self.x[0] - zb * self.q[1])
             self.phi_pred = self.x[0]
-        # residual at the predicted phase of this timestamp
-        eps_pred = ne_wrap(self.phiw_pred - B * math.atan2(self.zeta * u[1], u[0])
-                           - (self.h if pol != 0 else -self.h))
-        w = ne.gate(eps_pred, r, Pp.kappa, Pp.sigma_ring)
+        theta = math.atan2(self.zeta * u[1], u[0])
+        hp = self.h if pol != 0 else -self.h
+        if Pp.ekf_fold:
+            # residual at the predicted phase of this timestamp
+            phiw = self.phiw_pred
+            eps = ne_wrap(phiw - B * theta - hp)
+            # the linear residual at the current phase: eps_pred + (phi - phi_pred)
+            eps_now = eps + (self.x[0] - self.phi_pred)
+        else:
+            # Sec. 3.4: residual and gates at the current phase
+            phiw = ne_wrap(self.x[0] - zb * self.q[1])
+            eps = eps_now = ne_wrap(phiw - B * theta - hp)
+        w = ne.gate(eps, r, Pp.kappa, Pp.sigma_ring) if Pp.ekf_r_vm else \
+            ne.gate(0.0, r, 0.0, Pp.sigma_ring)
         R = Pp.sigma0_rad2 / max(w, Pp.r_floor)
-        # the linear residual at the current phase: eps_pred + (phi - phi_pred)
-        eps_now = eps_pred + (self.x[0] - self.phi_pred)
         self.x, self.Pm = ne.update(self.x, self.Pm, eps_now, R)
         self.pending = True
         self.batch_n += 1
         self.gn_cnt += 1
         if self.gn_cnt >= self.gn_stride:
             self.gn_cnt = 0
-            self._accumulate(zx, zy, pol, self.phiw_pred)
+            self._accumulate(zx, zy, pol, phiw)
 
     def _check_trigger(self):
         Pp = self.P
