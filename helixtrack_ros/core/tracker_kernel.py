@@ -374,6 +374,17 @@ def _pose_update(acc, gp, q, pose, ist, phi, psi, zb, hpol, gn_min, gn_target, g
 # ---- the batch kernel -------------------------------------------------------------------
 
 
+@kernel_inline
+def _emit_samples(k_out, k_samp, t_before, sample_t, tp, fs, ist, q, out_t, out_v,
+                  every=False):
+    """Emit the rows of the sample times before ``t_before`` (all of them: ``every``)."""
+    while k_samp < sample_t.shape[0] and (every or sample_t[k_samp] < t_before):
+        _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
+        k_out += 1
+        k_samp += 1
+    return k_out, k_samp
+
+
 @fma
 def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, hs, hi, mode,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
              sample_t, out_t, out_v):
@@ -412,16 +423,11 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     zb = zeta * B
     psi = q[1]
     phiw = _wrap_pi(phi - zb * psi)
-    n_back = 0
-    n_used = 0
-    n_accept = 0
+    n_back, n_used, n_accept = 0, 0, 0
     gn_stride, gn_cnt, batch_n, batch_t0 = _load_batch(ist)
     adj = _adjugate(pose)
     vx, vy, t_m, t_sv, t_f, fast_on = _load_motion(fs, ist)
-    h_t0 = hi[HI_T0]
-    h_tip = hi[HI_NTIP]
-    h_out = hi[HI_NOUT]
-    h_cos = hs[HS_COS]
+    h_t0, h_tip, h_out, h_cos = hi[HI_T0], hi[HI_NTIP], hi[HI_NOUT], hs[HS_COS]
     acc_base = ist[IS_ACCEPT]
     for i in range(n):
         t, t_max, n_back = _event_time(t_us[i], t_max, n_back)
@@ -429,12 +435,10 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
             h_t0, h_tip, h_out, h_cos = _health_window(
                 hp, hs, hi, q, not acquiring, om, P11, acc_base + n_accept, t, h_t0, h_tip,
                 h_out, h_cos)
-        if mode == MODE_TIMES:
-            while k_samp < n_samp and sample_t[k_samp] < t_us[i]:
-                _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
-                _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
-                k_out += 1
-                k_samp += 1
+        if mode == MODE_TIMES and k_samp < n_samp and sample_t[k_samp] < t_us[i]:
+            _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
+            k_out, k_samp = _emit_samples(k_out, k_samp, t_us[i], sample_t, tp, fs, ist, q,
+                                          out_t, out_v)
         if sw > 0.0 and t > t_x:
             if fold:
                 # commit the folded EKF update of the previous timestamp (Sec. 3.4)
@@ -522,14 +526,10 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
     _store_batch(fs, ist, phib, psib, t_max, n, n_used, n_back, n_accept, gn_stride, gn_cnt,
                  batch_n, batch_t0, fast_on, vx, vy, t_m, t_sv, t_f)
-    hi[HI_NTIP] = h_tip
-    hi[HI_NOUT] = h_out
-    hs[HS_COS] = h_cos
+    hi[HI_NTIP], hi[HI_NOUT], hs[HS_COS] = h_tip, h_out, h_cos
     if mode == MODE_TIMES:
-        while k_samp < n_samp:
-            _emit(k_out, sample_t[k_samp], tp, fs, ist, q, out_t, out_v)
-            k_out += 1
-            k_samp += 1
+        k_out, k_samp = _emit_samples(k_out, k_samp, 0, sample_t, tp, fs, ist, q,
+                                      out_t, out_v, True)
     elif mode == MODE_LAST and n > 0:
         _emit(k_out, t_max, tp, fs, ist, q, out_t, out_v)
         k_out += 1
