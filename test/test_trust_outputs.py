@@ -225,6 +225,24 @@ def test_a_hidden_rotor_that_comes_back_elsewhere_is_re_detected():
     assert len(back) and back[0] - 300_000 <= 150_000, back[:3]
 
 
+def test_a_restarted_rotor_that_misses_its_deadline_while_degraded_is_searched_again(quad):
+    """A rotor restarted at its pose that is still DEGRADED (here: its rate never counts
+    as settled) when its reset deadline passes must be searched for again. Before, the
+    recovery step saw the tracker's own level (DEGRADED, not LOST), returned, and the
+    rotor stayed unsearched and untracked for the rest of the stream (no attempt)."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    pipe.process_packets(_raw(pkts, range(150)))
+    bank = pipe._bank
+    tracker = bank.trackers[0]
+    tracker.params = replace(bank.config.tracker, health_settle_rpm_s=1.0)
+    here = replace(bank.inits[0], center_px=(float(tracker.q[2]), float(tracker.q[3])))
+    bank.recs[0]._restart(bank, 0, here, pkts[149][2], resumed=True)
+    for k in range(150, len(pkts), 10):
+        pipe.process_packets(_raw(pkts, range(k, min(k + 10, len(pkts)))))
+    assert pipe.counters['recovery_attempts'] >= 1 and pipe.counters['recoveries'] >= 1
+
+
 @pytest.fixture(scope='module')
 def moving():
     scene = make_scenario('quadcopter_4m', duration_s=0.5, ego_level=5, seed=0)

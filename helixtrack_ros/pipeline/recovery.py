@@ -97,7 +97,9 @@ class RotorRecovery:
         """Recovery step of rotor r after a packet of events ``ev`` ending at ``t_last``."""
         cfg = bank.config
         tracker = bank.trackers[r]
-        health = tracker.health
+        # a rotor searched for is LOST whatever its tracker (not run meanwhile) last said:
+        # a missed reset deadline leaves the tracker DEGRADED, and the search must go on
+        health = LOST if self.searching else tracker.health
         if health == TRACKING:
             self.note_good(tracker.q, tracker.rpm_shaft, tracker.direction)
             return
