@@ -131,6 +131,67 @@ def test_fast_mcap_writing_gives_the_bytes_of_rosbags(tmp_path):
     assert len(files[0]) > 2 * 2**20 and files[0] == files[1]
 
 
+def _raw_messages(bag_dir):
+    """(topic, serialized bytes) of every message of a bag directory, in log-time order."""
+    from rosbags.rosbag2 import Reader
+    with Reader(bag_dir) as reader:
+        return [(conn.topic, bytes(data)) for conn, _, data in reader.messages()]
+
+
+def test_templated_result_messages_are_the_bytes_rosbags_serializes(tmp_path):
+    """The per-packet JointState, rpm, homography and ``~/health`` messages are written
+    from bytes serialized once (numbers and stamp patched in): each must equal what
+    rosbags serializes from the message object, for every rotor set and state seen."""
+    from helixtrack_ros.core.health import health_statuses
+    from helixtrack_ros.io.ros_types import typestore
+    store = typestore()
+    rng = np.random.default_rng(5)
+    bag = tmp_path / 'res'
+    written = []
+    with ResultBagWriter(bag) as w:
+        for k in range(40):
+            n = 1 + k % 3
+            names = ['front_left', 'rear', 'x9'][:n]
+            rotors = [dict(name=nm, phase_rad=float(rng.normal()), omega_rad_s=float(rng.normal()),
+                           rpm_shaft=float(rng.uniform(0, 1e4)),
+                           homography=rng.normal(size=(3, 3))) for nm in names]
+            if k % 5 == 0:
+                rotors[0]['phase_rad'] = float('nan')
+            states = [(int(rng.integers(0, 6)), int(rng.integers(0, 14))) for _ in names]
+            stamp = 1_700_000_000_123_456_789 + k * 1_000_003
+            w.write_packet_outputs(stamp, rotors)
+            w.write_health(stamp, names, states)
+            written.append((stamp, rotors, names, states))
+    raw = {}
+    for topic, data in _raw_messages(bag):
+        raw.setdefault(topic, []).append(data)
+    st = store.types
+    for k, (stamp, rotors, names, states) in enumerate(written):
+        header = st['std_msgs/msg/Header'](stamp=st['builtin_interfaces/msg/Time'](
+            sec=stamp // 10**9, nanosec=stamp % 10**9), frame_id='event_camera')
+        js = st['sensor_msgs/msg/JointState'](
+            header=header, name=names,
+            position=np.array([r['phase_rad'] for r in rotors]),
+            velocity=np.array([r['omega_rad_s'] for r in rotors]), effort=np.empty(0))
+        assert raw['/helixtrack/rotors'][k] == bytes(
+            store.serialize_cdr(js, 'sensor_msgs/msg/JointState'))
+        for n, r in enumerate(rotors):
+            i = sum(len(w[2]) > n and w[2][n] == r['name'] for w in written[:k])
+            assert raw[f"/helixtrack/{r['name']}/rpm"][i] == bytes(store.serialize_cdr(
+                st['std_msgs/msg/Float64'](data=r['rpm_shaft']), 'std_msgs/msg/Float64'))
+            dim = st['std_msgs/msg/MultiArrayDimension']
+            hom = st['std_msgs/msg/Float64MultiArray'](
+                layout=st['std_msgs/msg/MultiArrayLayout'](
+                    dim=[dim(label='rows', size=3, stride=9), dim(label='cols', size=3, stride=3)],
+                    data_offset=0), data=r['homography'].reshape(9))
+            assert raw[f"/helixtrack/{r['name']}/homography"][i] == bytes(
+                store.serialize_cdr(hom, 'std_msgs/msg/Float64MultiArray'))
+        with ResultBagWriter(tmp_path / f'ref{k}') as ref:
+            ref.write_diagnostics(stamp, health_statuses(names, states), topic='/h')
+        ((_, expected),) = _raw_messages(tmp_path / f'ref{k}')
+        assert raw['/helixtrack/health'][k] == expected
+
+
 def test_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match='not found'):
         list(iter_event_packets(tmp_path / 'missing'))

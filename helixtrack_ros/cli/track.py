@@ -158,7 +158,6 @@ class _TrackRun:
 
     def _write_batch(self, done: Any, results_bag: Any) -> list[str]:
         """Note a finished batch; write its results to the bag (if any); its rpm.csv lines."""
-        from helixtrack_ros.core.health import health_statuses
         lines: list[str] = []
         for pkt, res in zip(done.packets, done.results):
             if not self._note(pkt, res) or results_bag is None:
@@ -168,10 +167,8 @@ class _TrackRun:
                 {'name': r.name, 'phase_rad': r.phase_rad, 'omega_rad_s': r.omega_rad_s,
                  'rpm_shaft': r.rpm_shaft, 'homography': r.homography}
                 for r in res.rotors])
-            results_bag.write_diagnostics(res.stamp_ns, health_statuses(
-                [r.name for r in res.rotors],
-                [(int(r.state), int(r.cause)) for r in res.rotors]),
-                topic=results_bag.namespace + '/health')
+            results_bag.write_health(res.stamp_ns, [r.name for r in res.rotors],
+                                     [(int(r.state), int(r.cause)) for r in res.rotors])
         if (done.diagnostics is not None and self.last_stamp_ns is not None
                 and results_bag is not None):
             results_bag.write_diagnostics(self.last_stamp_ns, done.diagnostics)

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from helixtrack_ros.core.health import health_statuses
+from helixtrack_ros.io.cdr_patch import PatchableCdr, sentinels
 from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,
     EVENT_PACKET_TYPE,
@@ -30,6 +32,8 @@ _NS_PER_S = 1_000_000_000
 
 
 _MCAP_MESSAGE = struct.Struct('<BQHIQQ')   # opcode, record length, channel, seq, times
+#: the most distinct health messages kept serialized (every state of 8 rotors stays below)
+_MAX_HEALTH_CACHED = 4096
 
 
 def _fast_mcap(storage: Any) -> bool:
@@ -262,9 +266,13 @@ class ResultBagWriter(_BagWriterBase):
         ns = '/' + namespace.strip('/')
         self.namespace = '' if ns == '/' else ns
         self.frame_id = frame_id
-        self._templates: dict[str, tuple[bytearray, int]] = {}
+        self._templates: dict[str, PatchableCdr] = {}
+        self._topics: dict[str, str] = {}     # rotor name -> its topic prefix (name checked)
+        #: JointState bytes by rotor names; health DiagnosticArray bytes by (names, states)
+        self._joint: dict[tuple[str, ...], PatchableCdr] = {}
+        self._health: dict[tuple, PatchableCdr] = {}
 
-    def _template(self, msgtype: str, make: Any, n_doubles: int) -> tuple[bytearray, int]:
+    def _patchable(self, msgtype: str, make: Any, n_doubles: int) -> PatchableCdr:
         """CDR bytes of a message whose only varying part is ``n_doubles`` float64s.
 
         Serialising through rosbags costs tens of microseconds per message;
@@ -273,21 +281,10 @@ class ResultBagWriter(_BagWriterBase):
         """
         tpl = self._templates.get(msgtype)
         if tpl is None:
-            marker = np.arange(1, n_doubles + 1, dtype=np.float64) * 1.2345678901234567e-300
-            raw = bytearray(self._store.serialize_cdr(make(marker), msgtype))
-            offset = bytes(raw).find(marker.astype('<f8').tobytes())
-            if offset < 0:
-                raise RuntimeError(f'cannot locate the data of {msgtype} in its CDR bytes')
-            tpl = (raw, offset)
+            marks = np.asarray(sentinels(n_doubles), np.float64)
+            tpl = PatchableCdr(bytes(self._store.serialize_cdr(make(marks), msgtype)), n_doubles)
             self._templates[msgtype] = tpl
         return tpl
-
-    def _write_doubles(self, topic: str, msgtype: str, make: Any, values: np.ndarray,
-                       log_time_ns: int) -> None:
-        raw, offset = self._template(msgtype, make, values.size)
-        out = bytearray(raw)
-        out[offset:offset + 8 * values.size] = values.astype('<f8').tobytes()
-        self._write_raw(topic, msgtype, out, log_time_ns)
 
     def write_packet_outputs(self, stamp_ns: int, rotors: 'list[dict]') -> None:
         """Write the outputs of one processed packet.
@@ -301,28 +298,42 @@ class ResultBagWriter(_BagWriterBase):
             ``omega_rad_s`` (shaft angular speed), ``rpm_shaft`` and
             ``homography`` (3x3).
         """
-        st = self._store.types
+        rpm_cdr = self._patchable('std_msgs/msg/Float64', self._make_float64, 1)
+        hom_cdr = self._patchable('std_msgs/msg/Float64MultiArray', self._make_matrix, 9)
         names, phase, omega = [], [], []
         for r in rotors:
             name = str(r['name'])
-            if not _NAME_RE.match(name):
-                raise ValueError(f'rotor name {name!r} is not a valid ROS name token')
+            base = self._topics.get(name)
+            if base is None:
+                if not _NAME_RE.match(name):
+                    raise ValueError(f'rotor name {name!r} is not a valid ROS name token')
+                base = self._topics[name] = f'{self.namespace}/{name}'
             hom = np.asarray(r['homography'], dtype=np.float64)
             if hom.shape != (3, 3):
                 raise ValueError(f'homography of {name!r} must be 3x3, got shape {hom.shape}')
             names.append(name)
             phase.append(float(r['phase_rad']))
             omega.append(float(r['omega_rad_s']))
-            base = f'{self.namespace}/{name}'
-            self._write_doubles(f'{base}/rpm', 'std_msgs/msg/Float64', self._make_float64,
-                                np.array([float(r['rpm_shaft'])]), stamp_ns)
-            self._write_doubles(f'{base}/homography', 'std_msgs/msg/Float64MultiArray',
-                                self._make_matrix, hom.reshape(9), stamp_ns)
-        js = st['sensor_msgs/msg/JointState'](
-            header=self._header(stamp_ns, self.frame_id), name=names,
-            position=np.asarray(phase, np.float64), velocity=np.asarray(omega, np.float64),
-            effort=np.empty(0, np.float64))
-        self._write(f'{self.namespace}/rotors', 'sensor_msgs/msg/JointState', js, stamp_ns)
+            self._write_raw(f'{base}/rpm', 'std_msgs/msg/Float64',
+                            rpm_cdr.fill((float(r['rpm_shaft']),)), stamp_ns)
+            self._write_raw(f'{base}/homography', 'std_msgs/msg/Float64MultiArray',
+                            hom_cdr.fill(hom.ravel().tolist()), stamp_ns)
+        self._write_raw(f'{self.namespace}/rotors', 'sensor_msgs/msg/JointState',
+                        self._joint_cdr(names).fill(phase + omega, stamp_ns), stamp_ns)
+
+    def _joint_cdr(self, names: 'list[str]') -> PatchableCdr:
+        """The JointState of these rotors serialized once (numbers and stamp patched in)."""
+        key = tuple(names)
+        joint = self._joint.get(key)
+        if joint is None:
+            marks = np.asarray(sentinels(2 * len(names)), np.float64)
+            js = self._store.types['sensor_msgs/msg/JointState'](
+                header=self._header(0, self.frame_id), name=list(names),
+                position=marks[:len(names)], velocity=marks[len(names):],
+                effort=np.empty(0, np.float64))
+            raw = self._store.serialize_cdr(js, 'sensor_msgs/msg/JointState')
+            joint = self._joint[key] = PatchableCdr(bytes(raw), len(marks), has_header=True)
+        return joint
 
     def _make_float64(self, values: np.ndarray) -> Any:
         return self._store.types['std_msgs/msg/Float64'](data=float(values[0]))
@@ -334,6 +345,23 @@ class ResultBagWriter(_BagWriterBase):
             dim=[dim(label='rows', size=3, stride=9), dim(label='cols', size=3, stride=3)],
             data_offset=0)
         return st['std_msgs/msg/Float64MultiArray'](layout=layout, data=values.copy())
+
+    def write_health(self, stamp_ns: int, names: 'list[str]',
+                     states: 'list[tuple[int, int]]') -> None:
+        """Write the per-packet ``<ns>/health`` message of rotors ``names`` in (state, cause)
+        ``states``: what :meth:`write_diagnostics` writes for ``health_statuses``, each
+        distinct message serialized once and only its stamp written per packet."""
+        key = (tuple(names), tuple(states))
+        cdr = self._health.get(key)
+        if cdr is None:
+            if len(self._health) > _MAX_HEALTH_CACHED:
+                self._health.clear()
+            msg = self._diagnostic_array(0, health_statuses(names, states))
+            cdr = PatchableCdr(bytes(self._store.serialize_cdr(
+                msg, 'diagnostic_msgs/msg/DiagnosticArray')), 0, has_header=True)
+            self._health[key] = cdr
+        self._write_raw(f'{self.namespace}/health', 'diagnostic_msgs/msg/DiagnosticArray',
+                        cdr.fill((), stamp_ns), stamp_ns)
 
     def write_diagnostics(self, stamp_ns: int, statuses: 'list[dict]',
                           topic: str = '/diagnostics') -> None:
@@ -347,6 +375,11 @@ class ResultBagWriter(_BagWriterBase):
             Each with ``name``, ``level`` (0 OK, 1 WARN, 2 ERROR, 3 STALE),
             ``message``, ``hardware_id`` and ``values`` (dict of str to str).
         """
+        self._write(topic, 'diagnostic_msgs/msg/DiagnosticArray',
+                    self._diagnostic_array(stamp_ns, statuses), stamp_ns)
+
+    def _diagnostic_array(self, stamp_ns: int, statuses: 'list[dict]') -> Any:
+        """A DiagnosticArray message object of ``statuses`` (see :meth:`write_diagnostics`)."""
         st = self._store.types
         kv = st['diagnostic_msgs/msg/KeyValue']
         out = []
@@ -358,6 +391,5 @@ class ResultBagWriter(_BagWriterBase):
                 level=level, name=str(s['name']), message=str(s.get('message', '')),
                 hardware_id=str(s.get('hardware_id', '')),
                 values=[kv(key=str(k), value=str(v)) for k, v in s.get('values', {}).items()]))
-        msg = st['diagnostic_msgs/msg/DiagnosticArray'](
+        return st['diagnostic_msgs/msg/DiagnosticArray'](
             header=self._header(stamp_ns, self.frame_id), status=out)
-        self._write(topic, 'diagnostic_msgs/msg/DiagnosticArray', msg, stamp_ns)
