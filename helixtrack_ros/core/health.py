@@ -48,7 +48,7 @@ import math
 import numpy as np
 
 from helixtrack_ros.core import fastmath  # noqa: F401  (drops stale kernel caches)
-from helixtrack_ros.core.jit import kernel
+from helixtrack_ros.core.jit import kernel, kernel_inline
 from helixtrack_ros.core.params import TrackerParams
 from helixtrack_ros.core.slots import Slots
 
@@ -77,7 +77,7 @@ class RotorState(IntEnum):
 CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'scale drift',
                'perspective drift', 'RPM uncertain', 'implausible RPM',
                'implausible RPM change', 'implausible scale change', 'implausible centre step',
-               'events lost in transport', 'rate settling')
+               'events lost in transport', 'rate settling', 'pose settling')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -118,7 +118,8 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 #: (R_RPM_RANGE .. R_CENTRE_JUMP) make a rotor LOST at once; R_GAP: events were lost in
 #: transport, the extrapolated state must pass health_recover_us of good windows again.
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
- R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING) = range(14)
+ R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING,
+ R_POSE_SETTLING) = range(15)
 
 # ---- health parameter vector (hp), packed from TrackerParams, the blade count and the
 # rotor's own RPM range
@@ -154,6 +155,7 @@ HP_SCALE_GATE = _HP.slot(lambda p, blades, rng: math.log1p(p.gate_scale_rel)
                          if p.gate_scale_rel > 0 else 0.0)
 HP_CENTRE_GATE = _HP.slot('gate_center_step')
 HP_SETTLE = _HP.slot('health_settle_rpm_s')   # re-validation: change of acceleration bound
+HP_SETTLE_SPILL = _HP.slot('health_settle_spill')   # re-validation: tip spill above usual
 HP_LEN = _HP.close()
 
 # ---- float health state (hs) ---------------------------------------------------------------
@@ -251,6 +253,33 @@ def _gate(hp, hs, q, om, t_end):
     return R_OK, 0.0, 0.0
 
 
+@kernel_inline
+def _revalidation_unsettled(hp, hs, hi, level, nref, spill):
+    """True (and the reason set) while a window of a rotor being re-validated must not count.
+
+    The rate must be settled (a rate still ringing after a loss or a lock is not
+    published) and, once there is a reference, the tip spill back near its usual value:
+    a pose still converging after a gap biases the rate by 1-2 % with the rate steady.
+    """
+    why = R_OK
+    val = 0.0
+    ref = 0.0
+    if hp[HP_SETTLE] > 0.0 and not hs[HS_JERK] <= hp[HP_SETTLE]:
+        why, val, ref = R_SETTLING, hs[HS_JERK], hp[HP_SETTLE]
+    elif hp[HP_SETTLE_SPILL] > 0.0 and nref > 0 and spill == spill \
+            and spill > hs[HS_SPILL_REF] + hp[HP_SETTLE_SPILL]:
+        why, val, ref = R_POSE_SETTLING, spill, hs[HS_SPILL_REF]
+    if why == R_OK:
+        return False
+    hi[HI_REASON] = why
+    hs[HS_GOOD_US] = 0.0
+    if level != LOST:
+        hi[HI_CAUSE] = why
+        hs[HS_CAUSE_VAL] = val
+        hs[HS_CAUSE_REF] = ref
+    return True
+
+
 @kernel
 def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
     """Close the health window ending at ``t_end`` and update the level.
@@ -336,17 +365,10 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         reason, val, ref = R_INCOHERENT, coh, math.nan
     elif spill == spill and spill > hp[HP_SPILLMAX]:
         reason, val, ref = R_SPILL, spill, math.nan
-    if reason == R_OK and level != TRACKING and hp[HP_SETTLE] > 0.0 \
-            and not hs[HS_JERK] <= hp[HP_SETTLE]:
-        # re-validating: the rate must be settled (a rate still ringing after a loss
-        # or a lock is not published); neither good nor bad time
-        hi[HI_REASON] = R_SETTLING
-        hs[HS_GOOD_US] = 0.0
-        if level != LOST:
-            hi[HI_CAUSE] = R_SETTLING
-            hs[HS_CAUSE_VAL] = hs[HS_JERK]
-            hs[HS_CAUSE_REF] = hp[HP_SETTLE]
-        return
+    if reason == R_OK and level != TRACKING:
+        # re-validating: neither good nor bad time until the rate and the pose are settled
+        if _revalidation_unsettled(hp, hs, hi, level, nref, spill):
+            return
     hi[HI_REASON] = reason
     if reason != R_OK:
         hs[HS_BAD_US] += dur
@@ -424,6 +446,8 @@ _CAUSE_TEXT = {
     R_GAP: lambda val, ref: 'events lost in transport: re-validating',
     R_SETTLING: lambda val, ref: (f'rate settling: acceleration changed {val:.0f} RPM/s in a '
                                   f'window (re-validating below {ref:.0f})'),
+    R_POSE_SETTLING: lambda val, ref: (f'pose settling: tip spill {val:.2f} (usual {ref:.2f}; '
+                                       're-validating)'),
 }
 
 

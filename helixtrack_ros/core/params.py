@@ -269,6 +269,11 @@ class TrackerParams:
                                         'only if the shaft acceleration changed less than this '
                                         'since the last window (a rate still ringing after a '
                                         'loss is not published; 0: off)')
+    health_settle_spill: float = _param(0.05, (0.0, 1.0), '',
+                                        'while re-validating, a health window counts as good '
+                                        'only if its tip spill exceeds its usual value by less '
+                                        'than this (a pose still converging biases the rate; '
+                                        '0: off)')
     gate_accel_rpm_s: float = _param(500_000.0, (0.0, 1e9), 'RPM/s',
                                      'shaft RPM changing faster than this between health '
                                      'windows is implausible (0: off)')
