@@ -254,12 +254,13 @@ def _gate(hp, hs, q, om, t_end):
 
 
 @kernel_inline
-def _revalidation_unsettled(hp, hs, hi, level, nref, spill):
+def _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
     """True (and the reason set) while a window of a rotor being re-validated must not count.
 
     The rate must be settled (a rate still ringing after a loss or a lock is not
-    published) and, once there is a reference, the tip spill back near its usual value:
-    a pose still converging after a gap biases the rate by 1-2 % with the rate steady.
+    published), and so must the pose: a tip spill above its usual value that still
+    changes from window to window is a pose converging (after a gap it biased a steady
+    rate by 1-2 %); a spill that stays put at a new level is a settled pose.
     """
     why = R_OK
     val = 0.0
@@ -267,7 +268,8 @@ def _revalidation_unsettled(hp, hs, hi, level, nref, spill):
     if hp[HP_SETTLE] > 0.0 and not hs[HS_JERK] <= hp[HP_SETTLE]:
         why, val, ref = R_SETTLING, hs[HS_JERK], hp[HP_SETTLE]
     elif hp[HP_SETTLE_SPILL] > 0.0 and nref > 0 and spill == spill \
-            and spill > hs[HS_SPILL_REF] + hp[HP_SETTLE_SPILL]:
+            and spill > hs[HS_SPILL_REF] + hp[HP_SETTLE_SPILL] \
+            and not abs(spill - spill_prev) <= hp[HP_SETTLE_SPILL]:
         why, val, ref = R_POSE_SETTLING, spill, hs[HS_SPILL_REF]
     if why == R_OK:
         return False
@@ -310,6 +312,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
     std_rel = math.sqrt(max(P11, 0.0)) / max(abs(om), 1e-9)
     hs[HS_RATE] = rate
     hs[HS_COH] = coh
+    spill_prev = hs[HS_SPILL]
     hs[HS_SPILL] = spill
     hs[HS_SCALE_D] = ds
     hs[HS_PERSP_D] = dp
@@ -367,7 +370,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         reason, val, ref = R_SPILL, spill, math.nan
     if reason == R_OK and level != TRACKING:
         # re-validating: neither good nor bad time until the rate and the pose are settled
-        if _revalidation_unsettled(hp, hs, hi, level, nref, spill):
+        if _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
             return
     hi[HI_REASON] = reason
     if reason != R_OK:
@@ -446,8 +449,8 @@ _CAUSE_TEXT = {
     R_GAP: lambda val, ref: 'events lost in transport: re-validating',
     R_SETTLING: lambda val, ref: (f'rate settling: acceleration changed {val:.0f} RPM/s in a '
                                   f'window (re-validating below {ref:.0f})'),
-    R_POSE_SETTLING: lambda val, ref: (f'pose settling: tip spill {val:.2f} (usual {ref:.2f}; '
-                                       're-validating)'),
+    R_POSE_SETTLING: lambda val, ref: (f'pose settling: tip spill {val:.2f} still changing '
+                                       f'(usual {ref:.2f}; re-validating)'),
 }
 
 

@@ -270,9 +270,10 @@ class TrackerParams:
                                         'since the last window (a rate still ringing after a '
                                         'loss is not published; 0: off)')
     health_settle_spill: float = _param(0.05, (0.0, 1.0), '',
-                                        'while re-validating, a health window counts as good '
-                                        'only if its tip spill exceeds its usual value by less '
-                                        'than this (a pose still converging biases the rate; '
+                                        'while re-validating, a health window whose tip spill '
+                                        'exceeds its usual value by this or more counts as good '
+                                        'only if its spill changed by less than this since the '
+                                        'last window (a pose still converging biases the rate; '
                                         '0: off)')
     gate_accel_rpm_s: float = _param(500_000.0, (0.0, 1e9), 'RPM/s',
                                      'shaft RPM changing faster than this between health '
