@@ -100,6 +100,8 @@ class Inflight:
     tracked: EventArrays | None = None
     tracked_ends: np.ndarray | None = None
     runs: list[Any] = field(default_factory=list)   # PacketRun or None per rotor
+    #: (rotors, packets, 3, 3) homographies of the runs' rows, when one kernel ran them all
+    homographies: np.ndarray | None = None
     jobs: Jobs | None = None                        # the runs still in the threads
 
     def decimate(self) -> None:
@@ -158,11 +160,19 @@ class RotorThreads:
         calls too, so one helper fewer is woken.
         """
         jobs = Jobs(calls)
-        helpers = (min(self.workers, len(calls)) - 1 if caller_joins
-                   else min(self.size, len(calls)))
-        if self.pool is not None and n_events > PARALLEL_MIN_EVENTS and helpers > 0:
-            jobs.helpers = [self.pool.submit(jobs.drain) for _ in range(helpers)]
+        if self.parallel(len(calls), n_events, caller_joins):
+            jobs.helpers = [self.pool.submit(jobs.drain)
+                            for _ in range(self._helpers(len(calls), caller_joins))]
         return jobs
+
+    def _helpers(self, n_calls: int, caller_joins: bool) -> int:
+        return min(self.workers, n_calls) - 1 if caller_joins else min(self.size, n_calls)
+
+    def parallel(self, n_calls: int, n_events: int, caller_joins: bool) -> bool:
+        """Whether :meth:`start` hands these calls to helper threads (else the caller
+        runs them all)."""
+        return (self.pool is not None and n_events > PARALLEL_MIN_EVENTS
+                and self._helpers(n_calls, caller_joins) > 0)
 
     def close(self) -> None:
         """Stop the threads."""

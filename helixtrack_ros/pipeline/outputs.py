@@ -24,7 +24,7 @@ from helixtrack_ros.core.health import (
     rotor_state,
 )
 from helixtrack_ros.core.homography import homography_from_paper_q
-from helixtrack_ros.core.tracker import PacketRun
+from helixtrack_ros.core.tracker import PacketColumns, PacketRun
 from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withheld
 from helixtrack_ros.pipeline.recovery import RotorRecovery
 
@@ -42,7 +42,7 @@ def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: 
                  health: int, cause: int, events: int, reason: str, box: Sequence[float],
                  rec: RotorRecovery | None = None) -> tuple[int, str, RotorState]:
     """Diagnostic level, message and output state: geometry checks, then health."""
-    x0, y0, x1, y1 = (int(v) for v in box)
+    x0, y0, x1, y1 = int(box[0]), int(box[1]), int(box[2]), int(box[3])
     w, h = size
     inside = 0 <= cx < w and 0 <= cy < h
     state = rotor_state(health, cause, inside, events)
@@ -84,54 +84,57 @@ def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> R
 
 
 def outputs_of(bank: RotorBank, r: int, run: PacketRun, t_last: np.ndarray, stride: int,
-               last_packet: tuple[EventArrays, int]) -> list[RotorOutput]:
+               last_packet: tuple[EventArrays, int],
+               homographies: np.ndarray | None = None) -> list[RotorOutput]:
     """RotorOutputs of a kernel run, with the recovery step of each packet.
 
     A TRACKING row records the last good pose (for a later search); the
     last row, when not TRACKING, runs the recovery step on ``last_packet``
     (its events and sample time; earlier rows cannot need it: the kernel
     stops at a LOST rotor) before its status is read, as the
-    packet-by-packet order has it.
+    packet-by-packet order has it. ``homographies``: the rows' H when the
+    kernel computed them (:class:`~helixtrack_ros.core.tracker_stack.TrackerStack`).
     """
     rec = bank.recs[r]
     name = bank.inits[r].name
     recovery = bank.config.recovery
     size = bank.image_size()
     c = run.columns()                               # Python numbers: cheap to index
+    times = t_last.tolist()
     outs = []
     good = -1          # the last TRACKING row: the pose a later search starts from
+    last = run.done - 1
     for k in range(run.done):
         health = c.level[k]
         if recovery and health == TRACKING:
             good = k
             if rec.searching or rec.reset or rec.buf or rec.detecting is not None:
                 rec.forget()
-        elif recovery and k == run.done - 1:
-            good = _note_good(rec, run, good)
+        elif recovery and k == last:
+            good = _note_good(rec, c, good)
             rec.step(bank, r, *last_packet)
         # (the health reason is text only a rotor not TRACKING needs)
-        cause = c.cause[k]
         events = int(c.events[k])
+        tx, ty, rpm = c.tx[k], c.ty[k], c.rpm_shaft[k]
         level, message, state = rotor_status(
-            size, stride, c.tx[k], c.ty[k], c.rpm_shaft[k], health, cause, events,
+            size, stride, tx, ty, rpm, health, c.cause[k], events,
             '' if health == TRACKING else run.reason(k), (c.x0[k], c.y0[k], c.x1[k], c.y1[k]),
             rec)
         if state != RotorState.TRACKING:
-            outs.append(withheld(name, int(t_last[k]), events, level, message, health, state,
-                                 cause))
+            outs.append(withheld(name, times[k], events, level, message, health, state,
+                                 c.cause[k]))
             continue
-        hom = homography_from_paper_q(c.s[k], c.psi[k], c.tx[k], c.ty[k], c.p31[k], c.p32[k])
-        outs.append(RotorOutput(
-            name=name, t_us=int(t_last[k]), phase_rad=c.phase_rad[k],
-            omega_rad_s=c.omega_rad_s[k], rpm_shaft=c.rpm_shaft[k],
-            rpm_shaft_std=c.rpm_shaft_std[k], homography=hom, events=events,
-            level=level, message=message, health=health))
-    _note_good(rec, run, good)
+        hom = (homographies[k] if homographies is not None else
+               homography_from_paper_q(c.s[k], c.psi[k], tx, ty, c.p31[k], c.p32[k]))
+        outs.append(RotorOutput(name, times[k], c.phase_rad[k], c.omega_rad_s[k], rpm,
+                                c.rpm_shaft_std[k], hom, events, level, message, health))
+    _note_good(rec, c, good)
     return outs
 
 
-def _note_good(rec: RotorRecovery, run: PacketRun, k: int) -> int:
+def _note_good(rec: RotorRecovery, c: PacketColumns, k: int) -> int:
     """Remember row k's pose as the rotor's last good one (k < 0: none); returns -1."""
     if k >= 0:
-        rec.note_good(run.q_core[k].tolist(), float(run.rpm_ekf[k]), int(run.direction[k]))
+        rec.note_good([c.log_s[k], c.core_psi[k], c.core_tx[k], c.core_ty[k], c.core_p31[k],
+                       c.core_p32[k]], c.rpm_ekf[k], int(c.direction[k]))
     return -1

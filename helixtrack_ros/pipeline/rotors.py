@@ -22,6 +22,7 @@ from helixtrack_ros.core.events import EventArrays, EventBuffer
 from helixtrack_ros.core.health import TRACKING, RotorState
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker, PacketRun
+from helixtrack_ros.core.tracker_stack import TrackerStack
 from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
 from helixtrack_ros.pipeline.config import PipelineConfig
 from helixtrack_ros.pipeline.outputs import outputs_of, searching_output
@@ -42,6 +43,7 @@ class RotorBank:
         self.counters = counters
         self.image_size = image_size
         self.threads = RotorThreads()
+        self._stack = TrackerStack()
         self._detect_pool: ThreadPoolExecutor | None = None
         #: every detection used (start-up and re-detection): (sensor time, rotor name, it)
         self.detections: list[tuple[int, str, DetectedRotor]] = []
@@ -128,11 +130,19 @@ class RotorBank:
                   np.ascontiguousarray(ev.x, dtype=np.uint16),
                   np.ascontiguousarray(ev.y, dtype=np.uint16),
                   np.ascontiguousarray(ev.p, dtype=np.uint8), ends, inf.t_last, longest, 1)
-        calls = []
-        for r, tracker in enumerate(self.trackers):
-            inf.runs.append(None)
-            if not self._searched(r):
-                calls.append((r, tracker.run_packets, (*arrays, self._deadline(r))))
+        deadlines = [None if self._searched(r) else self._deadline(r)
+                     for r in range(len(self.trackers))]
+        inf.runs = [None] * len(deadlines)
+        n_calls = len(deadlines) - deadlines.count(None)
+        if not self.threads.parallel(n_calls, len(ev), caller_joins):
+            # one kernel call for every rotor (a Python -> numba call costs about as much
+            # as tracking a small packet)
+            stacked = self._stack.run(self.trackers, deadlines, *arrays)
+            if stacked is not None:
+                inf.runs, inf.homographies = stacked
+                return inf
+        calls = [(r, self.trackers[r].run_packets, (*arrays, d))
+                 for r, d in enumerate(deadlines) if d is not None]
         jobs = self.threads.start(calls, len(ev), caller_joins)
         if jobs.helpers:
             inf.jobs = jobs
@@ -186,8 +196,10 @@ class RotorBank:
         outs: list[RotorOutput] = []
         if run is not None:
             last = run.done - 1
+            homs = inf.homographies
             outs = outputs_of(self, r, run, t_last, stride,
-                              (inf.packet(last), int(t_last[last])))
+                              (inf.packet(last), int(t_last[last])),
+                              None if homs is None else homs[r])
         for k in range(len(outs), len(t_last)):
             if self._searched(r):
                 # a lost rotor being searched for is not tracked: a search step only
