@@ -29,6 +29,7 @@ from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withhe
 from helixtrack_ros.pipeline.recovery import RotorRecovery
 
 if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.pipeline.batching import Inflight
     from helixtrack_ros.pipeline.rotors import RotorBank
 
 
@@ -83,24 +84,24 @@ def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> R
     return withheld(bank.inits[r].name, t_last, 0, ERROR, text, tracker.health, state, cause)
 
 
-def outputs_of(bank: RotorBank, r: int, run: PacketRun, t_last: np.ndarray, stride: int,
-               last_packet: tuple[EventArrays, int],
+def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, stride: int,
                homographies: np.ndarray | None = None) -> list[RotorOutput]:
-    """RotorOutputs of a kernel run, with the recovery step of each packet.
+    """RotorOutputs of a kernel run over packets ``k0, k0 + 1, ...`` of batch ``inf``, with
+    the recovery step of each packet.
 
     A TRACKING row records the last good pose (for a later search); the
-    last row, when not TRACKING, runs the recovery step on ``last_packet``
-    (its events and sample time; earlier rows cannot need it: the kernel
-    stops at a LOST rotor) before its status is read, as the
-    packet-by-packet order has it. ``homographies``: the rows' H when the
-    kernel computed them (:class:`~helixtrack_ros.core.tracker_stack.TrackerStack`).
+    last row, when not TRACKING, runs the recovery step on its packet
+    (earlier rows cannot need it: the kernel stops at a LOST rotor) before
+    its status is read, as the packet-by-packet order has it.
+    ``homographies``: the rows' H when the kernel computed them
+    (:class:`~helixtrack_ros.core.tracker_stack.TrackerStack`).
     """
     rec = bank.recs[r]
     name = bank.inits[r].name
     recovery = bank.config.recovery
     size = bank.image_size()
     c = run.columns()                               # Python numbers: cheap to index
-    times = t_last.tolist()
+    times = inf.t_last[k0:k0 + run.done].tolist()
     outs = []
     good = -1          # the last TRACKING row: the pose a later search starts from
     last = run.done - 1
@@ -112,7 +113,7 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, t_last: np.ndarray, stri
                 rec.forget()
         elif recovery and k == last:
             good = _note_good(rec, c, good)
-            rec.step(bank, r, *last_packet)
+            rec.step(bank, r, inf.packet(k0 + k), times[k])
         # (the health reason is text only a rotor not TRACKING needs)
         events = int(c.events[k])
         tx, ty, rpm = c.tx[k], c.ty[k], c.rpm_shaft[k]
