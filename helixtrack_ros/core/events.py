@@ -114,7 +114,10 @@ class EventBuffer:
     def in_use(self) -> bool:
         """True while any array handed out (a view) is still referenced somewhere."""
         # references: the tuple's own and getrefcount's argument; any view adds one
-        return any(sys.getrefcount(self._arrays[k]) > 2 for k in range(4))
+        t, x, y, p = self._arrays
+        # (unpacked: each name adds one reference)
+        return (sys.getrefcount(t) > 3 or sys.getrefcount(x) > 3 or sys.getrefcount(y) > 3
+                or sys.getrefcount(p) > 3)
 
     def reset(self) -> None:
         """Empty the buffer for reuse (only when not :meth:`in_use`)."""

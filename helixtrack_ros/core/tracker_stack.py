@@ -146,6 +146,9 @@ class TrackerStack:
                        _BBOX_SIN, *buf, out_v, out_hi, out_hs, out_h, done)
         runs: list[PacketRun | None] = []
         for r, d in enumerate(done.tolist()):
-            runs.append(None if d < 0 else PacketRun(d, out_v[r, :d], out_hi[r, :d],
-                                                     out_hs[r, :d]))
+            if d == n_pk:
+                runs.append(PacketRun(d, out_v[r], out_hi[r], out_hs[r]))
+            else:
+                runs.append(None if d < 0 else PacketRun(d, out_v[r, :d], out_hi[r, :d],
+                                                         out_hs[r, :d]))
         return runs, out_h

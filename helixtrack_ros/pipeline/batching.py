@@ -190,9 +190,19 @@ class BatchBuffers:
 
     def __init__(self) -> None:
         self._buffers: list[EventBuffer] = []
+        self._last: EventBuffer | None = None
 
     def take(self, capacity: int) -> EventBuffer:
         """A buffer of at least ``capacity`` events that no result or batch uses."""
+        last = self._last
+        if last is not None and last.capacity >= capacity and not last.in_use():
+            # the usual case live: the last batch's buffer, free again
+            last.reset()
+            return last
+        self._last = buf = self._take(capacity)
+        return buf
+
+    def _take(self, capacity: int) -> EventBuffer:
         free = [b for b in self._buffers if not b.in_use()]
         fits = [b for b in free if b.capacity >= capacity]
         if fits:

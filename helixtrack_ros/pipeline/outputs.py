@@ -17,6 +17,8 @@ import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.health import (
+    HI_CAUSE,
+    HI_LEVEL,
     LOST,
     R_STARVED,
     TRACKING,
@@ -24,9 +26,24 @@ from helixtrack_ros.core.health import (
     rotor_state,
 )
 from helixtrack_ros.core.homography import homography_from_paper_q
-from helixtrack_ros.core.tracker import PacketColumns, PacketRun
+from helixtrack_ros.core.tracker import (
+    OUT_OMEGA,
+    OUT_PHASE,
+    OUT_Q,
+    OUT_RPM,
+    OUT_STD,
+    PK_BOX,
+    PK_N,
+    PK_QCORE,
+    PK_RPM_EKF,
+    PK_ZETA,
+    PacketRun,
+)
 from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withheld
 from helixtrack_ros.pipeline.recovery import RotorRecovery
+
+#: the centre's columns in a packet row (the paper q's tx, ty)
+_TX, _TY = OUT_Q + 2, OUT_Q + 3
 
 if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline.batching import Inflight
@@ -100,42 +117,42 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
     name = bank.inits[r].name
     recovery = bank.config.recovery
     size = bank.image_size()
-    c = run.columns()                               # Python numbers: cheap to index
+    rows = run.values.tolist()                      # Python numbers: cheap to index
+    health_rows = run.health_int.tolist()
     times = inf.t_last[k0:k0 + run.done].tolist()
     outs = []
     good = -1          # the last TRACKING row: the pose a later search starts from
     last = run.done - 1
     for k in range(run.done):
-        health = c.level[k]
+        v = rows[k]
+        health = health_rows[k][HI_LEVEL]
+        cause = health_rows[k][HI_CAUSE]
         if recovery and health == TRACKING:
             good = k
             if rec.searching or rec.reset or rec.buf or rec.detecting is not None:
                 rec.forget()
         elif recovery and k == last:
-            good = _note_good(rec, c, good)
+            good = _note_good(rec, rows, good)
             rec.step(bank, r, inf.packet(k0 + k), times[k])
         # (the health reason is text only a rotor not TRACKING needs)
-        events = int(c.events[k])
-        tx, ty, rpm = c.tx[k], c.ty[k], c.rpm_shaft[k]
+        events = int(v[PK_N])
         level, message, state = rotor_status(
-            size, stride, tx, ty, rpm, health, c.cause[k], events,
-            '' if health == TRACKING else run.reason(k), (c.x0[k], c.y0[k], c.x1[k], c.y1[k]),
-            rec)
-        if state != RotorState.TRACKING:
-            outs.append(withheld(name, times[k], events, level, message, health, state,
-                                 c.cause[k]))
+            size, stride, v[_TX], v[_TY], v[OUT_RPM], health, cause, events,
+            '' if health == TRACKING else run.reason(k), v[PK_BOX:PK_BOX + 4], rec)
+        if state != TRACKING:
+            outs.append(withheld(name, times[k], events, level, message, health, state, cause))
             continue
         hom = (homographies[k] if homographies is not None else
-               homography_from_paper_q(c.s[k], c.psi[k], tx, ty, c.p31[k], c.p32[k]))
-        outs.append(RotorOutput(name, times[k], c.phase_rad[k], c.omega_rad_s[k], rpm,
-                                c.rpm_shaft_std[k], hom, events, level, message, health))
-    _note_good(rec, c, good)
+               homography_from_paper_q(*v[OUT_Q:OUT_Q + 6]))
+        outs.append(RotorOutput(name, times[k], v[OUT_PHASE], v[OUT_OMEGA], v[OUT_RPM],
+                                v[OUT_STD], hom, events, level, message, health))
+    _note_good(rec, rows, good)
     return outs
 
 
-def _note_good(rec: RotorRecovery, c: PacketColumns, k: int) -> int:
+def _note_good(rec: RotorRecovery, rows: list[list[float]], k: int) -> int:
     """Remember row k's pose as the rotor's last good one (k < 0: none); returns -1."""
     if k >= 0:
-        rec.note_good([c.log_s[k], c.core_psi[k], c.core_tx[k], c.core_ty[k], c.core_p31[k],
-                       c.core_p32[k]], c.rpm_ekf[k], int(c.direction[k]))
+        v = rows[k]
+        rec.note_good(v[PK_QCORE:PK_QCORE + 6], v[PK_RPM_EKF], int(v[PK_ZETA]))
     return -1
