@@ -102,6 +102,7 @@ def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> R
 
 
 def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, stride: int,
+               size: tuple[int, int],
                homographies: np.ndarray | None = None) -> list[RotorOutput]:
     """RotorOutputs of a kernel run over packets ``k0, k0 + 1, ...`` of batch ``inf``, with
     the recovery step of each packet.
@@ -109,14 +110,13 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
     A TRACKING row records the last good pose (for a later search); the
     last row, when not TRACKING, runs the recovery step on its packet
     (earlier rows cannot need it: the kernel stops at a LOST rotor) before
-    its status is read, as the packet-by-packet order has it.
-    ``homographies``: the rows' H when the kernel computed them
+    its status is read, as the packet-by-packet order has it. ``size``: the
+    image (width, height); ``homographies``: the rows' H when the kernel computed them
     (:class:`~helixtrack_ros.core.tracker_stack.TrackerStack`).
     """
     rec = bank.recs[r]
     name = bank.inits[r].name
     recovery = bank.config.recovery
-    size = bank.image_size()
     rows = run.values.tolist()                      # Python numbers: cheap to index
     health_rows = run.health_int.tolist()
     times = inf.t_last[k0:k0 + run.done].tolist()

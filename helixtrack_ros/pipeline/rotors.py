@@ -185,7 +185,8 @@ class RotorBank:
         runs = self.collect(inf)
         t_last = inf.t_last
         n_pk = len(t_last)
-        per_rotor = [self._rotor_rows(r, runs[r], inf, stride) for r in range(len(self.trackers))]
+        size = self.image_size()
+        per_rotor = [self._rotor_rows(r, run, inf, stride, size) for r, run in enumerate(runs)]
         routed = [sum([o.events for o in outs]) for outs in per_rotor]
         self.counters['events_routed'] += int(sum(routed))
         # the sparsest rotor still tracked: its events per us of the batch, before the stride
@@ -199,14 +200,15 @@ class RotorBank:
             return [[] for _ in range(n_pk)]
         return [list(row) for row in zip(*per_rotor)]
 
-    def _rotor_rows(self, r: int, run: PacketRun | None, inf: Inflight,
-                    stride: int) -> list[RotorOutput]:
+    def _rotor_rows(self, r: int, run: PacketRun | None, inf: Inflight, stride: int,
+                    size: tuple[int, int]) -> list[RotorOutput]:
         """Rotor r's outputs of a batch: its phase-1 rows, then packet by packet."""
         t_last = inf.t_last
         outs: list[RotorOutput] = []
         if run is not None:
             homs = inf.homographies
-            outs = outputs_of(self, r, run, inf, 0, stride, None if homs is None else homs[r])
+            outs = outputs_of(self, r, run, inf, 0, stride, size,
+                              None if homs is None else homs[r])
         for k in range(len(outs), len(t_last)):
             if self._searched(r):
                 # a lost rotor being searched for is not tracked: a search step only
@@ -215,7 +217,7 @@ class RotorBank:
             tracked, e0 = inf.tracked_packet(k)
             one = self.trackers[r].process_packets(
                 tracked, inf.tracked_ends[k:k + 1] - e0, t_last[k:k + 1], 1, self._deadline(r))
-            outs.extend(outputs_of(self, r, one, inf, k, stride))
+            outs.extend(outputs_of(self, r, one, inf, k, stride, size))
         return outs
 
     def detector(self) -> ThreadPoolExecutor:
