@@ -73,12 +73,13 @@ class EventBuffer:
         capacity = max(int(capacity), 0)
         self._arrays = EventArrays(np.empty(capacity, np.int64), np.empty(capacity, np.uint16),
                                    np.empty(capacity, np.uint16), np.empty(capacity, np.uint8))
+        self._capacity = capacity
         self.n = 0
 
     @property
     def capacity(self) -> int:
         """Events the buffer can hold."""
-        return len(self._arrays)
+        return self._capacity
 
     def put(self, t_us: np.ndarray, x: np.ndarray, y: np.ndarray,
             p: np.ndarray) -> EventArrays:
