@@ -42,6 +42,7 @@ from helixtrack_ros.core.tracker import (
 from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withheld
 from helixtrack_ros.pipeline.recovery import RotorRecovery
 
+_TRACKING_STATE = RotorState.TRACKING
 #: the centre's columns in a packet row (the paper q's tx, ty)
 _TX, _TY = OUT_Q + 2, OUT_Q + 3
 
@@ -63,7 +64,9 @@ def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: 
     x0, y0, x1, y1 = int(box[0]), int(box[1]), int(box[2]), int(box[3])
     w, h = size
     inside = 0 <= cx < w and 0 <= cy < h
-    state = rotor_state(health, cause, inside, events)
+    # (what rotor_state says of a TRACKING rotor inside the image, without the call)
+    state = _TRACKING_STATE if inside and health == TRACKING else rotor_state(
+        health, cause, inside, events)
     if not inside:
         return ERROR, 'rotor centre left the image', state
     if not math.isfinite(rpm):
