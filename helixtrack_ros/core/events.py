@@ -73,12 +73,13 @@ class EventBuffer:
         capacity = max(int(capacity), 0)
         self._arrays = EventArrays(np.empty(capacity, np.int64), np.empty(capacity, np.uint16),
                                    np.empty(capacity, np.uint16), np.empty(capacity, np.uint8))
+        self._capacity = capacity
         self.n = 0
 
     @property
     def capacity(self) -> int:
         """Events the buffer can hold."""
-        return len(self._arrays)
+        return self._capacity
 
     def put(self, t_us: np.ndarray, x: np.ndarray, y: np.ndarray,
             p: np.ndarray) -> EventArrays:
@@ -114,7 +115,10 @@ class EventBuffer:
     def in_use(self) -> bool:
         """True while any array handed out (a view) is still referenced somewhere."""
         # references: the tuple's own and getrefcount's argument; any view adds one
-        return any(sys.getrefcount(self._arrays[k]) > 2 for k in range(4))
+        t, x, y, p = self._arrays
+        # (unpacked: each name adds one reference)
+        return (sys.getrefcount(t) > 3 or sys.getrefcount(x) > 3 or sys.getrefcount(y) > 3
+                or sys.getrefcount(p) > 3)
 
     def reset(self) -> None:
         """Empty the buffer for reuse (only when not :meth:`in_use`)."""

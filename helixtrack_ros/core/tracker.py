@@ -99,6 +99,7 @@ from helixtrack_ros.core.tracker_records import (
     TrackerSamples,
     TrackerState,
 )
+from helixtrack_ros.core.tracker_stack import TrackerStack
 
 # the public API, and the names that code outside core/ imports from this module (they
 # moved to tracker_layout / fast_step in issue #12)
@@ -137,6 +138,8 @@ class HelixTracker:
             raise ValueError('params must be a TrackerParams')
         self._params = params
         self._gn_divisor = 1
+        #: counts the times the state arrays were replaced (:class:`TrackerStack` restacks)
+        self.layout_version = 0
         self.reset(rotor)
 
     # ------------------------------------------------------------------ set-up
@@ -185,6 +188,7 @@ class HelixTracker:
             a_new[:n] = self.acq_a[:n]
             self.acq_t, self.acq_a = t_new, a_new
             self.ist[IS_ACQ_N] = n
+        self.layout_version += 1
 
     @property
     def params(self) -> TrackerParams:
@@ -481,6 +485,8 @@ class HelixTracker:
         tr.advance(int(t_us[-1]) + 50_000)
         _ = tr.state
         tr.bbox_px()
-        tr.process_packets(ev, np.array([n // 2, n], np.int64),
-                           np.array([t_us[n // 2 - 1], t_us[-1]], np.int64))
+        ends = np.array([n // 2, n], np.int64)
+        t_last = np.array([t_us[n // 2 - 1], t_us[-1]], np.int64)
+        tr.process_packets(ev, ends, t_last)
+        TrackerStack().run([tr, cls(tr.rotor, prm)], [-1, None], *ev, ends, t_last, n, 1)
         return time.perf_counter() - t0

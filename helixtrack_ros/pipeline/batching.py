@@ -100,6 +100,8 @@ class Inflight:
     tracked: EventArrays | None = None
     tracked_ends: np.ndarray | None = None
     runs: list[Any] = field(default_factory=list)   # PacketRun or None per rotor
+    #: (rotors, packets, 3, 3) homographies of the runs' rows, when one kernel ran them all
+    homographies: np.ndarray | None = None
     jobs: Jobs | None = None                        # the runs still in the threads
 
     def decimate(self) -> None:
@@ -158,11 +160,19 @@ class RotorThreads:
         calls too, so one helper fewer is woken.
         """
         jobs = Jobs(calls)
-        helpers = (min(self.workers, len(calls)) - 1 if caller_joins
-                   else min(self.size, len(calls)))
-        if self.pool is not None and n_events > PARALLEL_MIN_EVENTS and helpers > 0:
-            jobs.helpers = [self.pool.submit(jobs.drain) for _ in range(helpers)]
+        if self.parallel(len(calls), n_events, caller_joins):
+            jobs.helpers = [self.pool.submit(jobs.drain)
+                            for _ in range(self._helpers(len(calls), caller_joins))]
         return jobs
+
+    def _helpers(self, n_calls: int, caller_joins: bool) -> int:
+        return min(self.workers, n_calls) - 1 if caller_joins else min(self.size, n_calls)
+
+    def parallel(self, n_calls: int, n_events: int, caller_joins: bool) -> bool:
+        """Whether :meth:`start` hands these calls to helper threads (else the caller
+        runs them all)."""
+        return (self.pool is not None and n_events > PARALLEL_MIN_EVENTS
+                and self._helpers(n_calls, caller_joins) > 0)
 
     def close(self) -> None:
         """Stop the threads."""
@@ -180,9 +190,19 @@ class BatchBuffers:
 
     def __init__(self) -> None:
         self._buffers: list[EventBuffer] = []
+        self._last: EventBuffer | None = None
 
     def take(self, capacity: int) -> EventBuffer:
         """A buffer of at least ``capacity`` events that no result or batch uses."""
+        last = self._last
+        if last is not None and last.capacity >= capacity and not last.in_use():
+            # the usual case live: the last batch's buffer, free again
+            last.reset()
+            return last
+        self._last = buf = self._take(capacity)
+        return buf
+
+    def _take(self, capacity: int) -> EventBuffer:
         free = [b for b in self._buffers if not b.in_use()]
         fits = [b for b in free if b.capacity >= capacity]
         if fits:
@@ -274,6 +294,5 @@ class BatchQueue:
             self.last_outputs = outputs
             self.last_t_us = pk.t_last
             self.last_stamp_ns = pk.stamp_ns
-            pk.results[pk.index] = PacketResult(
-                stamp_ns=pk.stamp_ns, t_us=pk.t_last, n_events=len(pk.ev), rotors=outputs,
-                events=pk.ev)
+            pk.results[pk.index] = PacketResult(pk.stamp_ns, pk.t_last, len(pk.ev), outputs,
+                                                None, pk.ev)

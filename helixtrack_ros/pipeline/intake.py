@@ -146,7 +146,7 @@ class PacketIntake:
             self.counters['packets_refused'] += 1
             return Admission(f'undecodable payload: {exc}')
         delta = (decoder.counts() - before).tolist()
-        self.counters['decode_errors'] += sum(delta[i] for i in _ERRORS)
+        self.counters['decode_errors'] += sum([delta[i] for i in _ERRORS])
         stamp_ns = int(pkt.stamp_ns)
         reason, final = self._corrupt_reason(ev, delta[_WORDS], delta[_UNKNOWN], stamp_ns)
         if reason is not None and (final or self._suspect_run < CORRUPT_RUN_ACCEPT):

@@ -17,6 +17,8 @@ import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.health import (
+    HI_CAUSE,
+    HI_LEVEL,
     LOST,
     R_STARVED,
     TRACKING,
@@ -24,11 +26,28 @@ from helixtrack_ros.core.health import (
     rotor_state,
 )
 from helixtrack_ros.core.homography import homography_from_paper_q
-from helixtrack_ros.core.tracker import PacketRun
+from helixtrack_ros.core.tracker import (
+    OUT_OMEGA,
+    OUT_PHASE,
+    OUT_Q,
+    OUT_RPM,
+    OUT_STD,
+    PK_BOX,
+    PK_N,
+    PK_QCORE,
+    PK_RPM_EKF,
+    PK_ZETA,
+    PacketRun,
+)
 from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withheld
 from helixtrack_ros.pipeline.recovery import RotorRecovery
 
+_TRACKING_STATE = RotorState.TRACKING
+#: the centre's columns in a packet row (the paper q's tx, ty)
+_TX, _TY = OUT_Q + 2, OUT_Q + 3
+
 if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.pipeline.batching import Inflight
     from helixtrack_ros.pipeline.rotors import RotorBank
 
 
@@ -42,10 +61,12 @@ def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: 
                  health: int, cause: int, events: int, reason: str, box: Sequence[float],
                  rec: RotorRecovery | None = None) -> tuple[int, str, RotorState]:
     """Diagnostic level, message and output state: geometry checks, then health."""
-    x0, y0, x1, y1 = (int(v) for v in box)
+    x0, y0, x1, y1 = int(box[0]), int(box[1]), int(box[2]), int(box[3])
     w, h = size
     inside = 0 <= cx < w and 0 <= cy < h
-    state = rotor_state(health, cause, inside, events)
+    # (what rotor_state says of a TRACKING rotor inside the image, without the call)
+    state = _TRACKING_STATE if inside and health == TRACKING else rotor_state(
+        health, cause, inside, events)
     if not inside:
         return ERROR, 'rotor centre left the image', state
     if not math.isfinite(rpm):
@@ -83,55 +104,58 @@ def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> R
     return withheld(bank.inits[r].name, t_last, 0, ERROR, text, tracker.health, state, cause)
 
 
-def outputs_of(bank: RotorBank, r: int, run: PacketRun, t_last: np.ndarray, stride: int,
-               last_packet: tuple[EventArrays, int]) -> list[RotorOutput]:
-    """RotorOutputs of a kernel run, with the recovery step of each packet.
+def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, stride: int,
+               size: tuple[int, int],
+               homographies: np.ndarray | None = None) -> list[RotorOutput]:
+    """RotorOutputs of a kernel run over packets ``k0, k0 + 1, ...`` of batch ``inf``, with
+    the recovery step of each packet.
 
     A TRACKING row records the last good pose (for a later search); the
-    last row, when not TRACKING, runs the recovery step on ``last_packet``
-    (its events and sample time; earlier rows cannot need it: the kernel
-    stops at a LOST rotor) before its status is read, as the
-    packet-by-packet order has it.
+    last row, when not TRACKING, runs the recovery step on its packet
+    (earlier rows cannot need it: the kernel stops at a LOST rotor) before
+    its status is read, as the packet-by-packet order has it. ``size``: the
+    image (width, height); ``homographies``: the rows' H when the kernel computed them
+    (:class:`~helixtrack_ros.core.tracker_stack.TrackerStack`).
     """
     rec = bank.recs[r]
     name = bank.inits[r].name
     recovery = bank.config.recovery
-    size = bank.image_size()
-    c = run.columns()                               # Python numbers: cheap to index
+    rows = run.values.tolist()                      # Python numbers: cheap to index
+    health_rows = run.health_int.tolist()
+    times = inf.t_last[k0:k0 + run.done].tolist()
     outs = []
     good = -1          # the last TRACKING row: the pose a later search starts from
+    last = run.done - 1
     for k in range(run.done):
-        health = c.level[k]
+        v = rows[k]
+        health = health_rows[k][HI_LEVEL]
+        cause = health_rows[k][HI_CAUSE]
         if recovery and health == TRACKING:
             good = k
             if rec.searching or rec.reset or rec.buf or rec.detecting is not None:
                 rec.forget()
-        elif recovery and k == run.done - 1:
-            good = _note_good(rec, run, good)
-            rec.step(bank, r, *last_packet)
+        elif recovery and k == last:
+            good = _note_good(rec, rows, good)
+            rec.step(bank, r, inf.packet(k0 + k), times[k])
         # (the health reason is text only a rotor not TRACKING needs)
-        cause = c.cause[k]
-        events = int(c.events[k])
+        events = int(v[PK_N])
         level, message, state = rotor_status(
-            size, stride, c.tx[k], c.ty[k], c.rpm_shaft[k], health, cause, events,
-            '' if health == TRACKING else run.reason(k), (c.x0[k], c.y0[k], c.x1[k], c.y1[k]),
-            rec)
-        if state != RotorState.TRACKING:
-            outs.append(withheld(name, int(t_last[k]), events, level, message, health, state,
-                                 cause))
+            size, stride, v[_TX], v[_TY], v[OUT_RPM], health, cause, events,
+            '' if health == TRACKING else run.reason(k), v[PK_BOX:PK_BOX + 4], rec)
+        if state != TRACKING:
+            outs.append(withheld(name, times[k], events, level, message, health, state, cause))
             continue
-        hom = homography_from_paper_q(c.s[k], c.psi[k], c.tx[k], c.ty[k], c.p31[k], c.p32[k])
-        outs.append(RotorOutput(
-            name=name, t_us=int(t_last[k]), phase_rad=c.phase_rad[k],
-            omega_rad_s=c.omega_rad_s[k], rpm_shaft=c.rpm_shaft[k],
-            rpm_shaft_std=c.rpm_shaft_std[k], homography=hom, events=events,
-            level=level, message=message, health=health))
-    _note_good(rec, run, good)
+        hom = (homographies[k] if homographies is not None else
+               homography_from_paper_q(*v[OUT_Q:OUT_Q + 6]))
+        outs.append(RotorOutput(name, times[k], v[OUT_PHASE], v[OUT_OMEGA], v[OUT_RPM],
+                                v[OUT_STD], hom, events, level, message, health))
+    _note_good(rec, rows, good)
     return outs
 
 
-def _note_good(rec: RotorRecovery, run: PacketRun, k: int) -> int:
+def _note_good(rec: RotorRecovery, rows: list[list[float]], k: int) -> int:
     """Remember row k's pose as the rotor's last good one (k < 0: none); returns -1."""
     if k >= 0:
-        rec.note_good(run.q_core[k].tolist(), float(run.rpm_ekf[k]), int(run.direction[k]))
+        v = rows[k]
+        rec.note_good(v[PK_QCORE:PK_QCORE + 6], v[PK_RPM_EKF], int(v[PK_ZETA]))
     return -1

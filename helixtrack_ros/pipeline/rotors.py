@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+import itertools
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from helixtrack_ros.core.events import EventArrays, EventBuffer
 from helixtrack_ros.core.health import TRACKING, RotorState
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker, PacketRun
+from helixtrack_ros.core.tracker_stack import TrackerStack
 from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
 from helixtrack_ros.pipeline.config import PipelineConfig
 from helixtrack_ros.pipeline.outputs import outputs_of, searching_output
@@ -42,6 +44,7 @@ class RotorBank:
         self.counters = counters
         self.image_size = image_size
         self.threads = RotorThreads()
+        self._stack = TrackerStack()
         self._detect_pool: ThreadPoolExecutor | None = None
         #: every detection used (start-up and re-detection): (sensor time, rotor name, it)
         self.detections: list[tuple[int, str, DetectedRotor]] = []
@@ -101,6 +104,14 @@ class RotorBank:
             return -1
         return self.recs[r].deadline_us(self.config.recovery_window_us)
 
+    def _deadlines(self) -> list[int | None]:
+        """Per rotor: its reset deadline for the kernel (-1: none), None when searched for."""
+        cfg = self.config
+        if not cfg.recovery:
+            return [-1] * len(self.trackers)
+        window = cfg.recovery_window_us
+        return [None if rec.searching else rec.deadline_us(window) for rec in self.recs]
+
     def start(self, pending: list[Pending], stride: int, buffer: EventBuffer,
               caller_joins: bool = False) -> Inflight:
         """Phase 1 of a batch: every rotor that is not searched for runs through it.
@@ -117,8 +128,8 @@ class RotorBank:
         inf.ev = parts[0] if len(parts) == 1 else buffer.joined(parts)
         if inf.ev is None:
             inf.ev = EventArrays.concatenate(parts)
-        sizes = [len(pk.ev) for pk in full]
-        inf.ends = np.cumsum(sizes, dtype=np.int64)
+        sizes = [pk.ev.t_us.shape[0] for pk in full]
+        inf.ends = np.array(list(itertools.accumulate(sizes)), dtype=np.int64)
         inf.t_last = np.array([pk.t_last for pk in full], dtype=np.int64)
         inf.decimate()
         ev, ends = inf.tracked, inf.tracked_ends
@@ -128,11 +139,18 @@ class RotorBank:
                   np.ascontiguousarray(ev.x, dtype=np.uint16),
                   np.ascontiguousarray(ev.y, dtype=np.uint16),
                   np.ascontiguousarray(ev.p, dtype=np.uint8), ends, inf.t_last, longest, 1)
-        calls = []
-        for r, tracker in enumerate(self.trackers):
-            inf.runs.append(None)
-            if not self._searched(r):
-                calls.append((r, tracker.run_packets, (*arrays, self._deadline(r))))
+        deadlines = self._deadlines()
+        inf.runs = [None] * len(deadlines)
+        n_calls = len(deadlines) - deadlines.count(None)
+        if not self.threads.parallel(n_calls, len(ev), caller_joins):
+            # one kernel call for every rotor (a Python -> numba call costs about as much
+            # as tracking a small packet)
+            stacked = self._stack.run(self.trackers, deadlines, *arrays)
+            if stacked is not None:
+                inf.runs, inf.homographies = stacked
+                return inf
+        calls = [(r, self.trackers[r].run_packets, (*arrays, d))
+                 for r, d in enumerate(deadlines) if d is not None]
         jobs = self.threads.start(calls, len(ev), caller_joins)
         if jobs.helpers:
             inf.jobs = jobs
@@ -167,8 +185,9 @@ class RotorBank:
         runs = self.collect(inf)
         t_last = inf.t_last
         n_pk = len(t_last)
-        per_rotor = [self._rotor_rows(r, runs[r], inf, stride) for r in range(len(self.trackers))]
-        routed = [sum(o.events for o in outs) for outs in per_rotor]
+        size = self.image_size()
+        per_rotor = [self._rotor_rows(r, run, inf, stride, size) for r, run in enumerate(runs)]
+        routed = [sum([o.events for o in outs]) for outs in per_rotor]
         self.counters['events_routed'] += int(sum(routed))
         # the sparsest rotor still tracked: its events per us of the batch, before the stride
         span_us = int(t_last[-1]) - self._last_batch_t_us if self._last_batch_t_us else 0
@@ -177,17 +196,19 @@ class RotorBank:
                 if n and outs[-1].state == RotorState.TRACKING]
         self.sparsest_rate = (min(live) * inf.stride / span_us
                               if live and 0 < span_us < 1_000_000 else None)
-        return [[outs[k] for outs in per_rotor] for k in range(n_pk)]
+        if not per_rotor:
+            return [[] for _ in range(n_pk)]
+        return [list(row) for row in zip(*per_rotor)]
 
-    def _rotor_rows(self, r: int, run: PacketRun | None, inf: Inflight,
-                    stride: int) -> list[RotorOutput]:
+    def _rotor_rows(self, r: int, run: PacketRun | None, inf: Inflight, stride: int,
+                    size: tuple[int, int]) -> list[RotorOutput]:
         """Rotor r's outputs of a batch: its phase-1 rows, then packet by packet."""
         t_last = inf.t_last
         outs: list[RotorOutput] = []
         if run is not None:
-            last = run.done - 1
-            outs = outputs_of(self, r, run, t_last, stride,
-                              (inf.packet(last), int(t_last[last])))
+            homs = inf.homographies
+            outs = outputs_of(self, r, run, inf, 0, stride, size,
+                              None if homs is None else homs[r])
         for k in range(len(outs), len(t_last)):
             if self._searched(r):
                 # a lost rotor being searched for is not tracked: a search step only
@@ -196,8 +217,7 @@ class RotorBank:
             tracked, e0 = inf.tracked_packet(k)
             one = self.trackers[r].process_packets(
                 tracked, inf.tracked_ends[k:k + 1] - e0, t_last[k:k + 1], 1, self._deadline(r))
-            outs.extend(outputs_of(self, r, one, t_last[k:k + 1], stride,
-                                   (inf.packet(k), int(t_last[k]))))
+            outs.extend(outputs_of(self, r, one, inf, k, stride, size))
         return outs
 
     def detector(self) -> ThreadPoolExecutor:

@@ -121,6 +121,10 @@ class HelixtrackNode(Node):
                            'using the SingleThreadedExecutor')
             self.executor_kind = 'single_threaded'
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        # read per packet: kept here, updated by _on_set_parameters (rclpy's get_parameter
+        # costs microseconds)
+        self._max_batch_packets = int(self.get_parameter('max_batch_packets').value)
+        self._debug_window_us = float(self.get_parameter('debug_image_window_ms').value) * 1e3
         period = float(self.get_parameter('diagnostics_period_s').value)
         self._diag_timer = self.create_timer(period, self._publish_diagnostics,
                                              clock=self._steady)
@@ -166,6 +170,10 @@ class HelixtrackNode(Node):
                 self._debug.set_rate(float(p.value))
             elif p.name == 'rotor_topics_hz':
                 self._outputs.set_rotor_rate(float(p.value))
+            elif p.name == 'max_batch_packets':
+                self._max_batch_packets = int(p.value)
+            elif p.name == 'debug_image_window_ms':
+                self._debug_window_us = float(p.value) * 1e3
         return SetParametersResult(successful=True)
 
     def debug_view(self) -> DebugView:
@@ -185,7 +193,7 @@ class HelixtrackNode(Node):
         """
         t0 = time.perf_counter()
         now_ns = time.time_ns()
-        limit = int(self.get_parameter('max_batch_packets').value)
+        limit = self._max_batch_packets
         arrivals, batch = [], []
         for item, item_info in [(msg, info)] + self._input.take_queued(limit - 1):
             pkt = self._unpack(item)
@@ -255,8 +263,7 @@ class HelixtrackNode(Node):
                 latency_us = (time.time_ns() - arrival_ns) // 1000
                 self._latency.add(latency_us)
                 self._win.latency.add(latency_us)
-            self._debug.add(res.events, float(
-                self.get_parameter('debug_image_window_ms').value) * 1000.0)
+            self._debug.add(res.events, self._debug_window_us)
         except Exception as exc:  # noqa: BLE001 - e.g. a result not shaped as announced
             c['internal_errors'] += 1
             self._log.error(f'packet {pkt.seq}: publishing failed: {type(exc).__name__}: '
