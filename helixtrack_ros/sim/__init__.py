@@ -38,7 +38,8 @@ from .scenarios import DEFAULT_EGO, SCENARIOS, make_scenario, tilt_perspective
 from .scene import EdgeSet, RotorSpec, Scene, SensorSpec, q_from_homography, q_homography
 from .schedules import RpmSchedule
 from .simulator import Simulator
+from .variants import VARIANTS, SimVariant
 
-__all__ = ['DEFAULT_EGO', 'EGO_LEVELS', 'SCENARIOS', 'CameraMotion', 'EdgeSet', 'RotorSpec',
-           'RpmSchedule', 'Scene', 'SensorSpec', 'Simulator', 'make_scenario',
-           'q_from_homography', 'q_homography', 'tilt_perspective']
+__all__ = ['DEFAULT_EGO', 'EGO_LEVELS', 'SCENARIOS', 'VARIANTS', 'CameraMotion', 'EdgeSet',
+           'RotorSpec', 'RpmSchedule', 'Scene', 'SensorSpec', 'SimVariant', 'Simulator',
+           'make_scenario', 'q_from_homography', 'q_homography', 'tilt_perspective']
