@@ -33,7 +33,7 @@ _DEV = {d.name: d for d in DEVIATIONS}
 CONFIGS: dict[str, dict] = {
     'default': {},
     'q_jerk 400': {'q_jerk': 400.0},
-    'q_jerk 400, R without w_vm': {'q_jerk': 400.0, 'ekf_r_vm': 0},
+    'q_jerk 400 + R without w_vm': {'q_jerk': 400.0, 'ekf_r_vm': 0},
     'R without w_vm': {'ekf_r_vm': 0},
     'no bto_bounds': deviation_off(_DEV['bto_bounds']),
     'no bto_bands': deviation_off(_DEV['bto_bands']),
@@ -127,10 +127,10 @@ def report(path: str, out: str, command: str) -> str:
                      for v in variants]
             lines.append(f'| {c} | ' + ' | '.join(cells) + ' |')
         lines.append('')
-    rate = {v: sorted({round(r['mev_s'], 1) for r in rows_l if r['variant'] == v})
-            for v in variants}
-    lines += ['Event rates [M events/s] per variant (scenes in the order above): '
-              + '; '.join(f'{v}: {", ".join(map(str, rate[v]))}' for v in variants), '']
+    rate = {(r['variant'], r['scene'], r['level']): r['mev_s'] for r in rows_l}
+    lines += ['Event rates [M events/s] per variant, scenes in the order above: '
+              + '; '.join(f'{v}: ' + ', '.join(f'{rate.get((v, *sc), math.nan):.1f}'
+                                              for sc in scenes) for v in variants), '']
     text = '\n'.join(lines)
     with open(out, 'w') as fh:
         fh.write(text)
