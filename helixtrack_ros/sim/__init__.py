@@ -27,6 +27,9 @@ Model in brief
 * Background: static edges (blobs, straight edges, drone arms, hub circles) fire
   where camera motion sweeps them over pixels; uniform background activity and a
   few hot pixels; a per-pixel refractory filter on the merged stream.
+* Variants (``make_scenario(..., variant=...)``, :data:`VARIANTS`): blade width and
+  taper, rounded tips, contrast, per-pixel threshold spread, ON / OFF gains and OFF
+  latency, background-activity rate; applied after every draw of the scene.
 * Accuracy: crossing times match a brute-force twin (test/reference/naive_sim.py)
   to ~1-2 us for a static camera; under egomotion the geometry is interpolated
   between knots (<= 0.4 px, <= 0.01 rad at the smallest hub), typically a few us.
