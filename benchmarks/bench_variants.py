@@ -127,6 +127,11 @@ def report(path: str, out: str, command: str) -> str:
                      for v in variants]
             lines.append(f'| {c} | ' + ' | '.join(cells) + ' |')
         lines.append('')
+    for v in variants:
+        have = {(r['scene'], r['level']) for r in rows_l if r['variant'] == v}
+        if have != set(scenes):
+            lines += [f'{v}: measured on ' + ', '.join(f'{n} ego {lv}' for n, lv in scenes
+                                                       if (n, lv) in have) + ' only.', '']
     rate = {(r['variant'], r['scene'], r['level']): r['mev_s'] for r in rows_l}
     lines += ['Event rates [M events/s] per variant, scenes in the order above: '
               + '; '.join(f'{v}: ' + ', '.join(f'{rate.get((v, *sc), math.nan):.1f}'
