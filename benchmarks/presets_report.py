@@ -240,13 +240,31 @@ def _replace_block(path: str, marker: str, lines: list[str]) -> bool:
     return True
 
 
+def _block(path: str, marker: str) -> list[str]:
+    """The lines from <!-- marker --> to <!-- /marker --> of a file (none: empty)."""
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return []
+    start, end = f'<!-- {marker} -->', f'<!-- /{marker} -->'
+    if start not in text or end not in text:
+        return []
+    return ['', start + text.split(start, 1)[1].split(end, 1)[0] + end]
+
+
 def write_reports(rows_path: str, command: str, presets_out: str = 'benchmarks/results/'
                   'presets.md', deviations_out: str = 'docs/DEVIATIONS.md',
                   results: str = 'benchmarks/RESULTS.md') -> None:
-    """Write both reports from the JSON rows; refresh the table block of RESULTS.md."""
+    """Write both reports from the JSON rows; refresh the table block of RESULTS.md.
+
+    The block ``<!-- variants -->`` of docs/DEVIATIONS.md (the defaults across
+    simulator variants, ``bench_variants.py``, written by hand) is kept.
+    """
     rows = load(rows_path)
     for path, lines in ((presets_out, presets_md(rows, command)),
-                        (deviations_out, deviations_md(rows, command))):
+                        (deviations_out, deviations_md(rows, command)
+                         + _block(deviations_out, 'variants'))):
         with open(path, 'w') as fh:
             fh.write('\n'.join(lines) + '\n')
         print(f'wrote {path}')

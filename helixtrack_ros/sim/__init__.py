@@ -27,6 +27,9 @@ Model in brief
 * Background: static edges (blobs, straight edges, drone arms, hub circles) fire
   where camera motion sweeps them over pixels; uniform background activity and a
   few hot pixels; a per-pixel refractory filter on the merged stream.
+* Variants (``make_scenario(..., variant=...)``, :data:`VARIANTS`): blade width and
+  taper, rounded tips, contrast, per-pixel threshold spread, ON / OFF gains and OFF
+  latency, background-activity rate; applied after every draw of the scene.
 * Accuracy: crossing times match a brute-force twin (test/reference/naive_sim.py)
   to ~1-2 us for a static camera; under egomotion the geometry is interpolated
   between knots (<= 0.4 px, <= 0.01 rad at the smallest hub), typically a few us.
@@ -38,7 +41,8 @@ from .scenarios import DEFAULT_EGO, SCENARIOS, make_scenario, tilt_perspective
 from .scene import EdgeSet, RotorSpec, Scene, SensorSpec, q_from_homography, q_homography
 from .schedules import RpmSchedule
 from .simulator import Simulator
+from .variants import VARIANTS, SimVariant
 
-__all__ = ['DEFAULT_EGO', 'EGO_LEVELS', 'SCENARIOS', 'CameraMotion', 'EdgeSet', 'RotorSpec',
-           'RpmSchedule', 'Scene', 'SensorSpec', 'Simulator', 'make_scenario',
-           'q_from_homography', 'q_homography', 'tilt_perspective']
+__all__ = ['DEFAULT_EGO', 'EGO_LEVELS', 'SCENARIOS', 'VARIANTS', 'CameraMotion', 'EdgeSet',
+           'RotorSpec', 'RpmSchedule', 'Scene', 'SensorSpec', 'SimVariant', 'Simulator',
+           'make_scenario', 'q_from_homography', 'q_homography', 'tilt_perspective']

@@ -16,6 +16,7 @@ import numpy as np
 from helixtrack_ros.core.jit import numpy_errors, numpy_errors_inline
 
 from ._kernel_cache import guard_kernel_cache
+from .kernels_random import _gauss_word, _hash_at
 
 guard_kernel_cache()
 
@@ -25,12 +26,19 @@ TWO_PI = 2.0 * math.pi
 GEO_DIRECTION, GEO_BLADES, GEO_HUB, GEO_RADIUS_PX = 0, 1, 2, 3
 GEO_CHORD_ROOT, GEO_CHORD_PEAK, GEO_CHORD_TIP, GEO_SWEEP = 4, 5, 6, 7
 GEO_M_SCALE, GEO_TAU_US, GEO_POL_LEAD = 8, 9, 10
-N_GEO = 11
+# simulator variants (sim/variants.py): rounded tip (corner radius in half tip chords),
+# sd of the log per-pixel event gain and the key of its draws, ON / OFF event gains
+GEO_TIP_ROUND, GEO_PIX_SPREAD, GEO_PIX_KEY, GEO_ON_GAIN, GEO_OFF_GAIN = 11, 12, 13, 14, 15
+N_GEO = 16
 
 
 @numpy_errors_inline
-def _blade_width(r, hub, c_root, c_peak, c_tip):
-    """Full angular blade width at rotor-plane radius r (chord piecewise linear in r)."""
+def _blade_width(r, hub, c_root, c_peak, c_tip, tip_round):
+    """Full angular blade width at rotor-plane radius r (chord piecewise linear in r).
+
+    ``tip_round`` > 0 rounds the two tip corners with radius ``tip_round * c_tip / 2``
+    (1: a semicircular tip that ends in a point at r = 1).
+    """
     if r <= hub:
         chord = c_root
     elif r <= 0.4:
@@ -39,6 +47,12 @@ def _blade_width(r, hub, c_root, c_peak, c_tip):
         chord = c_peak + (c_tip - c_peak) * (r - 0.4) / 0.6
     else:
         chord = c_tip
+    if tip_round > 0.0:
+        # the corner circles are tangent to both edges and to the tip line r = 1
+        rc = 0.5 * tip_round * c_tip
+        d = min(r, 1.0) - (1.0 - rc)
+        if d > 0.0:
+            chord = max(chord - 2.0 * (rc - math.sqrt(max(rc * rc - d * d, 0.0))), 0.0)
     a = chord / (2.0 * max(r, 1e-6))
     if a >= 1.0:
         return math.pi
@@ -58,7 +72,7 @@ def _width_table(geo):
     for i in range(N_WTAB + 1):
         r = r_lo + (r_hi - r_lo) * i / N_WTAB
         tab[i] = _blade_width(r, hub, geo[GEO_CHORD_ROOT], geo[GEO_CHORD_PEAK],
-                              geo[GEO_CHORD_TIP])
+                              geo[GEO_CHORD_TIP], geo[GEO_TIP_ROUND])
     return tab, r_lo, N_WTAB / (r_hi - r_lo)
 
 
@@ -149,6 +163,11 @@ def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk
     m_prev = 0.0
     m_any = 0.0
     m_scale = geo[GEO_M_SCALE]
+    if geo[GEO_PIX_SPREAD] > 0.0:
+        # per-pixel threshold mismatch: a fixed log-normal gain of the pixel's events
+        idx = int(fy) * 65536 + int(fx)
+        g = _gauss_word(_hash_at(np.uint64(int(geo[GEO_PIX_KEY])), idx))
+        m_scale *= math.exp(geo[GEO_PIX_SPREAD] * g)
     for k in range(nk):
         r = rk[k]
         if static and k > 0:

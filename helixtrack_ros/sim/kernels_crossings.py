@@ -32,6 +32,8 @@ from .kernels_blade import (
     GEO_BLADES,
     GEO_DIRECTION,
     GEO_HUB,
+    GEO_OFF_GAIN,
+    GEO_ON_GAIN,
     GEO_POL_LEAD,
     GEO_SWEEP,
     GEO_TAU_US,
@@ -91,6 +93,8 @@ def _crossing_records(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec
     inv_period = 1.0 / period
     inv_tau = 1.0 / geo[GEO_TAU_US]
     pol_lead = int(geo[GEO_POL_LEAD])
+    g_off = geo[GEO_OFF_GAIN]
+    g_on_off = geo[GEO_ON_GAIN] - g_off
     max_cnt = 0
     for r in range(nrec):
         i = rec_i[r]
@@ -123,10 +127,10 @@ def _crossing_records(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec
         # the blade covers the pixel for width / relative rate; much shorter than the
         # photoreceptor time constant means a weaker response
         xr = wd * dt * abs(inv_dg) * inv_tau
-        mm = (ma + (mb - ma) * s) * (xr / (1.0 + xr))
-        n_ev = min(int(mm + _rand_at(key, 8 * (ctr + r))), 3) * (cnt > 0)
         arrive = (edge == 0) == fwd
         pol = pol_lead if arrive else 1 - pol_lead
+        mm = (ma + (mb - ma) * s) * (xr / (1.0 + xr)) * (g_off + g_on_off * pol)
+        n_ev = min(int(mm + _rand_at(key, 8 * (ctr + r))), 3) * (cnt > 0)
         rec_t[r] = t_b[j - 1] + s * dt
         rec_n[r] = n_ev
         # flag (bit 10) crossings where the pixel's own rotor-plane angle changes enough
@@ -148,6 +152,8 @@ def _extra_crossings(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec_
     period = TWO_PI / geo[GEO_BLADES]
     inv_period = 1.0 / period
     inv_tau = 1.0 / geo[GEO_TAU_US]
+    g_off = geo[GEO_OFF_GAIN]
+    g_on_off = geo[GEO_ON_GAIN] - g_off
     m = nrec
     for r in range(nrec):
         need_ref = refine and rec_cnt[r] >= 1024
@@ -189,7 +195,7 @@ def _extra_crossings(coef, iv_b, fr_b, theta_b, q_bend, t_b, geo, key, ctr, rec_
             s = (vk - ga) / dg
             s -= qb * s * (1.0 - s) / dg
             s = min(max(s, 0.0), 1.0)
-            mm = (ma + (mb - ma) * s) * (xr / (1.0 + xr))
+            mm = (ma + (mb - ma) * s) * (xr / (1.0 + xr)) * (g_off + g_on_off * (rec_c[r] & 1))
             rec_i[m] = i
             rec_c[m] = rec_c[r]
             rec_t[m] = t_b[j - 1] + s * dt

@@ -20,7 +20,9 @@ guard_kernel_cache()
 
 # indices into the sensor parameter vector
 SEN_JITTER, SEN_REFR, SEN_GAP, SEN_JNEG, SEN_JPOS, SEN_INV_THR = 0, 1, 2, 3, 4, 5
-N_SEN = 6
+# extra latency of OFF events of the blades [us] (simulator variants)
+SEN_OFF_DELAY = 6
+N_SEN = 7
 
 
 @kernel_inline
@@ -59,15 +61,17 @@ def _emit_records(px, py, rec_i, rec_c, nrec, rec_t, rec_n, key, ctr, sen, out_t
 
     The first event of a crossing is jittered (approximately normal, sd
     ``jitter_us``), the next ones follow after the refractory time plus a uniform
-    extra gap (mean ``gap_us``). Branch-free: three slots are always written and the
-    fill level advances by the record's event count.
+    extra gap (mean ``gap_us``); OFF events come ``SEN_OFF_DELAY`` later. Branch-free:
+    three slots are always written and the fill level advances by the record's event
+    count.
     """
     jit = sen[SEN_JITTER]
     refr = sen[SEN_REFR]
     gap2 = 2.0 * sen[SEN_GAP] / 4294967296.0
+    off_delay = sen[SEN_OFF_DELAY]
     for r in range(nrec):
         c = 8 * (ctr + r)
-        t1 = rec_t[r] + jit * _gauss_word(_hash_at(key, c + 1))
+        t1 = rec_t[r] + jit * _gauss_word(_hash_at(key, c + 1)) + off_delay * (1 - (rec_c[r] & 1))
         z = _hash_at(key, c + 2)
         t2 = t1 + refr + gap2 * float(z & _M32)
         t3 = t2 + refr + gap2 * float(z >> _S32)

@@ -15,6 +15,7 @@ from .camera import CameraMotion
 from .scene import EdgeSet, RotorSpec, Scene, SensorSpec
 from .schedules import RpmSchedule
 from .texture import drone_body_edges, random_background
+from .variants import SimVariant, variant_of
 
 WIDTH, HEIGHT = 1280, 720
 
@@ -195,7 +196,8 @@ def _induce_losses(name: str, rotors: list, hide_rotor, jump) -> None:
 
 def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = None,
                   seed: int = 0, hide_rotor=None, jump=None,
-                  sensor_size: 'tuple[int, int]' = (WIDTH, HEIGHT)) -> Scene:
+                  sensor_size: 'tuple[int, int]' = (WIDTH, HEIGHT),
+                  variant: 'SimVariant | str | None' = None) -> Scene:
     """Build a named scene.
 
     Parameters
@@ -219,13 +221,18 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
         1280 x 720 centred and scaled by min(width / 1280, height / 720) (rotor
         radii and placement, background edge length by area); the camera shake
         keeps its pixel amplitude. The default gives the scenes as before.
+    variant : SimVariant or str, optional
+        Another blade shape, contrast, sensor or noise model (a
+        :class:`~helixtrack_ros.sim.variants.SimVariant` or a name of ``VARIANTS``),
+        applied after every random draw: same rotors, speeds and camera motion.
 
     Returns
     -------
     Scene
-        Without ``hide_rotor`` and ``jump`` the scene (and its events) is exactly the
-        plain scenario; the ground truth includes the jump.
+        Without ``hide_rotor``, ``jump`` and ``variant`` the scene (and its events) is
+        exactly the plain scenario; the ground truth includes the jump.
     """
+    variant = variant_of(variant)
     if name not in SCENARIOS:
         raise ValueError(f'unknown scenario {name!r}; choose from {sorted(SCENARIOS)}')
     if not duration_s > 0:
@@ -262,6 +269,8 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
                                  drone_body_edges(bg_rng, rotors)])
     sensor = _sensor(np.random.default_rng([int(seed), 13]), width, height)
     _induce_losses(name, rotors, hide_rotor, jump)
+    if variant is not None:
+        variant.apply(rotors, sensor)
     return Scene(name=name, width=width, height=height, duration_us=duration_us,
                  ego_level=level, rotors=rotors, camera=camera, edges=edges, sensor=sensor,
                  seed=int(seed), description=SCENARIOS[name])

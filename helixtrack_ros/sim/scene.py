@@ -76,6 +76,9 @@ class RotorSpec:
     contrast : float
         Log-intensity change when a blade covers the background (< 0: dark blade on a
         brighter background, so the leading edge gives OFF events).
+    tip_round : float
+        Rounded blade tip: corner radius in half tip chords (0 = square tip, 1 = a
+        semicircular tip); the blade then narrows to ``chord_tip * (1 - tip_round)`` at r = 1.
     aspect : float
         Optional squash of the rotor plane along its y axis before ``H0`` (1 = the
         pure q-model; < 1 mimics a foreshortened disc that q cannot express).
@@ -105,6 +108,7 @@ class RotorSpec:
     chord_tip: float = 0.07
     sweep_rad: float = 0.0
     contrast: float = -0.5
+    tip_round: float = 0.0
     aspect: float = 1.0
     hidden_us: tuple = ()
     jump_us: float = math.inf
@@ -120,6 +124,8 @@ class RotorSpec:
             raise ValueError(f'{self.name}: radius_px must be > 1')
         if not 0.0 < self.hub_radius < 0.9:
             raise ValueError(f'{self.name}: hub_radius must be in (0, 0.9)')
+        if not 0.0 <= self.tip_round <= 1.0:
+            raise ValueError(f'{self.name}: tip_round must be in [0, 1]')
         self.blades = int(self.blades)
         self.direction = int(self.direction)
 
@@ -160,6 +166,11 @@ class RotorSpec:
         r = np.asarray(r, np.float64)
         chord = np.interp(r, [self.hub_radius, 0.4, 1.0],
                           [self.chord_root, self.chord_peak, self.chord_tip])
+        if self.tip_round > 0.0:
+            rc = 0.5 * self.tip_round * self.chord_tip
+            d = np.maximum(np.minimum(r, 1.0) - (1.0 - rc), 0.0)
+            chord = np.maximum(chord - 2.0 * (rc - np.sqrt(np.maximum(rc * rc - d * d, 0.0))),
+                               0.0)
         return 2.0 * np.arcsin(np.clip(chord / (2.0 * np.maximum(r, 1e-6)), 0.0, 1.0))
 
     def blade_center_offset_rad(self, r: np.ndarray) -> np.ndarray:
@@ -248,6 +259,14 @@ class SensorSpec:
         (k, 2) hot-pixel coordinates.
     hot_rate_hz : numpy.ndarray
         (k,) hot-pixel event rates.
+    pixel_spread : float
+        Threshold mismatch: standard deviation of the log of a fixed per-pixel gain of the
+        mean number of blade events per edge crossing (0 = every pixel alike).
+    on_gain, off_gain : float
+        Gains of the mean number of ON / OFF blade events per edge crossing (unequal ON
+        and OFF thresholds).
+    off_delay_us : float
+        Extra latency of OFF blade events [us] (ON and OFF pixel circuits differ).
     """
 
     threshold: float = 0.25
@@ -258,6 +277,10 @@ class SensorSpec:
     ba_rate_hz: float = 0.3
     hot_xy: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
     hot_rate_hz: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    pixel_spread: float = 0.0
+    on_gain: float = 1.0
+    off_gain: float = 1.0
+    off_delay_us: float = 0.0
 
 
 @dataclass

@@ -121,8 +121,14 @@ class Simulator:
         self._jneg = int(math.ceil(3.47 * sen.jitter_us)) + 2
         if self._jneg >= SEG_US // 2:
             raise ValueError('jitter_us too large for the segment length')
+        if sen.pixel_spread < 0 or sen.on_gain < 0 or sen.off_gain < 0 or \
+                not 0 <= sen.off_delay_us <= 100:
+            raise ValueError('sensor pixel_spread, on_gain, off_gain must be >= 0 and '
+                             'off_delay_us in [0, 100]')
         self._sen = np.array([sen.jitter_us, sen.refractory_us, sen.gap_us, self._jneg,
-                              JPOS_US, 1.0 / sen.threshold], np.float64)
+                              JPOS_US, 1.0 / sen.threshold, sen.off_delay_us], np.float64)
+        # the per-pixel gains are a property of the sensor: the scene's seed, not the noise's
+        pix_key = float(int(kn.seed_state(scene.seed, 17)[0]) >> 12)
         self._kb = knot_blocks_for(scene)
         self._geo = []
         for r in scene.rotors:
@@ -138,6 +144,11 @@ class Simulator:
             g[kn.GEO_M_SCALE] = abs(r.contrast) / sen.threshold
             g[kn.GEO_TAU_US] = max(sen.photoreceptor_tau_us, 1e-3)
             g[kn.GEO_POL_LEAD] = 1.0 if r.contrast > 0 else 0.0
+            g[kn.GEO_TIP_ROUND] = r.tip_round
+            g[kn.GEO_PIX_SPREAD] = sen.pixel_spread
+            g[kn.GEO_PIX_KEY] = pix_key
+            g[kn.GEO_ON_GAIN] = sen.on_gain
+            g[kn.GEO_OFF_GAIN] = sen.off_gain
             self._geo.append(g)
         e = scene.edges
         self._exy = np.ascontiguousarray(e.xy, np.float64)
