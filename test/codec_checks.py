@@ -101,10 +101,11 @@ def random_times(rng: np.random.Generator, n: int, t0: int, mean_dt: float,
 
 def assert_round_trip(encoder, encoding: str, size: tuple[int, int], ev: EventArrays,
                       n_trig: int, max_trig_id: int, cuts: list[float], seed: int,
-                      word_bytes: int) -> dict:
+                      wrap_bits: int) -> None:
     """Encode events and random triggers, decode them cut at word positions: all come back.
 
-    Returns the decoder's counters.
+    The stream is clean: nothing is skipped, clamped or out of bounds, and the
+    time wraps (every ``2**wrap_bits`` us) are counted.
     """
     rng = np.random.default_rng(seed)
     lo = int(ev.t_us[0]) if len(ev) else 0
@@ -113,6 +114,7 @@ def assert_round_trip(encoder, encoding: str, size: tuple[int, int], ev: EventAr
     tv = rng.integers(0, 2, n_trig).astype(np.uint8)
     tid = rng.integers(0, max_trig_id + 1, n_trig).astype(np.uint8)
     payload = encoder.encode(ev, tt, tv, tid)
+    word_bytes = encoder.WORD.itemsize
     assert len(payload) % word_bytes == 0
     # cut the word stream at arbitrary word positions
     n_words = len(payload) // word_bytes
@@ -126,4 +128,6 @@ def assert_round_trip(encoder, encoding: str, size: tuple[int, int], ev: EventAr
     np.testing.assert_array_equal(np.concatenate([p.trig_id for p in parts]), tid)
     c = dec.counters
     assert c['events'] == len(ev) and c['triggers'] == n_trig
-    return c
+    assert c['out_of_bounds'] == c['skipped_unknown'] == c['before_time_high'] == 0
+    assert c['time_backwards'] == c['time_clamped'] == 0
+    assert c['time_wraps'] == (int(ev.t_us[-1]) >> wrap_bits if len(ev) else 0)

@@ -2,14 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """EVT 2.0 decoder: word semantics, counters, robustness (numba kernel vs naive twin)."""
 
-from codec_checks import (
-    FAST,
-    as_tuples,
-    assert_every_prefix_matches_twin,
-    assert_matches_twin,
-    decode_random_bytes,
-    pack,
-)
+import codec_checks as checks
+from codec_checks import FAST, as_tuples, pack
 from hypothesis import given
 from hypothesis import strategies as st
 import numpy as np
@@ -141,15 +135,15 @@ _small_word = st.builds(lambda c, lo, x, y: (c << 28) | (lo << 22) | (x << 11) |
 def test_kernel_matches_naive_twin(ws, cuts, big, w, h, lost):
     data = np.array(ws, '>u4' if big else '<u4').tobytes()
     bounds = sorted({min(c - c % 4, len(data)) for c in cuts}) + [len(data)]
-    assert_matches_twin(make_decoder('evt2', w, h), NaiveEvt2Decoder(w, h), data, bounds, big,
-                        lost)
+    checks.assert_matches_twin(make_decoder('evt2', w, h), NaiveEvt2Decoder(w, h), data,
+                               bounds, big, lost)
 
 
 @FAST
 @given(data=st.binary(max_size=4000), big=st.booleans())
 def test_random_bytes_never_break(data, big):
     chunks = (data, data[: len(data) // 3], data[1:], data[:7])
-    dec, pkts = decode_random_bytes('evt2', chunks, big, 640, 480, 4, 1)
+    dec, pkts = checks.decode_random_bytes('evt2', chunks, big, 640, 480, 4, 1)
     for pkt in pkts:
         assert np.all(pkt.trig_id < 32) and np.all(pkt.trig_value <= 1)
     assert dec.counters['odd_bytes'] == sum(len(x) % 4 for x in chunks)
@@ -160,7 +154,7 @@ def test_truncated_valid_stream_every_prefix():
     body = [th(5), cd(1, 2, 3), cd(40, 20, 4, 0), trig(5, 2, 1), th(6), cd(3, 3, 1),
             0xE0000001, 0xF0000002, cd(70, 1, 9)]
     data = words(*(body + list(rng.choice(body, 60))))
-    assert_every_prefix_matches_twin('evt2', NaiveEvt2Decoder, data, 4, W, H)
+    checks.assert_every_prefix_matches_twin('evt2', NaiveEvt2Decoder, data, 4, W, H)
 
 
 def test_long_payload_in_chunks(monkeypatch):

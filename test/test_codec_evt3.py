@@ -2,14 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """EVT 3.0 decoder: word semantics, counters, robustness (numba kernel vs naive twin)."""
 
-from codec_checks import (
-    FAST,
-    as_tuples,
-    assert_every_prefix_matches_twin,
-    assert_matches_twin,
-    decode_random_bytes,
-    pack,
-)
+import codec_checks as checks
+from codec_checks import FAST, as_tuples, pack
 from hypothesis import given
 from hypothesis import strategies as st
 import numpy as np
@@ -166,13 +160,15 @@ def test_kernel_matches_naive_twin(ws, cuts, big, w, h):
     data = np.array(ws, '>u2' if big else '<u2').tobytes()
     # the odd byte is dropped, not carried: cut on words
     bounds = [b - b % 2 for b in sorted({min(c, len(data)) for c in cuts})] + [len(data)]
-    assert_matches_twin(make_decoder('evt3', w, h), NaiveEvt3Decoder(w, h), data, bounds, big)
+    checks.assert_matches_twin(make_decoder('evt3', w, h), NaiveEvt3Decoder(w, h), data,
+                               bounds, big)
 
 
 @FAST
 @given(data=st.binary(max_size=2000), big=st.booleans())
 def test_random_bytes_never_break(data, big):
-    decode_random_bytes('evt3', (data, data[: len(data) // 3], data[1:]), big, 1280, 720, 2, 12)
+    chunks = (data, data[: len(data) // 3], data[1:])
+    checks.decode_random_bytes('evt3', chunks, big, 1280, 720, 2, 12)
 
 
 def test_decoder_accepts_large_all_vector_packet():
@@ -190,7 +186,7 @@ def test_truncated_valid_stream_every_prefix():
     body = [th(5), tl(1), ay(3), ax(4), 0x3000 | 8, 0x4000 | 0xA5A, 0x5000 | 0x81,
             0xA000 | 0x301, th(6), tl(2), ay(30), ax(60, 0), 0xE001, 0xF002]
     data = words(*(body + list(rng.choice(body, 40))))
-    assert_every_prefix_matches_twin('evt3', NaiveEvt3Decoder, data, 2, W, H)
+    checks.assert_every_prefix_matches_twin('evt3', NaiveEvt3Decoder, data, 2, W, H)
 
 
 def test_far_backward_step_is_a_clock_restart_not_a_clamp():
