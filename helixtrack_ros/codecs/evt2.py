@@ -35,7 +35,8 @@ until the next TIME_HIGH (``resync_skipped``). ``time_base`` is not used.
 
 import numpy as np
 
-from helixtrack_ros.codecs.kernel_decoder import COUNTER_INDEX, KernelDecoder, native_words
+from helixtrack_ros.codecs import counter_slots as cs
+from helixtrack_ros.codecs.kernel_decoder import KernelDecoder, native_words
 from helixtrack_ros.core.jit import kernel
 
 #: Largest sensor size EVT 2.0 can address (11-bit coordinates).
@@ -64,21 +65,6 @@ _S_ABS_HIGH = 1  # absolute TIME_HIGH count (wraps included)
 _S_FLOOR = 2     # time of the latest emitted event (monotone floor)
 _N_STATE = 3
 
-_C_PACKETS = COUNTER_INDEX['packets']
-_C_ODD = COUNTER_INDEX['odd_bytes']
-_C_WORDS = COUNTER_INDEX['words']
-_C_EVENTS = COUNTER_INDEX['events']
-_C_TRIGGERS = COUNTER_INDEX['triggers']
-_C_OTHER = COUNTER_INDEX['skipped_other']
-_C_UNKNOWN = COUNTER_INDEX['skipped_unknown']
-_C_BEFORE = COUNTER_INDEX['before_time_high']
-_C_OOB = COUNTER_INDEX['out_of_bounds']
-_C_BACK = COUNTER_INDEX['time_backwards']
-_C_WRAPS = COUNTER_INDEX['time_wraps']
-_C_CLAMPED = COUNTER_INDEX['time_clamped']
-_C_RESETS = COUNTER_INDEX['time_resets']
-_C_RESYNC = COUNTER_INDEX['resync_skipped']
-
 
 @kernel
 def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, state, counters,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
@@ -89,22 +75,22 @@ def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, stat
     returns their counts. ``time_base_us`` is unused (EVT 2.0 keeps its time).
     """
     n = words.shape[0]
-    counters[_C_PACKETS] += new_packet
-    counters[_C_ODD] += odd_bytes
-    counters[_C_WORDS] += n
+    counters[cs.PACKETS] += new_packet
+    counters[cs.ODD] += odd_bytes
+    counters[cs.WORDS] += n
     i = 0
     if state[_S_HAVE_TH] != 1:
         while i < n and (words[i] >> 28) != TIME_HIGH:
             i += 1
-        counters[_C_BEFORE if state[_S_HAVE_TH] == 0 else _C_RESYNC] += i
+        counters[cs.BEFORE if state[_S_HAVE_TH] == 0 else cs.RESYNC] += i
         if i == n:
             return 0, 0
         h0 = np.int64(words[i]) & HIGH_MASK
         if state[_S_HAVE_TH] == 2:
             # after lost packets: time went forward by the modular TIME_HIGH difference
             h0 = state[_S_ABS_HIGH] + ((h0 - state[_S_ABS_HIGH]) & HIGH_MASK)
-            if (h0 >> 28) > counters[_C_WRAPS]:
-                counters[_C_WRAPS] = h0 >> 28
+            if (h0 >> 28) > counters[cs.WRAPS]:
+                counters[cs.WRAPS] = h0 >> 28
         state[_S_HAVE_TH] = 1
         state[_S_ABS_HIGH] = h0
         i += 1
@@ -139,14 +125,14 @@ def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, stat
             d = ((w & HIGH_MASK) - abs_high) & HIGH_MASK
             if d < _HALF:
                 abs_high += d
-                if (abs_high >> 28) > counters[_C_WRAPS]:  # a new wrap, not a re-crossing
-                    counters[_C_WRAPS] = abs_high >> 28
+                if (abs_high >> 28) > counters[cs.WRAPS]:  # a new wrap, not a re-crossing
+                    counters[cs.WRAPS] = abs_high >> 28
             else:
                 back = HIGH_MASK + 1 - d
                 abs_high -= back
-                counters[_C_BACK] += 1
+                counters[cs.BACK] += 1
                 if back > RESET_STEPS and abs_high >= 0:  # far back: the clock restarted
-                    counters[_C_RESETS] += 1
+                    counters[cs.RESETS] += 1
                     floor = abs_high << LOW_BITS
             base = abs_high << LOW_BITS
         elif code == EXT_TRIGGER:
@@ -155,32 +141,20 @@ def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, stat
             tr_id[np.uint64(kt)] = (w >> 8) & 0x1F
             kt += 1
         elif code == OTHERS or code == CONTINUED:
-            counters[_C_OTHER] += 1
+            counters[cs.OTHER] += 1
         else:
-            counters[_C_UNKNOWN] += 1
+            counters[cs.UNKNOWN] += 1
     state[_S_ABS_HIGH] = abs_high
     state[_S_FLOOR] = floor
-    counters[_C_OOB] += n_oob
-    counters[_C_CLAMPED] += n_clamped
-    counters[_C_EVENTS] += k
-    counters[_C_TRIGGERS] += kt
+    counters[cs.OOB] += n_oob
+    counters[cs.CLAMPED] += n_clamped
+    counters[cs.EVENTS] += k
+    counters[cs.TRIGGERS] += kt
     return k, kt
 
 
 class Evt2Decoder(KernelDecoder):
-    """Stateful EVT 2.0 decoder for one event stream.
-
-    Parameters
-    ----------
-    width, height : int
-        Sensor size in pixels; events outside are dropped and counted.
-
-    Examples
-    --------
-    >>> dec = Evt2Decoder(320, 320)
-    >>> pkt = dec.decode(msg.events)            # doctest: +SKIP
-    >>> pkt.events.t_us, dec.counters['events']  # doctest: +SKIP
-    """
+    """Stateful EVT 2.0 decoder for one event stream."""
 
     encoding = 'evt2'
     MAX_SIZE = EVT2_MAX_SIZE

@@ -58,10 +58,8 @@ checks. About 4 ns per event on driver-like packets (benchmarks/bench_decode.py)
 
 import numpy as np
 
+from helixtrack_ros.codecs import counter_slots as cs
 from helixtrack_ros.codecs.kernel_decoder import KernelDecoder
-from helixtrack_ros.codecs.types import (
-    COUNTER_NAMES,
-)
 from helixtrack_ros.core.jit import kernel
 
 #: Largest sensor size EVT 3.0 can address (11-bit coordinates).
@@ -96,23 +94,6 @@ _S_T_EV = 7      # time given to events now
 _N_STATE = 8
 _NO_COORD = 1 << 20  # a coordinate no sensor has: events without a row/base are dropped
 
-_C = {name: i for i, name in enumerate(COUNTER_NAMES)}
-_C_PACKETS = _C['packets']
-_C_ODD = _C['odd_bytes']
-_C_WORDS = _C['words']
-_C_EVENTS = _C['events']
-_C_TRIGGERS = _C['triggers']
-_C_OTHER = _C['skipped_other']
-_C_UNKNOWN = _C['skipped_unknown']
-_C_BEFORE = _C['before_time_high']
-_C_OOB = _C['out_of_bounds']
-_C_BACK = _C['time_backwards']
-_C_WRAPS = _C['time_wraps']
-_C_CLAMPED = _C['time_clamped']
-_C_RESETS = _C['time_resets']
-_C_RESYNC = _C['resync_skipped']
-
-
 
 def new_state() -> np.ndarray:
     """Return the decoder state of a stream that has not started."""
@@ -131,24 +112,24 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
     triggers to ``tr_*`` (capacity >= 1 per word); returns their counts.
     """
     n = words.shape[0]
-    counters[_C_PACKETS] += new_packet
-    counters[_C_ODD] += odd_bytes
-    counters[_C_WORDS] += n
+    counters[cs.PACKETS] += new_packet
+    counters[cs.ODD] += odd_bytes
+    counters[cs.WORDS] += n
     k = 0
     kt = 0
     i = 0
     if state[_S_HAVE_TH] != 1:
         while i < n and (words[i] >> 12) != TIME_HIGH:
             i += 1
-        counters[_C_BEFORE if state[_S_HAVE_TH] == 0 else _C_RESYNC] += i
+        counters[cs.BEFORE if state[_S_HAVE_TH] == 0 else cs.RESYNC] += i
         if i == n:
             return 0, 0
         h0 = np.int64(words[i]) & 0xFFF
         if state[_S_HAVE_TH] == 2:
             # after lost packets: time went forward by the modular TIME_HIGH difference
             h0 = state[_S_ABS_HIGH] + ((h0 - state[_S_ABS_HIGH]) & 0xFFF)
-            if (h0 >> 12) > counters[_C_WRAPS]:
-                counters[_C_WRAPS] = h0 >> 12
+            if (h0 >> 12) > counters[cs.WRAPS]:
+                counters[cs.WRAPS] = h0 >> 12
         state[_S_HAVE_TH] = 1
         state[_S_ABS_HIGH] = h0
         state[_S_LOW] = 0
@@ -175,7 +156,7 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
                 out_p[np.uint64(k)] = (w >> 11) & 1
                 k += 1
             else:
-                counters[_C_OOB] += 1
+                counters[cs.OOB] += 1
         elif code == ADDR_Y:
             y = w & 0x7FF
             x_lim = width if y < height else 0
@@ -190,13 +171,13 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
                 d = ((w & 0xFFF) - abs_high) & 0xFFF
                 if d < 2048:
                     abs_high += d
-                    if (abs_high >> 12) > counters[_C_WRAPS]:  # a new wrap, not a re-crossing
-                        counters[_C_WRAPS] = abs_high >> 12
+                    if (abs_high >> 12) > counters[cs.WRAPS]:  # a new wrap, not a re-crossing
+                        counters[cs.WRAPS] = abs_high >> 12
                 else:
                     abs_high -= 4096 - d
-                    counters[_C_BACK] += 1
+                    counters[cs.BACK] += 1
                     if 4096 - d > RESET_STEPS and abs_high >= 0:  # far back: clock restarted
-                        counters[_C_RESETS] += 1
+                        counters[cs.RESETS] += 1
                         state[_S_FLOOR] = abs_high << 12
                 state[_S_ABS_HIGH] = abs_high
             t_raw = (state[_S_ABS_HIGH] << 12) + state[_S_LOW]
@@ -204,7 +185,7 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
                 t_ev = t_raw
             else:
                 t_ev = state[_S_FLOOR]
-                counters[_C_CLAMPED] += 1
+                counters[cs.CLAMPED] += 1
         elif code == VECT_12 or code == VECT_8:
             if code == VECT_12:
                 m = w & 0xFFF
@@ -234,7 +215,7 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
                             out_p[np.uint64(k)] = pol
                             k += 1
                         else:
-                            counters[_C_OOB] += 1
+                            counters[cs.OOB] += 1
                     m >>= 1
                     j += 1
             base_x += span
@@ -247,17 +228,17 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
             tr_id[np.uint64(kt)] = (w >> 8) & 0xF
             kt += 1
         elif code == OTHERS or code == CONTINUED_4 or code == CONTINUED_12:
-            counters[_C_OTHER] += 1
+            counters[cs.OTHER] += 1
         else:
-            counters[_C_UNKNOWN] += 1
+            counters[cs.UNKNOWN] += 1
     if k > k_mark:
         state[_S_FLOOR] = t_ev
     state[_S_Y] = y
     state[_S_BASE_X] = min(base_x, _NO_COORD)
     state[_S_POL] = pol
     state[_S_T_EV] = t_ev
-    counters[_C_EVENTS] += k
-    counters[_C_TRIGGERS] += kt
+    counters[cs.EVENTS] += k
+    counters[cs.TRIGGERS] += kt
     return k, kt
 
 
@@ -283,19 +264,7 @@ def _evt3_kernel(words, new_packet, odd_bytes, time_base_us, width, height, stat
 
 
 class Evt3Decoder(KernelDecoder):
-    """Stateful EVT 3.0 decoder for one event stream.
-
-    Parameters
-    ----------
-    width, height : int
-        Sensor size in pixels; events outside are dropped and counted.
-
-    Examples
-    --------
-    >>> dec = Evt3Decoder(1280, 720)
-    >>> pkt = dec.decode(msg.events)            # doctest: +SKIP
-    >>> pkt.events.t_us, dec.counters['events']  # doctest: +SKIP
-    """
+    """Stateful EVT 3.0 decoder for one event stream."""
 
     encoding = 'evt3'
     MAX_SIZE = EVT3_MAX_SIZE

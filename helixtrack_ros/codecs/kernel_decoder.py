@@ -34,9 +34,6 @@ _NO_TRIG_U8 = np.empty(0, np.uint8)
 _NO_TRIG_T.flags.writeable = False
 _NO_TRIG_U8.flags.writeable = False
 
-#: Index of each counter name in a decoder's counter array.
-COUNTER_INDEX: dict[str, int] = {name: i for i, name in enumerate(COUNTER_NAMES)}
-
 
 class KernelDecoder:
     """Stateful decoder of one stream, driven by a subclass's numba kernel.
@@ -48,6 +45,17 @@ class KernelDecoder:
 
     Not thread-safe (it reuses its output buffers): one decoder per stream
     and thread. The kernels release the GIL.
+
+    Parameters
+    ----------
+    width, height : int
+        Sensor size in pixels; events outside are dropped and counted.
+
+    Examples
+    --------
+    >>> dec = Evt3Decoder(1280, 720)
+    >>> pkt = dec.decode(msg.events)            # doctest: +SKIP
+    >>> pkt.events.t_us, dec.counters['events']  # doctest: +SKIP
     """
 
     encoding = ''

@@ -22,9 +22,9 @@ events. As for EVT 3.0, event times are kept non-decreasing within a stream
 
 import numpy as np
 
+from helixtrack_ros.codecs import counter_slots as cs
 from helixtrack_ros.codecs.kernel_decoder import KernelDecoder
 from helixtrack_ros.codecs.types import (
-    COUNTER_NAMES,
     DecodedPacket,
     payload_as_uint8,
 )
@@ -33,11 +33,6 @@ from helixtrack_ros.core.jit import kernel
 
 #: Largest sensor size the mono words can address (15-bit y).
 MONO_MAX_SIZE = 1 << 15
-
-_C = {name: i for i, name in enumerate(COUNTER_NAMES)}
-_C_EVENTS = _C['events']
-_C_OOB = _C['out_of_bounds']
-_C_CLAMPED = _C['time_clamped']
 
 
 @kernel
@@ -68,20 +63,14 @@ def _mono_decode(words, time_base_ns, width, height, floor_us, counters):
         out_y[k] = yy
         out_p[k] = np.uint8(w >> np.uint64(63))
         k += 1
-    counters[_C_EVENTS] += k
-    counters[_C_OOB] += n_oob
-    counters[_C_CLAMPED] += n_clamped
+    counters[cs.EVENTS] += k
+    counters[cs.OOB] += n_oob
+    counters[cs.CLAMPED] += n_clamped
     return out_t, out_x, out_y, out_p, k, floor_us
 
 
 class MonoDecoder(KernelDecoder):
-    """Stateful decoder of the ``mono`` encoding (its state: the monotone time floor).
-
-    Parameters
-    ----------
-    width, height : int
-        Sensor size in pixels; events outside are dropped and counted.
-    """
+    """Stateful decoder of the ``mono`` encoding (its state: the monotone time floor)."""
 
     encoding = 'mono'
     MAX_SIZE = MONO_MAX_SIZE
@@ -117,9 +106,9 @@ class MonoDecoder(KernelDecoder):
             raise ValueError(f'time_base must be in 0..2**63-1 ns, got {time_base}')
         buf = payload_as_uint8(payload)
         n = buf.shape[0] // 8
-        self._counters[_C['packets']] += 1
-        self._counters[_C['words']] += n
-        self._counters[_C['odd_bytes']] += buf.shape[0] - 8 * n
+        self._counters[cs.PACKETS] += 1
+        self._counters[cs.WORDS] += n
+        self._counters[cs.ODD] += buf.shape[0] - 8 * n
         words = buf[:8 * n].view('>u8' if is_bigendian else '<u8').astype(np.uint64)
         t, x, y, p, k, floor_us = _mono_decode(
             words, time_base, self.width, self.height, int(self._state[0]), self._counters)
