@@ -74,15 +74,7 @@ def _evt2_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
 
 
 class Evt2Encoder(StreamEncoder):
-    """Stateful EVT 2.0 encoder of one stream (see the module docstring).
-
-    :meth:`encode` returns little-endian 32-bit words; trigger ids are 0..31.
-
-    Examples
-    --------
-    >>> enc = Evt2Encoder()
-    >>> payload = enc.encode(events)  # doctest: +SKIP
-    """
+    """Stateful EVT 2.0 encoder of one stream (see the module docstring): 32-bit words."""
 
     ENCODING = 'EVT 2.0'
     MAX_SIZE = EVT2_MAX_SIZE

@@ -60,6 +60,13 @@ import numpy as np
 
 from helixtrack_ros.codecs import counter_slots as cs
 from helixtrack_ros.codecs.kernel_decoder import KernelDecoder
+from helixtrack_ros.codecs.time_high import (
+    S_ABS_HIGH,
+    S_HAVE_TH,
+    TIME_HIGH,
+    find_time_high,
+    step_time_high,
+)
 from helixtrack_ros.core.jit import kernel
 
 #: Largest sensor size EVT 3.0 can address (11-bit coordinates).
@@ -73,7 +80,6 @@ VECT_12 = 0x4
 VECT_8 = 0x5
 TIME_LOW = 0x6
 CONTINUED_4 = 0x7
-TIME_HIGH = 0x8
 EXT_TRIGGER = 0xA
 OTHERS = 0xE
 CONTINUED_12 = 0xF
@@ -82,9 +88,7 @@ CONTINUED_12 = 0xF
 #: not a glitch but a restarted sensor clock: times may decrease there.
 RESET_STEPS = 16
 
-# decoder state slots (int64 array carried across packets)
-_S_HAVE_TH = 0   # 1 once the first TIME_HIGH was seen; 2: resynchronising (resync)
-_S_ABS_HIGH = 1  # absolute TIME_HIGH count (wraps included)
+# decoder state slots (int64 array carried across packets), after those of time_high
 _S_LOW = 2       # last TIME_LOW
 _S_Y = 3         # current row (_NO_COORD until an ADDR_Y)
 _S_BASE_X = 4    # current vector base column (_NO_COORD until a VECT_BASE_X)
@@ -112,29 +116,16 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
     triggers to ``tr_*`` (capacity >= 1 per word); returns their counts.
     """
     n = words.shape[0]
-    counters[cs.PACKETS] += new_packet
-    counters[cs.ODD] += odd_bytes
-    counters[cs.WORDS] += n
+    cs.count_call(counters, new_packet, odd_bytes, n)
     k = 0
     kt = 0
     i = 0
-    if state[_S_HAVE_TH] != 1:
-        while i < n and (words[i] >> 12) != TIME_HIGH:
-            i += 1
-        counters[cs.BEFORE if state[_S_HAVE_TH] == 0 else cs.RESYNC] += i
-        if i == n:
+    if state[S_HAVE_TH] != 1:
+        i = find_time_high(words, 12, 12, state, counters)
+        if i < 0:
             return 0, 0
-        h0 = np.int64(words[i]) & 0xFFF
-        if state[_S_HAVE_TH] == 2:
-            # after lost packets: time went forward by the modular TIME_HIGH difference
-            h0 = state[_S_ABS_HIGH] + ((h0 - state[_S_ABS_HIGH]) & 0xFFF)
-            if (h0 >> 12) > counters[cs.WRAPS]:
-                counters[cs.WRAPS] = h0 >> 12
-        state[_S_HAVE_TH] = 1
-        state[_S_ABS_HIGH] = h0
         state[_S_LOW] = 0
-        state[_S_T_EV] = max(h0 << 12, state[_S_FLOOR])
-        i += 1
+        state[_S_T_EV] = max(state[S_ABS_HIGH] << 12, state[_S_FLOOR])
     # Hot state in locals; rarely changed state and the counters stay in the arrays
     # (fewer live variables: the loop keeps its values in registers).
     y = state[_S_Y]
@@ -167,20 +158,12 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
             if code == TIME_LOW:
                 state[_S_LOW] = w & 0xFFF
             else:
-                abs_high = state[_S_ABS_HIGH]
-                d = ((w & 0xFFF) - abs_high) & 0xFFF
-                if d < 2048:
-                    abs_high += d
-                    if (abs_high >> 12) > counters[cs.WRAPS]:  # a new wrap, not a re-crossing
-                        counters[cs.WRAPS] = abs_high >> 12
-                else:
-                    abs_high -= 4096 - d
-                    counters[cs.BACK] += 1
-                    if 4096 - d > RESET_STEPS and abs_high >= 0:  # far back: clock restarted
-                        counters[cs.RESETS] += 1
-                        state[_S_FLOOR] = abs_high << 12
-                state[_S_ABS_HIGH] = abs_high
-            t_raw = (state[_S_ABS_HIGH] << 12) + state[_S_LOW]
+                abs_high, restarted = step_time_high(state[S_ABS_HIGH], w & 0xFFF, 12,
+                                                     RESET_STEPS, counters)
+                if restarted:  # times may decrease here
+                    state[_S_FLOOR] = abs_high << 12
+                state[S_ABS_HIGH] = abs_high
+            t_raw = (state[S_ABS_HIGH] << 12) + state[_S_LOW]
             if t_raw >= state[_S_FLOOR]:
                 t_ev = t_raw
             else:
@@ -287,7 +270,7 @@ class Evt3Decoder(KernelDecoder):
         skipped (``resync_skipped``); the wrap count continues; rows and bases
         are unknown until sent again.
         """
-        if self._state[_S_HAVE_TH] == 1:
-            self._state[_S_HAVE_TH] = 2
+        if self._state[S_HAVE_TH] == 1:
+            self._state[S_HAVE_TH] = 2
         self._state[_S_Y] = _NO_COORD
         self._state[_S_BASE_X] = _NO_COORD

@@ -130,15 +130,7 @@ def _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
 
 
 class Evt3Encoder(StreamEncoder):
-    """Stateful EVT 3.0 encoder of one stream (see the module docstring).
-
-    :meth:`encode` returns little-endian 16-bit words; trigger ids are 0..15.
-
-    Examples
-    --------
-    >>> enc = Evt3Encoder()
-    >>> payload = enc.encode(events)  # doctest: +SKIP
-    """
+    """Stateful EVT 3.0 encoder of one stream (see the module docstring): 16-bit words."""
 
     ENCODING = 'EVT 3.0'
     MAX_SIZE = EVT3_MAX_SIZE

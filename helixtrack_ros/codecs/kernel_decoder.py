@@ -145,12 +145,7 @@ class KernelDecoder:
         ValueError
             If a used ``time_base`` is outside 0..2**63-1.
         """
-        tb_us = 0
-        if self.USES_TIME_BASE:
-            time_base = int(time_base)
-            if not 0 <= time_base < 1 << 63:
-                raise ValueError(f'time_base must be in 0..2**63-1 ns, got {time_base}')
-            tb_us = time_base // 1000
+        tb_us = checked_time_base(time_base) // 1000 if self.USES_TIME_BASE else 0
         buf = payload_as_uint8(payload)
         words = self._words(buf, bool(is_bigendian))
         n = words.shape[0]
@@ -196,6 +191,14 @@ class KernelDecoder:
             return DecodedPacket(ev, _NO_TRIG_T, _NO_TRIG_U8, _NO_TRIG_U8)
         tt, tv, tid = scratch[4:]
         return DecodedPacket(ev, tt[:kt].copy(), tv[:kt].copy(), tid[:kt].copy())
+
+
+def checked_time_base(time_base: int) -> int:
+    """A packet's ``time_base`` [ns] as an int; ValueError outside 0..2**63-1."""
+    time_base = int(time_base)
+    if not 0 <= time_base < 1 << 63:
+        raise ValueError(f'time_base must be in 0..2**63-1 ns, got {time_base}')
+    return time_base
 
 
 def native_words(buf: np.ndarray, dtype: str, is_bigendian: bool) -> np.ndarray:

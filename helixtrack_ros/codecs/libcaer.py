@@ -98,9 +98,7 @@ def _libcaer_decode(words, new_packet, odd_bytes, time_base_us, width, height, s
                     counters, out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id):
     """Decode libcaer polarity events given as native uint64 (data | timestamp << 32)."""
     n = words.shape[0]
-    counters[cs.PACKETS] += new_packet
-    counters[cs.ODD] += odd_bytes
-    counters[cs.WORDS] += n
+    cs.count_call(counters, new_packet, odd_bytes, n)
     if new_packet:
         state[_L_PREV_TS] = 0
         state[_L_ROLL] = 0
@@ -149,9 +147,7 @@ def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, heigh
                         counters, out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id):
     """Decode native-order 16-bit libcaer_cmp words (up to 8 events per word)."""
     n = words.shape[0]
-    counters[cs.PACKETS] += new_packet
-    counters[cs.ODD] += odd_bytes
-    counters[cs.WORDS] += n
+    cs.count_call(counters, new_packet, odd_bytes, n)
     if new_packet:  # every packet starts afresh
         state[_M_X] = _NO_COORD
         state[_M_BASE_Y] = _NO_COORD

@@ -23,7 +23,7 @@ events. As for EVT 3.0, event times are kept non-decreasing within a stream
 import numpy as np
 
 from helixtrack_ros.codecs import counter_slots as cs
-from helixtrack_ros.codecs.kernel_decoder import KernelDecoder
+from helixtrack_ros.codecs.kernel_decoder import KernelDecoder, checked_time_base
 from helixtrack_ros.codecs.types import (
     DecodedPacket,
     payload_as_uint8,
@@ -83,27 +83,11 @@ class MonoDecoder(KernelDecoder):
 
     def decode(self, payload: 'bytes | np.ndarray', is_bigendian: bool = False,
                time_base: int = 0, out: EventBuffer | None = None) -> DecodedPacket:
-        """Decode the payload of one ``mono`` EventPacket.
+        """Decode one ``mono`` EventPacket (see :meth:`KernelDecoder.decode`).
 
-        Parameters
-        ----------
-        payload : bytes or numpy.ndarray
-            The packet's ``events`` bytes.
-        is_bigendian : bool
-            True if the 64-bit words are big-endian.
-        time_base : int
-            The packet's ``time_base`` [ns of sensor time].
-        out : EventBuffer, optional
-            Where to put the events (they are then views into it).
-
-        Returns
-        -------
-        DecodedPacket
-            The events (no triggers in this encoding).
+        An event's time is ``(time_base + dt) // 1000`` [us]; no triggers.
         """
-        time_base = int(time_base)
-        if not 0 <= time_base < 1 << 63:
-            raise ValueError(f'time_base must be in 0..2**63-1 ns, got {time_base}')
+        time_base = checked_time_base(time_base)
         buf = payload_as_uint8(payload)
         n = buf.shape[0] // 8
         self._counters[cs.PACKETS] += 1
@@ -121,26 +105,11 @@ class MonoDecoder(KernelDecoder):
 
 def encode_mono(events: EventArrays, time_base_ns: 'int | None' = None,
                 is_bigendian: bool = False) -> tuple[bytes, int]:
-    """Encode events as a ``mono`` payload (used by tests and tools).
+    """Encode events as a ``mono`` payload (tests, tools); return it and the time base [ns].
 
-    Parameters
-    ----------
-    events : EventArrays
-        Events to encode; ``t_us * 1000 - time_base_ns`` must fit in 32 bits.
-    time_base_ns : int, optional
-        The packet's time base [ns]; default: the first event's time.
-    is_bigendian : bool
-        Write big-endian words.
-
-    Returns
-    -------
-    tuple of (bytes, int)
-        The payload and the time base used [ns].
-
-    Raises
-    ------
-    ValueError
-        If a time offset does not fit in 32 bits or a coordinate is too large.
+    ``time_base_ns`` defaults to the first event's time; every
+    ``t_us * 1000 - time_base_ns`` must fit in 32 bits and y in 15 bits
+    (else ValueError). ``is_bigendian`` writes big-endian words.
     """
     t_ns = np.asarray(events.t_us, np.int64) * 1000
     if time_base_ns is None:

@@ -58,6 +58,11 @@ class StreamEncoder:
     ``TIME_HIGH_FILL_STEPS``, ``WORDS_PER_EVENT`` and ``WORDS_PER_TRIGGER``
     (the most words one needs), ``WORD`` (the little-endian word dtype),
     ``N_STATE`` (state slots, ``E_HIGH`` and ``E_T`` first) and ``_kernel``.
+
+    Examples
+    --------
+    >>> enc = Evt3Encoder()
+    >>> payload = enc.encode(events)  # doctest: +SKIP
     """
 
     ENCODING = ''
