@@ -136,3 +136,11 @@ def test_packetize_like_driver():
     assert packetize(np.empty(0, np.int64)) == []
     with pytest.raises(ValueError):
         packetize(t, 0)
+
+
+def test_encoder_refuses_negative_coordinates():
+    """A negative column used to wrap silently into a valid one when cast to uint16."""
+    one = EventArrays(np.array([5], np.int64), np.array([-65535]), np.array([1], np.uint16),
+                      np.array([1], np.uint8))
+    with pytest.raises(ValueError, match='coordinates'):
+        Evt3Encoder().encode(one)
