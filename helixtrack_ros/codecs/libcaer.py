@@ -148,11 +148,17 @@ def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, heigh
     """Decode native-order 16-bit libcaer_cmp words (up to 8 events per word)."""
     n = words.shape[0]
     cs.count_call(counters, new_packet, odd_bytes, n)
-    if new_packet:  # every packet starts afresh: no column or base row until sent, time 0
-        x, base_y, pol, high, low = _NO_COORD, _NO_COORD, 0, 0, 0
-    else:  # a later chunk of the packet
-        x, base_y, pol = state[_M_X], state[_M_BASE_Y], state[_M_POL]
-        high, low = state[_M_HIGH], state[_M_LOW]
+    if new_packet:  # every packet starts afresh
+        state[_M_X] = _NO_COORD
+        state[_M_BASE_Y] = _NO_COORD
+        state[_M_POL] = 0
+        state[_M_HIGH] = 0
+        state[_M_LOW] = 0
+    x = state[_M_X]
+    base_y = state[_M_BASE_Y]
+    pol = state[_M_POL]
+    high = state[_M_HIGH]
+    low = state[_M_LOW]
     floor = state[_M_FLOOR]
     t_ev = _hold(time_base_us + (high << 12) + low, floor, counters)
     x_ok = x < width
@@ -257,7 +263,10 @@ class LibcaerCmpDecoder(_LibcaerStream):
     _kernel = staticmethod(_libcaer_cmp_decode)
 
     def _new_state(self) -> np.ndarray:
-        return np.zeros(6, np.int64)  # the kernel starts every packet afresh
+        s = np.zeros(6, np.int64)
+        s[_M_X] = _NO_COORD
+        s[_M_BASE_Y] = _NO_COORD
+        return s
 
     def _words(self, buf: np.ndarray, is_bigendian: bool) -> np.ndarray:
         return native_words(buf, 'u2', is_bigendian)
