@@ -2,23 +2,22 @@
 # SPDX-License-Identifier: Apache-2.0
 """EVT 2.0 decoder: word semantics, counters, robustness (numba kernel vs naive twin)."""
 
-from hypothesis import HealthCheck, given, settings
+import codec_checks as checks
+from codec_checks import FAST, as_tuples, pack
+from hypothesis import given
 from hypothesis import strategies as st
 import numpy as np
 import pytest
 from reference.naive_evt2 import NaiveEvt2Decoder
 
-from helixtrack_ros.codecs import DecodedPacket, make_decoder
+from helixtrack_ros.codecs import make_decoder
 from helixtrack_ros.codecs.evt2 import Evt2Decoder
-
-FAST = settings(max_examples=150, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
 
 W, H = 64, 32  # small sensor so that random words often fall out of bounds
 
 
 def words(*ws: int) -> bytes:
-    return np.array(ws, '<u4').tobytes()
+    return pack('<u4', ws)
 
 
 def th(v: int) -> int:
@@ -31,13 +30,6 @@ def cd(x: int, y: int, low: int = 0, p: int = 1) -> int:
 
 def trig(low: int, ident: int, value: int) -> int:
     return (0xA << 28) | (low << 22) | (ident << 8) | value
-
-
-def as_tuples(pkt: DecodedPacket):
-    ev = list(zip(*(a.tolist() for a in pkt.events), strict=True))
-    tr = list(zip(pkt.trig_t_us.tolist(), pkt.trig_value.tolist(), pkt.trig_id.tolist(),
-                  strict=True))
-    return ev, tr
 
 
 def test_registry():
@@ -143,38 +135,18 @@ _small_word = st.builds(lambda c, lo, x, y: (c << 28) | (lo << 22) | (x << 11) |
 def test_kernel_matches_naive_twin(ws, cuts, big, w, h, lost):
     data = np.array(ws, '>u4' if big else '<u4').tobytes()
     bounds = sorted({min(c - c % 4, len(data)) for c in cuts}) + [len(data)]
-    dec = make_decoder('evt2', w, h)
-    naive = NaiveEvt2Decoder(w, h)
-    start = 0
-    for stop in bounds:
-        chunk = data[start:stop]
-        assert as_tuples(dec.decode(chunk, is_bigendian=big)) == naive.decode(chunk, big)
-        if lost:
-            dec.resync()
-            naive.resync()
-        start = stop
-    assert dec.counters == naive.counters
+    checks.assert_matches_twin(make_decoder('evt2', w, h), NaiveEvt2Decoder(w, h), data,
+                               bounds, big, lost)
 
 
 @FAST
 @given(data=st.binary(max_size=4000), big=st.booleans())
 def test_random_bytes_never_break(data, big):
-    dec = make_decoder('evt2', 640, 480)
-    for chunk in (data, data[: len(data) // 3], data[1:], data[:7]):
-        resets = dec.counters['time_resets']
-        pkt = dec.decode(chunk, is_bigendian=big)
-        ev = pkt.events
-        assert len(ev) <= len(chunk) // 4
-        assert np.all(ev.x < 640) and np.all(ev.y < 480) and np.all(ev.p <= 1)
-        back = int(np.count_nonzero(np.diff(ev.t_us) < 0))
-        assert back <= dec.counters['time_resets'] - resets and np.all(ev.t_us >= 0)
-        assert len(pkt.trig_t_us) == len(pkt.trig_value) == len(pkt.trig_id)
+    chunks = (data, data[: len(data) // 3], data[1:], data[:7])
+    dec, pkts = checks.decode_random_bytes('evt2', chunks, big, 640, 480, 4, 1)
+    for pkt in pkts:
         assert np.all(pkt.trig_id < 32) and np.all(pkt.trig_value <= 1)
-    c = dec.counters
-    assert c['words'] == sum(len(x) // 4 for x in (data, data[: len(data) // 3], data[1:],
-                                                   data[:7]))
-    assert c['odd_bytes'] == sum(len(x) % 4 for x in (data, data[: len(data) // 3], data[1:],
-                                                      data[:7]))
+    assert dec.counters['odd_bytes'] == sum(len(x) % 4 for x in chunks)
 
 
 def test_truncated_valid_stream_every_prefix():
@@ -182,15 +154,7 @@ def test_truncated_valid_stream_every_prefix():
     body = [th(5), cd(1, 2, 3), cd(40, 20, 4, 0), trig(5, 2, 1), th(6), cd(3, 3, 1),
             0xE0000001, 0xF0000002, cd(70, 1, 9)]
     data = words(*(body + list(rng.choice(body, 60))))
-    for cut in range(len(data) + 1):
-        dec = make_decoder('evt2', W, H)
-        naive = NaiveEvt2Decoder(W, H)
-        first, rest = data[:cut], data[cut:]
-        skip = (4 - cut % 4) % 4  # the torn word's remaining bytes are lost
-        got = [as_tuples(dec.decode(first)), as_tuples(dec.decode(rest[skip:]))]
-        want = [naive.decode(first), naive.decode(rest[skip:])]
-        assert got == want
-        assert dec.counters == naive.counters
+    checks.assert_every_prefix_matches_twin('evt2', NaiveEvt2Decoder, data, 4, W, H)
 
 
 def test_long_payload_in_chunks(monkeypatch):

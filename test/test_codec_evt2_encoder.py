@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """EVT 2.0 encoder: encode -> decode identity (packets, wraps, gaps), stream shape, errors."""
 
+from codec_checks import assert_round_trip, assert_same, random_times
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import numpy as np
@@ -14,27 +15,19 @@ from helixtrack_ros.core.events import EventArrays
 
 SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
-WRAP_US = 1 << 34
+WRAP_BITS = 34
+WRAP_US = 1 << WRAP_BITS
 
 
 def make_stream(seed: int, n: int, t0: int, mean_dt: float, gap_us: int = 0,
                 width: int = 640, height: int = 480) -> EventArrays:
     """Random events with bursts on shared timestamps and an optional silence."""
     rng = np.random.default_rng(seed)
-    dt = rng.geometric(1.0 / (1.0 + mean_dt), n) - 1
-    if gap_us and n > 1:
-        dt[n // 2] += gap_us
-    if n:
-        dt[0] = 0
-    return EventArrays((t0 + np.cumsum(dt)).astype(np.int64),
+    t = random_times(rng, n, t0, mean_dt, gap_us)
+    return EventArrays(t.astype(np.int64),
                        rng.integers(0, width, n).astype(np.uint16),
                        rng.integers(0, height, n).astype(np.uint16),
                        rng.integers(0, 2, n).astype(np.uint8))
-
-
-def assert_same(a: EventArrays, b: EventArrays) -> None:
-    for f in EventArrays._fields:
-        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
 
 
 stream_args = st.fixed_dictionaries({
@@ -49,28 +42,8 @@ stream_args = st.fixed_dictionaries({
 @SETTINGS
 @given(args=stream_args, n_trig=st.integers(0, 5), cuts=st.lists(st.floats(0, 1), max_size=8))
 def test_encode_decode_identity(args, n_trig, cuts):
-    ev = make_stream(**args)
-    rng = np.random.default_rng(args['seed'] + 1)
-    lo = int(ev.t_us[0]) if len(ev) else 0
-    hi = int(ev.t_us[-1]) if len(ev) else 1000
-    tt = np.sort(rng.integers(lo, hi + 1, n_trig))
-    tv = rng.integers(0, 2, n_trig).astype(np.uint8)
-    tid = rng.integers(0, 32, n_trig).astype(np.uint8)
-    payload = Evt2Encoder().encode(ev, tt, tv, tid)
-    assert len(payload) % 4 == 0
-    n_words = len(payload) // 4
-    pos = sorted({int(c * n_words) * 4 for c in cuts})
-    dec = make_decoder('evt2', 640, 480)
-    bounds = zip([0] + pos, pos + [len(payload)], strict=True)
-    parts = [dec.decode(payload[a:b]) for a, b in bounds]
-    assert_same(EventArrays.concatenate([p.events for p in parts]), ev)
-    np.testing.assert_array_equal(np.concatenate([p.trig_t_us for p in parts]), tt)
-    np.testing.assert_array_equal(np.concatenate([p.trig_value for p in parts]), tv)
-    np.testing.assert_array_equal(np.concatenate([p.trig_id for p in parts]), tid)
-    c = dec.counters
-    assert c['events'] == len(ev) and c['triggers'] == n_trig
-    assert c['time_clamped'] == c['time_backwards'] == c['out_of_bounds'] == 0
-    assert c['time_wraps'] == (int(ev.t_us[-1]) >> 34 if len(ev) else 0)
+    assert_round_trip(Evt2Encoder(), 'evt2', (640, 480), make_stream(**args), n_trig, 31, cuts,
+                      args['seed'] + 1, wrap_bits=WRAP_BITS)
 
 
 @SETTINGS

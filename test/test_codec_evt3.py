@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """EVT 3.0 decoder: word semantics, counters, robustness (numba kernel vs naive twin)."""
 
-from hypothesis import HealthCheck, given, settings
+import codec_checks as checks
+from codec_checks import FAST, as_tuples, pack
+from hypothesis import given
 from hypothesis import strategies as st
 import numpy as np
 import pytest
@@ -10,19 +12,15 @@ from reference.naive_evt3 import NaiveEvt3Decoder
 
 from helixtrack_ros.codecs import (
     SUPPORTED_ENCODINGS,
-    DecodedPacket,
     UnsupportedEncodingError,
     make_decoder,
 )
-
-FAST = settings(max_examples=150, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
 
 W, H = 64, 32  # small sensor so that random words often fall out of bounds
 
 
 def words(*ws: int) -> bytes:
-    return np.array(ws, '<u2').tobytes()
+    return pack('<u2', ws)
 
 
 def th(v: int) -> int:
@@ -39,13 +37,6 @@ def ay(v: int) -> int:
 
 def ax(v: int, p: int = 1) -> int:
     return 0x2000 | (p << 11) | v
-
-
-def as_tuples(pkt: DecodedPacket):
-    ev = list(zip(*(a.tolist() for a in pkt.events), strict=True))
-    tr = list(zip(pkt.trig_t_us.tolist(), pkt.trig_value.tolist(), pkt.trig_id.tolist(),
-                  strict=True))
-    return ev, tr
 
 
 def test_registry_and_errors():
@@ -167,38 +158,17 @@ _small_word = st.builds(lambda c, v: (c << 12) | v, _codes,
        w=st.sampled_from([W, 1280, 2048]), h=st.sampled_from([H, 720]))
 def test_kernel_matches_naive_twin(ws, cuts, big, w, h):
     data = np.array(ws, '>u2' if big else '<u2').tobytes()
-    bounds = sorted({min(c, len(data)) for c in cuts}) + [len(data)]
-    dec = make_decoder('evt3', w, h)
-    naive = NaiveEvt3Decoder(w, h)
-    start = 0
-    for stop in bounds:
-        chunk = data[start:stop]
-        if len(chunk) % 2:  # the odd byte is dropped, not carried: cut on words
-            stop -= 1
-            chunk = chunk[:-1]
-        pkt = dec.decode(chunk, is_bigendian=big)
-        assert as_tuples(pkt) == naive.decode(chunk, is_bigendian=big)
-        start = stop
-    assert dec.counters == naive.counters
+    # the odd byte is dropped, not carried: cut on words
+    bounds = [b - b % 2 for b in sorted({min(c, len(data)) for c in cuts})] + [len(data)]
+    checks.assert_matches_twin(make_decoder('evt3', w, h), NaiveEvt3Decoder(w, h), data,
+                               bounds, big)
 
 
 @FAST
 @given(data=st.binary(max_size=2000), big=st.booleans())
 def test_random_bytes_never_break(data, big):
-    dec = make_decoder('evt3', 1280, 720)
-    for chunk in (data, data[: len(data) // 3], data[1:]):
-        resets = dec.counters['time_resets']
-        pkt = dec.decode(chunk, is_bigendian=big)
-        ev = pkt.events
-        assert len(ev) <= 12 * (len(chunk) // 2)
-        assert np.all(ev.x < 1280) and np.all(ev.y < 720) and np.all(ev.p <= 1)
-        # time goes back only where the sensor clock restarted (a far-back TIME_HIGH),
-        # and each such restart is counted
-        back = int(np.count_nonzero(np.diff(ev.t_us) < 0))
-        assert back <= dec.counters['time_resets'] - resets and np.all(ev.t_us >= 0)
-        assert len(pkt.trig_t_us) == len(pkt.trig_value) == len(pkt.trig_id)
-    c = dec.counters
-    assert c['words'] == sum(len(x) // 2 for x in (data, data[: len(data) // 3], data[1:]))
+    chunks = (data, data[: len(data) // 3], data[1:])
+    checks.decode_random_bytes('evt3', chunks, big, 1280, 720, 2, 12)
 
 
 def test_decoder_accepts_large_all_vector_packet():
@@ -216,14 +186,7 @@ def test_truncated_valid_stream_every_prefix():
     body = [th(5), tl(1), ay(3), ax(4), 0x3000 | 8, 0x4000 | 0xA5A, 0x5000 | 0x81,
             0xA000 | 0x301, th(6), tl(2), ay(30), ax(60, 0), 0xE001, 0xF002]
     data = words(*(body + list(rng.choice(body, 40))))
-    for cut in range(len(data) + 1):
-        dec = make_decoder('evt3', W, H)
-        naive = NaiveEvt3Decoder(W, H)
-        first, rest = data[:cut], data[cut:]
-        got = [as_tuples(dec.decode(first)), as_tuples(dec.decode(rest[cut % 2:]))]
-        want = [naive.decode(first), naive.decode(rest[cut % 2:])]
-        assert got == want
-        assert dec.counters == naive.counters
+    checks.assert_every_prefix_matches_twin('evt3', NaiveEvt3Decoder, data, 2, W, H)
 
 
 def test_far_backward_step_is_a_clock_restart_not_a_clamp():

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """EVT 3.0 encoder: encode -> decode identity, stream shape, packetize."""
 
+from codec_checks import assert_round_trip, assert_same, random_times
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import numpy as np
@@ -14,19 +15,15 @@ from helixtrack_ros.core.events import EventArrays
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
-WRAP_US = 1 << 24
+WRAP_BITS = 24
+WRAP_US = 1 << WRAP_BITS
 
 
 def make_stream(seed: int, n: int, t0: int, mean_dt: float, run_frac: float,
                 width: int = 1280, height: int = 720, gap_us: int = 0) -> EventArrays:
     """Random sensor-like events: bursts on shared timestamps, row runs, optional gap."""
     rng = np.random.default_rng(seed)
-    dt = rng.geometric(1.0 / (1.0 + mean_dt), n) - 1
-    if gap_us and n > 1:
-        dt[n // 2] += gap_us
-    if n:
-        dt[0] = 0  # the stream starts at t0 (< 2**24: a decoder starts in wrap epoch 0)
-    t = t0 + np.cumsum(dt)
+    t = random_times(rng, n, t0, mean_dt, gap_us)  # t0 < 2**24: a decoder starts in epoch 0
     y = rng.integers(0, height, n)
     x = rng.integers(0, width, n)
     p = rng.integers(0, 2, n)
@@ -42,11 +39,6 @@ def make_stream(seed: int, n: int, t0: int, mean_dt: float, run_frac: float,
                        p.astype(np.uint8))
 
 
-def assert_same(a: EventArrays, b: EventArrays) -> None:
-    for f in EventArrays._fields:
-        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
-
-
 stream_args = st.fixed_dictionaries({
     'seed': st.integers(0, 2**32 - 1),
     'n': st.integers(0, 3000),
@@ -60,30 +52,8 @@ stream_args = st.fixed_dictionaries({
 @SETTINGS
 @given(args=stream_args, n_trig=st.integers(0, 5), cuts=st.lists(st.floats(0, 1), max_size=8))
 def test_encode_decode_identity(args, n_trig, cuts):
-    ev = make_stream(**args)
-    rng = np.random.default_rng(args['seed'] + 1)
-    lo = int(ev.t_us[0]) if len(ev) else 0
-    hi = int(ev.t_us[-1]) if len(ev) else 1000
-    tt = np.sort(rng.integers(lo, hi + 1, n_trig))
-    tv = rng.integers(0, 2, n_trig).astype(np.uint8)
-    tid = rng.integers(0, 16, n_trig).astype(np.uint8)
-    payload = Evt3Encoder().encode(ev, tt, tv, tid)
-    assert len(payload) % 2 == 0
-    # cut the word stream at arbitrary word positions
-    n_words = len(payload) // 2
-    pos = sorted({int(c * n_words) * 2 for c in cuts})
-    dec = make_decoder('evt3', 1280, 720)
-    bounds = zip([0] + pos, pos + [len(payload)], strict=True)
-    parts = [dec.decode(payload[a:b]) for a, b in bounds]
-    assert_same(EventArrays.concatenate([p.events for p in parts]), ev)
-    np.testing.assert_array_equal(np.concatenate([p.trig_t_us for p in parts]), tt)
-    np.testing.assert_array_equal(np.concatenate([p.trig_value for p in parts]), tv)
-    np.testing.assert_array_equal(np.concatenate([p.trig_id for p in parts]), tid)
-    c = dec.counters
-    assert c['out_of_bounds'] == c['skipped_unknown'] == c['before_time_high'] == 0
-    assert c['time_backwards'] == c['time_clamped'] == 0
-    if len(ev):
-        assert c['time_wraps'] == int(ev.t_us[-1]) // WRAP_US
+    assert_round_trip(Evt3Encoder(), 'evt3', (1280, 720), make_stream(**args), n_trig, 15,
+                      cuts, args['seed'] + 1, wrap_bits=WRAP_BITS)
 
 
 @SETTINGS
@@ -166,3 +136,11 @@ def test_packetize_like_driver():
     assert packetize(np.empty(0, np.int64)) == []
     with pytest.raises(ValueError):
         packetize(t, 0)
+
+
+def test_encoder_refuses_negative_coordinates():
+    """A negative column used to wrap silently into a valid one when cast to uint16."""
+    one = EventArrays(np.array([5], np.int64), np.array([-65535]), np.array([1], np.uint16),
+                      np.array([1], np.uint8))
+    with pytest.raises(ValueError, match='coordinates'):
+        Evt3Encoder().encode(one)

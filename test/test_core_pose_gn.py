@@ -83,9 +83,8 @@ def test_bto_occupancy_gradient_matches_finite_differences(batch):
         assert (a[1] - b[1]) / (2 * d) == pytest.approx(dp_out[k], rel=1e-4, abs=1e-6)
 
 
-def test_normal_equations_match_naive_twin(batch):
-    ev, phi = batch
-    tp = TrackerParams()
+def assert_system_matches_naive_twin(ev, phi: np.ndarray, tp: TrackerParams) -> None:
+    """Normal equations and objective of the kernel equal the numpy twin's near the truth."""
     gp = pg.pack_gn_params(tp, B, 1)
     q = _q_true() + np.array([0.03, 0.1, 2.0, -1.0, 2e-4, -1e-4])
     sl = slice(0, 20000)
@@ -96,6 +95,11 @@ def test_normal_equations_match_naive_twin(batch):
     np.testing.assert_allclose(A, A2, rtol=1e-9, atol=1e-9 * np.abs(A2).max())
     np.testing.assert_allclose(g, g2, rtol=1e-9, atol=1e-9 * np.abs(g2).max())
     assert pg.objective(q, *args, gp) == pytest.approx(loss2, rel=1e-9)
+
+
+def test_normal_equations_match_naive_twin(batch):
+    ev, phi = batch
+    assert_system_matches_naive_twin(ev, phi, TrackerParams())
 
 
 #: the BTO's switches (#13): ours, the paper's ratio / penalty / weight, all three
@@ -112,16 +116,7 @@ def test_bto_forms_match_naive_twin(batch, form):
     ev, phi = batch
     tp = TrackerParams(bto_sectors=1, bto_p_in_min=0.7, bto_p_in_max=1.2, bto_p_out_min=0.05,
                        bto_p_out_max=0.1, lambda_reg=50.0, **form)
-    gp = pg.pack_gn_params(tp, B, 1)
-    q = _q_true() + np.array([0.03, 0.1, 2.0, -1.0, 2e-4, -1e-4])
-    sl = slice(0, 20000)
-    args = (ev.x[sl], ev.y[sl], ev.p[sl], phi[sl] - B * q[1])
-    A, g, _ = pg.normal_equations(q, *args, gp)
-    A2, g2, loss2 = ng.system(q, args[0].astype(float), args[1].astype(float), *args[2:],
-                              ng.params_dict(tp, B, 1))
-    np.testing.assert_allclose(A, A2, rtol=1e-9, atol=1e-9 * np.abs(A2).max())
-    np.testing.assert_allclose(g, g2, rtol=1e-9, atol=1e-9 * np.abs(g2).max())
-    assert pg.objective(q, *args, gp) == pytest.approx(loss2, rel=1e-9)
+    assert_system_matches_naive_twin(ev, phi, tp)
 
 
 @pytest.mark.parametrize('form', BTO_FORMS)

@@ -14,6 +14,7 @@ what they share.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 import sys
 
 from helixtrack_ros.cli.batch import cmd_batch
@@ -146,6 +147,15 @@ def _add_fleet_inputs(p: argparse.ArgumentParser, preset_text: str) -> None:
     _add_preset(p, preset_text)
 
 
+def _add_fleet_options(p: argparse.ArgumentParser, preset_text: str,
+                       func: Callable[[argparse.Namespace], int]) -> None:
+    """What ``batch`` and ``sweep`` share after their own arguments, and their command."""
+    _add_fleet_inputs(p, preset_text)
+    _add_engine(p)
+    _add_quiet(p)
+    p.set_defaults(func=func)
+
+
 def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
     """The sub-commands that run many tracking jobs on Dask: ``batch`` and ``sweep``."""
     p = sub.add_parser('batch', help='track many recordings at once (Dask), with a summary')
@@ -153,10 +163,8 @@ def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--out', required=True,
                    help='output directory: per recording its track outputs in a '
                         'sub-directory, and summary.csv (.parquet with pyarrow), summary.png')
-    _add_fleet_inputs(p, "tracker configuration (replaces the parameter file's preset:)")
-    _add_engine(p)
-    _add_quiet(p)
-    p.set_defaults(func=cmd_batch)
+    _add_fleet_options(p, "tracker configuration (replaces the parameter file's preset:)",
+                       cmd_batch)
 
     p = sub.add_parser('sweep', help='every configuration of a parameter grid on recordings '
                                      'with ground truth, ranked (Dask, cached per cell)')
@@ -171,10 +179,7 @@ def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--rank-by', choices=('mean', 'worst', 'scale'), default='mean',
                    help='rank by the mean MArE (default), the worst MArE or the worst '
                         'scale error over every recording and rotor')
-    _add_fleet_inputs(p, 'tracker configuration the grid starts from')
-    _add_engine(p)
-    _add_quiet(p)
-    p.set_defaults(func=cmd_sweep)
+    _add_fleet_options(p, 'tracker configuration the grid starts from', cmd_sweep)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,7 +35,15 @@ until the next TIME_HIGH (``resync_skipped``). ``time_base`` is not used.
 
 import numpy as np
 
-from helixtrack_ros.codecs.kernel_decoder import COUNTER_INDEX, KernelDecoder, native_words
+from helixtrack_ros.codecs import counter_slots as cs
+from helixtrack_ros.codecs.kernel_decoder import KernelDecoder, native_words
+from helixtrack_ros.codecs.time_high import (
+    S_ABS_HIGH,
+    S_HAVE_TH,
+    TIME_HIGH,
+    find_time_high,
+    step_time_high,
+)
 from helixtrack_ros.core.jit import kernel
 
 #: Largest sensor size EVT 2.0 can address (11-bit coordinates).
@@ -44,40 +52,22 @@ EVT2_MAX_SIZE = 2048
 # word type codes
 CD_OFF = 0x0
 CD_ON = 0x1
-TIME_HIGH = 0x8
 EXT_TRIGGER = 0xA
 OTHERS = 0xE
 CONTINUED = 0xF
 
 #: Bits of the time below TIME_HIGH (carried by every event word).
 LOW_BITS = 6
-HIGH_MASK = (1 << 28) - 1
-_HALF = 1 << 27  # forward steps of TIME_HIGH accepted (2.4 h)
+HIGH_BITS = 28  # bits of TIME_HIGH
+HIGH_MASK = (1 << HIGH_BITS) - 1
 
 #: A backward TIME_HIGH step of more than this many steps (64 us each, 65 ms) is
 #: not a glitch but a restarted sensor clock: times may decrease there.
 RESET_STEPS = 1024
 
-# decoder state slots (int64 array carried across packets)
-_S_HAVE_TH = 0   # 1 once the first TIME_HIGH was seen; 2: resynchronising (resync)
-_S_ABS_HIGH = 1  # absolute TIME_HIGH count (wraps included)
+# decoder state slots (int64 array carried across packets), after those of time_high
 _S_FLOOR = 2     # time of the latest emitted event (monotone floor)
 _N_STATE = 3
-
-_C_PACKETS = COUNTER_INDEX['packets']
-_C_ODD = COUNTER_INDEX['odd_bytes']
-_C_WORDS = COUNTER_INDEX['words']
-_C_EVENTS = COUNTER_INDEX['events']
-_C_TRIGGERS = COUNTER_INDEX['triggers']
-_C_OTHER = COUNTER_INDEX['skipped_other']
-_C_UNKNOWN = COUNTER_INDEX['skipped_unknown']
-_C_BEFORE = COUNTER_INDEX['before_time_high']
-_C_OOB = COUNTER_INDEX['out_of_bounds']
-_C_BACK = COUNTER_INDEX['time_backwards']
-_C_WRAPS = COUNTER_INDEX['time_wraps']
-_C_CLAMPED = COUNTER_INDEX['time_clamped']
-_C_RESETS = COUNTER_INDEX['time_resets']
-_C_RESYNC = COUNTER_INDEX['resync_skipped']
 
 
 @kernel
@@ -89,26 +79,13 @@ def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, stat
     returns their counts. ``time_base_us`` is unused (EVT 2.0 keeps its time).
     """
     n = words.shape[0]
-    counters[_C_PACKETS] += new_packet
-    counters[_C_ODD] += odd_bytes
-    counters[_C_WORDS] += n
+    cs.count_call(counters, new_packet, odd_bytes, n)
     i = 0
-    if state[_S_HAVE_TH] != 1:
-        while i < n and (words[i] >> 28) != TIME_HIGH:
-            i += 1
-        counters[_C_BEFORE if state[_S_HAVE_TH] == 0 else _C_RESYNC] += i
-        if i == n:
+    if state[S_HAVE_TH] != 1:
+        i = find_time_high(words, 28, HIGH_BITS, state, counters)
+        if i < 0:
             return 0, 0
-        h0 = np.int64(words[i]) & HIGH_MASK
-        if state[_S_HAVE_TH] == 2:
-            # after lost packets: time went forward by the modular TIME_HIGH difference
-            h0 = state[_S_ABS_HIGH] + ((h0 - state[_S_ABS_HIGH]) & HIGH_MASK)
-            if (h0 >> 28) > counters[_C_WRAPS]:
-                counters[_C_WRAPS] = h0 >> 28
-        state[_S_HAVE_TH] = 1
-        state[_S_ABS_HIGH] = h0
-        i += 1
-    abs_high = state[_S_ABS_HIGH]
+    abs_high = state[S_ABS_HIGH]
     base = abs_high << LOW_BITS
     floor = state[_S_FLOOR]
     k = 0
@@ -136,18 +113,10 @@ def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, stat
             else:
                 n_oob += 1
         elif code == TIME_HIGH:
-            d = ((w & HIGH_MASK) - abs_high) & HIGH_MASK
-            if d < _HALF:
-                abs_high += d
-                if (abs_high >> 28) > counters[_C_WRAPS]:  # a new wrap, not a re-crossing
-                    counters[_C_WRAPS] = abs_high >> 28
-            else:
-                back = HIGH_MASK + 1 - d
-                abs_high -= back
-                counters[_C_BACK] += 1
-                if back > RESET_STEPS and abs_high >= 0:  # far back: the clock restarted
-                    counters[_C_RESETS] += 1
-                    floor = abs_high << LOW_BITS
+            abs_high, restarted = step_time_high(abs_high, w & HIGH_MASK, HIGH_BITS, RESET_STEPS,
+                                                 counters)
+            if restarted:  # times may decrease here
+                floor = abs_high << LOW_BITS
             base = abs_high << LOW_BITS
         elif code == EXT_TRIGGER:
             tr_t[np.uint64(kt)] = max(base + ((w >> 22) & 0x3F), floor)
@@ -155,32 +124,20 @@ def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, stat
             tr_id[np.uint64(kt)] = (w >> 8) & 0x1F
             kt += 1
         elif code == OTHERS or code == CONTINUED:
-            counters[_C_OTHER] += 1
+            counters[cs.OTHER] += 1
         else:
-            counters[_C_UNKNOWN] += 1
-    state[_S_ABS_HIGH] = abs_high
+            counters[cs.UNKNOWN] += 1
+    state[S_ABS_HIGH] = abs_high
     state[_S_FLOOR] = floor
-    counters[_C_OOB] += n_oob
-    counters[_C_CLAMPED] += n_clamped
-    counters[_C_EVENTS] += k
-    counters[_C_TRIGGERS] += kt
+    counters[cs.OOB] += n_oob
+    counters[cs.CLAMPED] += n_clamped
+    counters[cs.EVENTS] += k
+    counters[cs.TRIGGERS] += kt
     return k, kt
 
 
 class Evt2Decoder(KernelDecoder):
-    """Stateful EVT 2.0 decoder for one event stream.
-
-    Parameters
-    ----------
-    width, height : int
-        Sensor size in pixels; events outside are dropped and counted.
-
-    Examples
-    --------
-    >>> dec = Evt2Decoder(320, 320)
-    >>> pkt = dec.decode(msg.events)            # doctest: +SKIP
-    >>> pkt.events.t_us, dec.counters['events']  # doctest: +SKIP
-    """
+    """Stateful EVT 2.0 decoder for one event stream."""
 
     encoding = 'evt2'
     MAX_SIZE = EVT2_MAX_SIZE
@@ -201,5 +158,5 @@ class Evt2Decoder(KernelDecoder):
         a loss could get the time of before it. Until the next TIME_HIGH the
         words are skipped (``resync_skipped``); the wrap count continues.
         """
-        if self._state[_S_HAVE_TH] == 1:
-            self._state[_S_HAVE_TH] = 2
+        if self._state[S_HAVE_TH] == 1:
+            self._state[S_HAVE_TH] = 2

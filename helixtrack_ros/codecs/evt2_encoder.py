@@ -29,14 +29,11 @@ from helixtrack_ros.codecs.evt2 import (
     LOW_BITS,
     TIME_HIGH,
 )
-from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.codecs.stream_encoder import E_HIGH, E_T, StreamEncoder
 from helixtrack_ros.core.jit import kernel
 
 #: Longest gap between TIME_HIGH words the encoder leaves (TIME_HIGH steps).
 TIME_HIGH_FILL_STEPS = 1 << 26
-
-_E_HIGH = 0  # absolute TIME_HIGH last written (-1: none yet)
-_E_T = 1     # time last written (-1: none yet)
 
 
 @kernel
@@ -44,7 +41,7 @@ def _evt2_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
     """Write EVT 2.0 words of events and triggers into ``out``; returns the count."""
     n = t.shape[0]
     ntr = tr_t.shape[0]
-    last_high = state[_E_HIGH]
+    last_high = state[E_HIGH]
     k = 0
     i = 0
     j = 0
@@ -71,96 +68,21 @@ def _evt2_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
             out[k] = (code << 28) | (low << 22) | (np.int64(x[i]) << 11) | np.int64(y[i])
             i += 1
         k += 1
-        state[_E_T] = ti
-    state[_E_HIGH] = last_high
+        state[E_T] = ti
+    state[E_HIGH] = last_high
     return k
 
 
-def _as_1d(name: str, a: 'np.ndarray | None', n: int, dtype: type, default: int) -> np.ndarray:
-    if a is None:
-        return np.full(n, default, dtype)
-    out = np.ascontiguousarray(a, dtype=dtype).reshape(-1)
-    if out.shape[0] != n:
-        raise ValueError(f'{name} must have {n} elements, got {out.shape[0]}')
-    return out
+class Evt2Encoder(StreamEncoder):
+    """Stateful EVT 2.0 encoder of one stream (see the module docstring): 32-bit words."""
 
-
-class Evt2Encoder:
-    """Stateful EVT 2.0 encoder of one stream (see the module docstring).
-
-    Examples
-    --------
-    >>> enc = Evt2Encoder()
-    >>> payload = enc.encode(events)  # doctest: +SKIP
-    """
-
-    def __init__(self) -> None:
-        self._state = np.array([-1, -1], np.int64)
-
-    def reset(self) -> None:
-        """Start a new stream (the next packet begins with a TIME_HIGH)."""
-        self._state[:] = -1
-
-    @property
-    def last_t_us(self) -> int:
-        """Time of the last event or trigger written [us], -1 before the first."""
-        return int(self._state[_E_T])
-
-    def encode(self, events: EventArrays, trig_t_us: 'np.ndarray | None' = None,
-               trig_value: 'np.ndarray | None' = None,
-               trig_id: 'np.ndarray | None' = None) -> bytes:
-        """Encode one packet of events (and optional trigger events).
-
-        Parameters
-        ----------
-        events : EventArrays
-            Events with non-decreasing ``t_us`` >= 0, not earlier than the
-            previous packet's last time; x, y < 2048.
-        trig_t_us : numpy.ndarray, optional
-            Non-decreasing trigger times [us], same constraint.
-        trig_value : numpy.ndarray, optional
-            Trigger edges (0/1); default 1.
-        trig_id : numpy.ndarray, optional
-            Trigger channels (0..31); default 0.
-
-        Returns
-        -------
-        bytes
-            Little-endian 32-bit EVT 2.0 words.
-
-        Raises
-        ------
-        ValueError
-            On inconsistent lengths, decreasing or negative times, or values
-            EVT 2.0 cannot hold.
-        """
-        t = _as_1d('t_us', events.t_us, len(events.t_us), np.int64, 0)
-        n = t.shape[0]
-        x = _as_1d('x', events.x, n, np.int64, 0)
-        y = _as_1d('y', events.y, n, np.int64, 0)
-        p = _as_1d('p', events.p, n, np.uint8, 0)
-        tr_t = (np.empty(0, np.int64) if trig_t_us is None
-                else np.ascontiguousarray(trig_t_us, dtype=np.int64).reshape(-1))
-        ntr = tr_t.shape[0]
-        tr_v = _as_1d('trig_value', trig_value, ntr, np.uint8, 1)
-        tr_id = _as_1d('trig_id', trig_id, ntr, np.uint8, 0)
-        if np.any(tr_v > 1) or np.any(tr_id > 31):
-            raise ValueError('trigger values must be 0/1 and trigger ids 0..31')
-        for name, a in (('x', x), ('y', y)):
-            if n and (int(a.min()) < 0 or int(a.max()) >= EVT2_MAX_SIZE):
-                raise ValueError(f'EVT 2.0 coordinates must be in 0..{EVT2_MAX_SIZE - 1} ({name})')
-        last = int(self._state[_E_T])
-        t_max = last
-        for name, a in (('t_us', t), ('trig_t_us', tr_t)):
-            if a.shape[0] == 0:
-                continue
-            if int(a[0]) < max(last, 0) or np.any(np.diff(a) < 0):
-                raise ValueError(f'{name} must be >= 0, non-decreasing and not before the '
-                                 f'previous packet (last time {last} us)')
-            t_max = max(t_max, int(a[-1]))
-        t_min = min([int(a[0]) for a in (t, tr_t) if a.shape[0]], default=0)
-        start = t_min if last < 0 else last
-        n_fill = (t_max - start) // (TIME_HIGH_FILL_STEPS << LOW_BITS) + 2
-        out = np.empty(2 * (n + ntr) + n_fill + 8, np.uint32)
-        k = _evt2_encode(t, x, y, p, tr_t, tr_v, tr_id, self._state, out)
-        return out[:k].astype('<u4', copy=False).tobytes()
+    ENCODING = 'EVT 2.0'
+    MAX_SIZE = EVT2_MAX_SIZE
+    MAX_TRIG_ID = 31
+    LOW_BITS = LOW_BITS
+    TIME_HIGH_FILL_STEPS = TIME_HIGH_FILL_STEPS
+    WORDS_PER_EVENT = 2  # at most a TIME_HIGH and the event
+    WORDS_PER_TRIGGER = 2
+    WORD = np.dtype('<u4')
+    N_STATE = 2
+    _kernel = staticmethod(_evt2_encode)

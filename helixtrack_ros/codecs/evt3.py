@@ -58,9 +58,14 @@ checks. About 4 ns per event on driver-like packets (benchmarks/bench_decode.py)
 
 import numpy as np
 
+from helixtrack_ros.codecs import counter_slots as cs
 from helixtrack_ros.codecs.kernel_decoder import KernelDecoder
-from helixtrack_ros.codecs.types import (
-    COUNTER_NAMES,
+from helixtrack_ros.codecs.time_high import (
+    S_ABS_HIGH,
+    S_HAVE_TH,
+    TIME_HIGH,
+    find_time_high,
+    step_time_high,
 )
 from helixtrack_ros.core.jit import kernel
 
@@ -75,7 +80,6 @@ VECT_12 = 0x4
 VECT_8 = 0x5
 TIME_LOW = 0x6
 CONTINUED_4 = 0x7
-TIME_HIGH = 0x8
 EXT_TRIGGER = 0xA
 OTHERS = 0xE
 CONTINUED_12 = 0xF
@@ -84,9 +88,7 @@ CONTINUED_12 = 0xF
 #: not a glitch but a restarted sensor clock: times may decrease there.
 RESET_STEPS = 16
 
-# decoder state slots (int64 array carried across packets)
-_S_HAVE_TH = 0   # 1 once the first TIME_HIGH was seen; 2: resynchronising (resync)
-_S_ABS_HIGH = 1  # absolute TIME_HIGH count (wraps included)
+# decoder state slots (int64 array carried across packets), after those of time_high
 _S_LOW = 2       # last TIME_LOW
 _S_Y = 3         # current row (_NO_COORD until an ADDR_Y)
 _S_BASE_X = 4    # current vector base column (_NO_COORD until a VECT_BASE_X)
@@ -95,23 +97,6 @@ _S_FLOOR = 6     # time of the latest emitted event (monotone floor)
 _S_T_EV = 7      # time given to events now
 _N_STATE = 8
 _NO_COORD = 1 << 20  # a coordinate no sensor has: events without a row/base are dropped
-
-_C = {name: i for i, name in enumerate(COUNTER_NAMES)}
-_C_PACKETS = _C['packets']
-_C_ODD = _C['odd_bytes']
-_C_WORDS = _C['words']
-_C_EVENTS = _C['events']
-_C_TRIGGERS = _C['triggers']
-_C_OTHER = _C['skipped_other']
-_C_UNKNOWN = _C['skipped_unknown']
-_C_BEFORE = _C['before_time_high']
-_C_OOB = _C['out_of_bounds']
-_C_BACK = _C['time_backwards']
-_C_WRAPS = _C['time_wraps']
-_C_CLAMPED = _C['time_clamped']
-_C_RESETS = _C['time_resets']
-_C_RESYNC = _C['resync_skipped']
-
 
 
 def new_state() -> np.ndarray:
@@ -131,29 +116,16 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
     triggers to ``tr_*`` (capacity >= 1 per word); returns their counts.
     """
     n = words.shape[0]
-    counters[_C_PACKETS] += new_packet
-    counters[_C_ODD] += odd_bytes
-    counters[_C_WORDS] += n
+    cs.count_call(counters, new_packet, odd_bytes, n)
     k = 0
     kt = 0
     i = 0
-    if state[_S_HAVE_TH] != 1:
-        while i < n and (words[i] >> 12) != TIME_HIGH:
-            i += 1
-        counters[_C_BEFORE if state[_S_HAVE_TH] == 0 else _C_RESYNC] += i
-        if i == n:
+    if state[S_HAVE_TH] != 1:
+        i = find_time_high(words, 12, 12, state, counters)
+        if i < 0:
             return 0, 0
-        h0 = np.int64(words[i]) & 0xFFF
-        if state[_S_HAVE_TH] == 2:
-            # after lost packets: time went forward by the modular TIME_HIGH difference
-            h0 = state[_S_ABS_HIGH] + ((h0 - state[_S_ABS_HIGH]) & 0xFFF)
-            if (h0 >> 12) > counters[_C_WRAPS]:
-                counters[_C_WRAPS] = h0 >> 12
-        state[_S_HAVE_TH] = 1
-        state[_S_ABS_HIGH] = h0
         state[_S_LOW] = 0
-        state[_S_T_EV] = max(h0 << 12, state[_S_FLOOR])
-        i += 1
+        state[_S_T_EV] = max(state[S_ABS_HIGH] << 12, state[_S_FLOOR])
     # Hot state in locals; rarely changed state and the counters stay in the arrays
     # (fewer live variables: the loop keeps its values in registers).
     y = state[_S_Y]
@@ -175,7 +147,7 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
                 out_p[np.uint64(k)] = (w >> 11) & 1
                 k += 1
             else:
-                counters[_C_OOB] += 1
+                counters[cs.OOB] += 1
         elif code == ADDR_Y:
             y = w & 0x7FF
             x_lim = width if y < height else 0
@@ -186,25 +158,17 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
             if code == TIME_LOW:
                 state[_S_LOW] = w & 0xFFF
             else:
-                abs_high = state[_S_ABS_HIGH]
-                d = ((w & 0xFFF) - abs_high) & 0xFFF
-                if d < 2048:
-                    abs_high += d
-                    if (abs_high >> 12) > counters[_C_WRAPS]:  # a new wrap, not a re-crossing
-                        counters[_C_WRAPS] = abs_high >> 12
-                else:
-                    abs_high -= 4096 - d
-                    counters[_C_BACK] += 1
-                    if 4096 - d > RESET_STEPS and abs_high >= 0:  # far back: clock restarted
-                        counters[_C_RESETS] += 1
-                        state[_S_FLOOR] = abs_high << 12
-                state[_S_ABS_HIGH] = abs_high
-            t_raw = (state[_S_ABS_HIGH] << 12) + state[_S_LOW]
+                abs_high, restarted = step_time_high(state[S_ABS_HIGH], w & 0xFFF, 12,
+                                                     RESET_STEPS, counters)
+                if restarted:  # times may decrease here
+                    state[_S_FLOOR] = abs_high << 12
+                state[S_ABS_HIGH] = abs_high
+            t_raw = (state[S_ABS_HIGH] << 12) + state[_S_LOW]
             if t_raw >= state[_S_FLOOR]:
                 t_ev = t_raw
             else:
                 t_ev = state[_S_FLOOR]
-                counters[_C_CLAMPED] += 1
+                counters[cs.CLAMPED] += 1
         elif code == VECT_12 or code == VECT_8:
             if code == VECT_12:
                 m = w & 0xFFF
@@ -234,7 +198,7 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
                             out_p[np.uint64(k)] = pol
                             k += 1
                         else:
-                            counters[_C_OOB] += 1
+                            counters[cs.OOB] += 1
                     m >>= 1
                     j += 1
             base_x += span
@@ -247,17 +211,17 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
             tr_id[np.uint64(kt)] = (w >> 8) & 0xF
             kt += 1
         elif code == OTHERS or code == CONTINUED_4 or code == CONTINUED_12:
-            counters[_C_OTHER] += 1
+            counters[cs.OTHER] += 1
         else:
-            counters[_C_UNKNOWN] += 1
+            counters[cs.UNKNOWN] += 1
     if k > k_mark:
         state[_S_FLOOR] = t_ev
     state[_S_Y] = y
     state[_S_BASE_X] = min(base_x, _NO_COORD)
     state[_S_POL] = pol
     state[_S_T_EV] = t_ev
-    counters[_C_EVENTS] += k
-    counters[_C_TRIGGERS] += kt
+    counters[cs.EVENTS] += k
+    counters[cs.TRIGGERS] += kt
     return k, kt
 
 
@@ -283,19 +247,7 @@ def _evt3_kernel(words, new_packet, odd_bytes, time_base_us, width, height, stat
 
 
 class Evt3Decoder(KernelDecoder):
-    """Stateful EVT 3.0 decoder for one event stream.
-
-    Parameters
-    ----------
-    width, height : int
-        Sensor size in pixels; events outside are dropped and counted.
-
-    Examples
-    --------
-    >>> dec = Evt3Decoder(1280, 720)
-    >>> pkt = dec.decode(msg.events)            # doctest: +SKIP
-    >>> pkt.events.t_us, dec.counters['events']  # doctest: +SKIP
-    """
+    """Stateful EVT 3.0 decoder for one event stream."""
 
     encoding = 'evt3'
     MAX_SIZE = EVT3_MAX_SIZE
@@ -318,7 +270,7 @@ class Evt3Decoder(KernelDecoder):
         skipped (``resync_skipped``); the wrap count continues; rows and bases
         are unknown until sent again.
         """
-        if self._state[_S_HAVE_TH] == 1:
-            self._state[_S_HAVE_TH] = 2
+        if self._state[S_HAVE_TH] == 1:
+            self._state[S_HAVE_TH] = 2
         self._state[_S_Y] = _NO_COORD
         self._state[_S_BASE_X] = _NO_COORD

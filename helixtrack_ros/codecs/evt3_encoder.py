@@ -40,14 +40,12 @@ from helixtrack_ros.codecs.evt3 import (
     VECT_12,
     VECT_BASE_X,
 )
-from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.codecs.stream_encoder import E_HIGH, E_T, StreamEncoder
 from helixtrack_ros.core.jit import kernel
 
 #: Longest gap between TIME_HIGH words the encoder leaves (TIME_HIGH steps).
 TIME_HIGH_FILL_STEPS = 1024
 
-_E_HIGH = 0  # absolute TIME_HIGH last written (-1: none yet)
-_E_T = 1     # time last written (-1: none yet)
 _E_Y = 2     # row the decoder holds (-1: unknown)
 
 
@@ -56,8 +54,8 @@ def _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
     """Write EVT 3.0 words of events and triggers into ``out``; returns the count."""
     n = t.shape[0]
     ntr = tr_t.shape[0]
-    last_high = state[_E_HIGH]
-    last_t = state[_E_T]
+    last_high = state[E_HIGH]
+    last_t = state[E_T]
     cur_y = state[_E_Y]
     k = 0
     i = 0
@@ -125,115 +123,25 @@ def _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
                 out[np.uint64(k)] = (VECT_12 << 12) | mask
                 base += 12
             k += 1
-    state[_E_HIGH] = last_high
-    state[_E_T] = last_t
+    state[E_HIGH] = last_high
+    state[E_T] = last_t
     state[_E_Y] = cur_y
     return k
 
 
-@kernel
-def _sorted_from(a, lo):
-    """True if ``a`` is non-decreasing and starts at or after ``lo``."""
-    prev = lo
-    for i in range(a.shape[0]):
-        v = a[np.uint64(i)]
-        if v < prev:
-            return False
-        prev = v
-    return True
+class Evt3Encoder(StreamEncoder):
+    """Stateful EVT 3.0 encoder of one stream (see the module docstring): 16-bit words."""
 
-
-def _check_1d(name: str, a: np.ndarray, n: int) -> None:
-    if a.ndim != 1 or a.shape[0] != n:
-        raise ValueError(f'{name} must be 1-D with {n} elements, got shape {a.shape}')
-
-
-class Evt3Encoder:
-    """Stateful EVT 3.0 encoder of one stream (see the module docstring).
-
-    Examples
-    --------
-    >>> enc = Evt3Encoder()
-    >>> payload = enc.encode(events)  # doctest: +SKIP
-    """
-
-    def __init__(self) -> None:
-        self._state = np.array([-1, -1, -1], np.int64)
-
-    def reset(self) -> None:
-        """Start a new stream (the next packet begins with a TIME_HIGH)."""
-        self._state[:] = -1
-
-    @property
-    def last_t_us(self) -> int:
-        """Time of the last event or trigger written [us], -1 before the first."""
-        return int(self._state[_E_T])
-
-    def encode(self, events: EventArrays, trig_t_us: 'np.ndarray | None' = None,
-               trig_value: 'np.ndarray | None' = None,
-               trig_id: 'np.ndarray | None' = None) -> bytes:
-        """Encode one packet of events (and optional trigger events).
-
-        Parameters
-        ----------
-        events : EventArrays
-            Events with non-decreasing ``t_us`` >= 0, not earlier than the
-            previous packet's last time; x, y < 2048.
-        trig_t_us : numpy.ndarray, optional
-            Non-decreasing trigger times [us], same constraint.
-        trig_value : numpy.ndarray, optional
-            Trigger edges (0/1); default 1.
-        trig_id : numpy.ndarray, optional
-            Trigger channels (0..15); default 0.
-
-        Returns
-        -------
-        bytes
-            Little-endian 16-bit EVT 3.0 words.
-
-        Raises
-        ------
-        ValueError
-            On inconsistent lengths, decreasing or negative times, or
-            coordinates EVT 3.0 cannot hold.
-        """
-        t = np.ascontiguousarray(events.t_us, dtype=np.int64)
-        n = t.shape[0]
-        x = np.ascontiguousarray(events.x, dtype=np.uint16)
-        y = np.ascontiguousarray(events.y, dtype=np.uint16)
-        p = np.ascontiguousarray(events.p, dtype=np.uint8)
-        for name, a in (('t_us', t), ('x', x), ('y', y), ('p', p)):
-            _check_1d(name, a, n)
-        if trig_t_us is None:
-            tr_t = np.empty(0, np.int64)
-        else:
-            tr_t = np.ascontiguousarray(trig_t_us, dtype=np.int64).reshape(-1)
-        ntr = tr_t.shape[0]
-        tr_v = (np.ones(ntr, np.uint8) if trig_value is None
-                else np.ascontiguousarray(trig_value, dtype=np.uint8))
-        tr_id = (np.zeros(ntr, np.uint8) if trig_id is None
-                 else np.ascontiguousarray(trig_id, dtype=np.uint8))
-        _check_1d('trig_value', tr_v, ntr)
-        _check_1d('trig_id', tr_id, ntr)
-        if np.any(tr_v > 1) or np.any(tr_id > 15):
-            raise ValueError('trigger values must be 0/1 and trigger ids 0..15')
-        if n and (int(x.max()) >= EVT3_MAX_SIZE or int(y.max()) >= EVT3_MAX_SIZE):
-            raise ValueError(f'EVT 3.0 coordinates must be < {EVT3_MAX_SIZE}')
-        last = int(self._state[_E_T])
-        t_max = last
-        for name, a in (('t_us', t), ('trig_t_us', tr_t)):
-            if a.shape[0] == 0:
-                continue
-            if not _sorted_from(a, max(last, 0)):
-                raise ValueError(f'{name} must be >= 0, non-decreasing and not before the '
-                                 f'previous packet (last time {last} us)')
-            t_max = max(t_max, int(a[-1]))
-        t_min = min([int(a[0]) for a in (t, tr_t) if a.shape[0]], default=0)
-        start = t_min if last < 0 else last
-        n_fill = (t_max - start) // (TIME_HIGH_FILL_STEPS << 12) + 2
-        out = np.empty(5 * n + 3 * ntr + n_fill + 8, np.uint16)
-        k = _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, self._state, out)
-        return out[:k].astype('<u2', copy=False).tobytes()
+    ENCODING = 'EVT 3.0'
+    MAX_SIZE = EVT3_MAX_SIZE
+    MAX_TRIG_ID = 15
+    LOW_BITS = 12
+    TIME_HIGH_FILL_STEPS = TIME_HIGH_FILL_STEPS
+    WORDS_PER_EVENT = 5  # at most TIME_HIGH, TIME_LOW, ADDR_Y, VECT_BASE_X and a vector
+    WORDS_PER_TRIGGER = 3
+    WORD = np.dtype('<u2')
+    N_STATE = 3
+    _kernel = staticmethod(_evt3_encode)
 
 
 def packetize(t_us: np.ndarray, packet_us: int = 1000,

@@ -34,9 +34,6 @@ _NO_TRIG_U8 = np.empty(0, np.uint8)
 _NO_TRIG_T.flags.writeable = False
 _NO_TRIG_U8.flags.writeable = False
 
-#: Index of each counter name in a decoder's counter array.
-COUNTER_INDEX: dict[str, int] = {name: i for i, name in enumerate(COUNTER_NAMES)}
-
 
 class KernelDecoder:
     """Stateful decoder of one stream, driven by a subclass's numba kernel.
@@ -48,6 +45,17 @@ class KernelDecoder:
 
     Not thread-safe (it reuses its output buffers): one decoder per stream
     and thread. The kernels release the GIL.
+
+    Parameters
+    ----------
+    width, height : int
+        Sensor size in pixels; events outside are dropped and counted.
+
+    Examples
+    --------
+    >>> dec = Evt3Decoder(1280, 720)
+    >>> pkt = dec.decode(msg.events)            # doctest: +SKIP
+    >>> pkt.events.t_us, dec.counters['events']  # doctest: +SKIP
     """
 
     encoding = ''
@@ -137,12 +145,7 @@ class KernelDecoder:
         ValueError
             If a used ``time_base`` is outside 0..2**63-1.
         """
-        tb_us = 0
-        if self.USES_TIME_BASE:
-            time_base = int(time_base)
-            if not 0 <= time_base < 1 << 63:
-                raise ValueError(f'time_base must be in 0..2**63-1 ns, got {time_base}')
-            tb_us = time_base // 1000
+        tb_us = checked_time_base(time_base) // 1000 if self.USES_TIME_BASE else 0
         buf = payload_as_uint8(payload)
         words = self._words(buf, bool(is_bigendian))
         n = words.shape[0]
@@ -188,6 +191,14 @@ class KernelDecoder:
             return DecodedPacket(ev, _NO_TRIG_T, _NO_TRIG_U8, _NO_TRIG_U8)
         tt, tv, tid = scratch[4:]
         return DecodedPacket(ev, tt[:kt].copy(), tv[:kt].copy(), tid[:kt].copy())
+
+
+def checked_time_base(time_base: int) -> int:
+    """A packet's ``time_base`` [ns] as an int; ValueError outside 0..2**63-1."""
+    time_base = int(time_base)
+    if not 0 <= time_base < 1 << 63:
+        raise ValueError(f'time_base must be in 0..2**63-1 ns, got {time_base}')
+    return time_base
 
 
 def native_words(buf: np.ndarray, dtype: str, is_bigendian: bool) -> np.ndarray:

@@ -47,7 +47,8 @@ clock (``time_resets``). Every packet carries its full time, so
 
 import numpy as np
 
-from helixtrack_ros.codecs.kernel_decoder import COUNTER_INDEX, KernelDecoder, native_words
+from helixtrack_ros.codecs import counter_slots as cs
+from helixtrack_ros.codecs.kernel_decoder import KernelDecoder, native_words
 from helixtrack_ros.core.jit import kernel, kernel_inline
 
 #: Largest sensor size the libcaer encodings address here (11-bit rows in libcaer_cmp;
@@ -79,18 +80,6 @@ _M_HIGH = 3     # last TIME_HIGH of the packet
 _M_LOW = 4
 _M_FLOOR = 5
 
-_C_PACKETS = COUNTER_INDEX['packets']
-_C_ODD = COUNTER_INDEX['odd_bytes']
-_C_WORDS = COUNTER_INDEX['words']
-_C_EVENTS = COUNTER_INDEX['events']
-_C_OTHER = COUNTER_INDEX['skipped_other']
-_C_UNKNOWN = COUNTER_INDEX['skipped_unknown']
-_C_OOB = COUNTER_INDEX['out_of_bounds']
-_C_BACK = COUNTER_INDEX['time_backwards']
-_C_WRAPS = COUNTER_INDEX['time_wraps']
-_C_CLAMPED = COUNTER_INDEX['time_clamped']
-_C_RESETS = COUNTER_INDEX['time_resets']
-
 
 @kernel_inline
 def _hold(t, floor, counters):
@@ -98,9 +87,9 @@ def _hold(t, floor, counters):
     if t >= floor:
         return t
     if floor - t > RESET_US:
-        counters[_C_RESETS] += 1
+        counters[cs.RESETS] += 1
         return t
-    counters[_C_CLAMPED] += 1
+    counters[cs.CLAMPED] += 1
     return floor
 
 
@@ -109,9 +98,7 @@ def _libcaer_decode(words, new_packet, odd_bytes, time_base_us, width, height, s
                     counters, out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id):
     """Decode libcaer polarity events given as native uint64 (data | timestamp << 32)."""
     n = words.shape[0]
-    counters[_C_PACKETS] += new_packet
-    counters[_C_ODD] += odd_bytes
-    counters[_C_WORDS] += n
+    cs.count_call(counters, new_packet, odd_bytes, n)
     if new_packet:
         state[_L_PREV_TS] = 0
         state[_L_ROLL] = 0
@@ -124,18 +111,18 @@ def _libcaer_decode(words, new_packet, odd_bytes, time_base_us, width, height, s
         data = np.int64(w & np.uint64(0xFFFFFFFF))
         ts = np.int64(w >> np.uint64(32))
         if ts >> LIBCAER_TS_BITS:  # a negative int32: no camera sends it
-            counters[_C_UNKNOWN] += 1
+            counters[cs.UNKNOWN] += 1
             continue
         if (data & 1) == 0:  # not marked valid
-            counters[_C_OTHER] += 1
+            counters[cs.OTHER] += 1
             continue
         if ts < prev:
             if prev - ts >= 1 << (LIBCAER_TS_BITS - 1):  # the 31-bit counter rolled over
                 high += 1 << LIBCAER_TS_BITS
                 state[_L_ROLL] += 1
-                counters[_C_WRAPS] += 1
+                counters[cs.WRAPS] += 1
             else:
-                counters[_C_BACK] += 1
+                counters[cs.BACK] += 1
         prev = ts
         xx = data >> 17
         yy = (data >> 2) & 0x7FFF
@@ -148,10 +135,10 @@ def _libcaer_decode(words, new_packet, odd_bytes, time_base_us, width, height, s
             out_p[np.uint64(k)] = (data >> 1) & 1
             k += 1
         else:
-            counters[_C_OOB] += 1
+            counters[cs.OOB] += 1
     state[_L_PREV_TS] = prev
     state[_L_FLOOR] = floor
-    counters[_C_EVENTS] += k
+    counters[cs.EVENTS] += k
     return k, 0
 
 
@@ -160,9 +147,7 @@ def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, heigh
                         counters, out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id):
     """Decode native-order 16-bit libcaer_cmp words (up to 8 events per word)."""
     n = words.shape[0]
-    counters[_C_PACKETS] += new_packet
-    counters[_C_ODD] += odd_bytes
-    counters[_C_WORDS] += n
+    cs.count_call(counters, new_packet, odd_bytes, n)
     if new_packet:  # every packet starts afresh
         state[_M_X] = _NO_COORD
         state[_M_BASE_Y] = _NO_COORD
@@ -191,7 +176,7 @@ def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, heigh
                 k += 1
                 floor = t_ev
             else:
-                counters[_C_OOB] += 1
+                counters[cs.OOB] += 1
         elif code == CMP_VECT_8:
             m = w & 0xFF
             j = 0
@@ -205,7 +190,7 @@ def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, heigh
                         k += 1
                         floor = t_ev
                     else:
-                        counters[_C_OOB] += 1
+                        counters[cs.OOB] += 1
                 m >>= 1
                 j += 1
             base_y = min(base_y + 8, _NO_COORD)
@@ -220,35 +205,38 @@ def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, heigh
                 low = w & 0xFFF
             else:
                 if (w & 0xFFF) < high:  # only a glitch steps back inside one packet
-                    counters[_C_BACK] += 1
+                    counters[cs.BACK] += 1
                 high = w & 0xFFF
             t_ev = _hold(time_base_us + (high << 12) + low, floor, counters)
         else:
-            counters[_C_UNKNOWN] += 1
+            counters[cs.UNKNOWN] += 1
     state[_M_X] = x
     state[_M_BASE_Y] = base_y
     state[_M_POL] = pol
     state[_M_HIGH] = high
     state[_M_LOW] = low
     state[_M_FLOOR] = floor
-    counters[_C_EVENTS] += k
+    counters[cs.EVENTS] += k
     return k, 0
 
 
-class LibcaerDecoder(KernelDecoder):
-    """Stateful decoder of the ``libcaer`` encoding (uncompressed polarity events).
+class _LibcaerStream(KernelDecoder):
+    """What the two libcaer encodings share: their size limit, no triggers, times after
+    ``time_base``, and packets that carry their full time."""
 
-    Parameters
-    ----------
-    width, height : int
-        Sensor size in pixels; events outside are dropped and counted.
-    """
-
-    encoding = 'libcaer'
     MAX_SIZE = LIBCAER_MAX_SIZE
-    EVENTS_PER_WORD = 1
     TRIGGERS = False
     USES_TIME_BASE = True
+
+    def resync(self) -> None:
+        """Packets were lost: nothing to do (every packet carries its full time)."""
+
+
+class LibcaerDecoder(_LibcaerStream):
+    """Stateful decoder of the ``libcaer`` encoding (uncompressed polarity events)."""
+
+    encoding = 'libcaer'
+    EVENTS_PER_WORD = 1
     _kernel = staticmethod(_libcaer_decode)
 
     def _new_state(self) -> np.ndarray:
@@ -263,24 +251,15 @@ class LibcaerDecoder(KernelDecoder):
         words = halves.view(np.uint64)
         return words if words.flags.aligned else words.copy()
 
-    def resync(self) -> None:
-        """Packets were lost: nothing to do (every packet carries its full time)."""
 
-
-class LibcaerCmpDecoder(KernelDecoder):
+class LibcaerCmpDecoder(_LibcaerStream):
     """Stateful decoder of the ``libcaer_cmp`` encoding (compressed polarity events).
 
-    Parameters
-    ----------
-    width, height : int
-        Sensor size in pixels; events outside are dropped and counted.
+    Every packet starts afresh (no column or base row until sent).
     """
 
     encoding = 'libcaer_cmp'
-    MAX_SIZE = LIBCAER_MAX_SIZE
     EVENTS_PER_WORD = 8
-    TRIGGERS = False
-    USES_TIME_BASE = True
     _kernel = staticmethod(_libcaer_cmp_decode)
 
     def _new_state(self) -> np.ndarray:
@@ -291,6 +270,3 @@ class LibcaerCmpDecoder(KernelDecoder):
 
     def _words(self, buf: np.ndarray, is_bigendian: bool) -> np.ndarray:
         return native_words(buf, 'u2', is_bigendian)
-
-    def resync(self) -> None:
-        """Packets were lost: nothing to do (every packet starts afresh)."""

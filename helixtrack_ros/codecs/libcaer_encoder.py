@@ -111,29 +111,12 @@ def _checked(events: EventArrays, time_base_ns: 'int | None',
 
 def encode_libcaer(events: EventArrays, time_base_ns: 'int | None' = None,
                    is_bigendian: bool = False) -> tuple[bytes, int]:
-    """Encode events as a ``libcaer`` payload.
+    """Encode events as a ``libcaer`` payload; return it and the time base used [ns].
 
-    Parameters
-    ----------
-    events : EventArrays
-        Events with non-decreasing times; consecutive events less than
-        2**30 us apart.
-    time_base_ns : int, optional
-        The packet's time base [ns]; default: the first event's time with
-        its low 31 bits cleared (as the driver sends it).
-    is_bigendian : bool
-        Write the 32-bit fields big-endian.
-
-    Returns
-    -------
-    tuple of (bytes, int)
-        The payload and the time base used [ns].
-
-    Raises
-    ------
-    ValueError
-        On decreasing times, times before the time base or coordinates
-        out of range.
+    Times must not decrease, and consecutive events be less than 2**30 us
+    apart. ``time_base_ns`` defaults to the first event's time with its low
+    31 bits cleared, as the driver sends it. ``is_bigendian`` writes the
+    32-bit fields big-endian. ValueError on times or coordinates out of range.
     """
     t0 = int(np.asarray(events.t_us)[0]) if len(events.t_us) else 0
     rel, x, y, p, tb = _checked(events, time_base_ns, t0 & ~((1 << LIBCAER_TS_BITS) - 1))
@@ -149,28 +132,11 @@ def encode_libcaer(events: EventArrays, time_base_ns: 'int | None' = None,
 
 def encode_libcaer_cmp(events: EventArrays, time_base_ns: 'int | None' = None,
                        is_bigendian: bool = False) -> tuple[bytes, int]:
-    """Encode events as a ``libcaer_cmp`` payload.
+    """Encode events as a ``libcaer_cmp`` payload; return it and the time base used [ns].
 
-    Parameters
-    ----------
-    events : EventArrays
-        Events with non-decreasing times, less than 2**24 us after the time
-        base.
-    time_base_ns : int, optional
-        The packet's time base [ns]; default: the first event's time.
-    is_bigendian : bool
-        Write big-endian 16-bit words.
-
-    Returns
-    -------
-    tuple of (bytes, int)
-        The payload and the time base used [ns].
-
-    Raises
-    ------
-    ValueError
-        On decreasing times, times before the time base or too long after
-        it, or coordinates out of range.
+    Times must not decrease and lie less than 2**24 us after ``time_base_ns``
+    (default: the first event's time). ``is_bigendian`` writes big-endian
+    16-bit words. ValueError on times or coordinates out of range.
     """
     rel, x, y, p, tb = _checked(events, time_base_ns)
     if rel.size == 0:

@@ -22,9 +22,9 @@ events. As for EVT 3.0, event times are kept non-decreasing within a stream
 
 import numpy as np
 
-from helixtrack_ros.codecs.kernel_decoder import KernelDecoder
+from helixtrack_ros.codecs import counter_slots as cs
+from helixtrack_ros.codecs.kernel_decoder import KernelDecoder, checked_time_base
 from helixtrack_ros.codecs.types import (
-    COUNTER_NAMES,
     DecodedPacket,
     payload_as_uint8,
 )
@@ -33,11 +33,6 @@ from helixtrack_ros.core.jit import kernel
 
 #: Largest sensor size the mono words can address (15-bit y).
 MONO_MAX_SIZE = 1 << 15
-
-_C = {name: i for i, name in enumerate(COUNTER_NAMES)}
-_C_EVENTS = _C['events']
-_C_OOB = _C['out_of_bounds']
-_C_CLAMPED = _C['time_clamped']
 
 
 @kernel
@@ -68,20 +63,14 @@ def _mono_decode(words, time_base_ns, width, height, floor_us, counters):
         out_y[k] = yy
         out_p[k] = np.uint8(w >> np.uint64(63))
         k += 1
-    counters[_C_EVENTS] += k
-    counters[_C_OOB] += n_oob
-    counters[_C_CLAMPED] += n_clamped
+    counters[cs.EVENTS] += k
+    counters[cs.OOB] += n_oob
+    counters[cs.CLAMPED] += n_clamped
     return out_t, out_x, out_y, out_p, k, floor_us
 
 
 class MonoDecoder(KernelDecoder):
-    """Stateful decoder of the ``mono`` encoding (its state: the monotone time floor).
-
-    Parameters
-    ----------
-    width, height : int
-        Sensor size in pixels; events outside are dropped and counted.
-    """
+    """Stateful decoder of the ``mono`` encoding (its state: the monotone time floor)."""
 
     encoding = 'mono'
     MAX_SIZE = MONO_MAX_SIZE
@@ -94,32 +83,16 @@ class MonoDecoder(KernelDecoder):
 
     def decode(self, payload: 'bytes | np.ndarray', is_bigendian: bool = False,
                time_base: int = 0, out: EventBuffer | None = None) -> DecodedPacket:
-        """Decode the payload of one ``mono`` EventPacket.
+        """Decode one ``mono`` EventPacket (see :meth:`KernelDecoder.decode`).
 
-        Parameters
-        ----------
-        payload : bytes or numpy.ndarray
-            The packet's ``events`` bytes.
-        is_bigendian : bool
-            True if the 64-bit words are big-endian.
-        time_base : int
-            The packet's ``time_base`` [ns of sensor time].
-        out : EventBuffer, optional
-            Where to put the events (they are then views into it).
-
-        Returns
-        -------
-        DecodedPacket
-            The events (no triggers in this encoding).
+        An event's time is ``(time_base + dt) // 1000`` [us]; no triggers.
         """
-        time_base = int(time_base)
-        if not 0 <= time_base < 1 << 63:
-            raise ValueError(f'time_base must be in 0..2**63-1 ns, got {time_base}')
+        time_base = checked_time_base(time_base)
         buf = payload_as_uint8(payload)
         n = buf.shape[0] // 8
-        self._counters[_C['packets']] += 1
-        self._counters[_C['words']] += n
-        self._counters[_C['odd_bytes']] += buf.shape[0] - 8 * n
+        self._counters[cs.PACKETS] += 1
+        self._counters[cs.WORDS] += n
+        self._counters[cs.ODD] += buf.shape[0] - 8 * n
         words = buf[:8 * n].view('>u8' if is_bigendian else '<u8').astype(np.uint64)
         t, x, y, p, k, floor_us = _mono_decode(
             words, time_base, self.width, self.height, int(self._state[0]), self._counters)
@@ -132,26 +105,11 @@ class MonoDecoder(KernelDecoder):
 
 def encode_mono(events: EventArrays, time_base_ns: 'int | None' = None,
                 is_bigendian: bool = False) -> tuple[bytes, int]:
-    """Encode events as a ``mono`` payload (used by tests and tools).
+    """Encode events as a ``mono`` payload (tests, tools); return it and the time base [ns].
 
-    Parameters
-    ----------
-    events : EventArrays
-        Events to encode; ``t_us * 1000 - time_base_ns`` must fit in 32 bits.
-    time_base_ns : int, optional
-        The packet's time base [ns]; default: the first event's time.
-    is_bigendian : bool
-        Write big-endian words.
-
-    Returns
-    -------
-    tuple of (bytes, int)
-        The payload and the time base used [ns].
-
-    Raises
-    ------
-    ValueError
-        If a time offset does not fit in 32 bits or a coordinate is too large.
+    ``time_base_ns`` defaults to the first event's time; every
+    ``t_us * 1000 - time_base_ns`` must fit in 32 bits and y in 15 bits
+    (else ValueError). ``is_bigendian`` writes big-endian words.
     """
     t_ns = np.asarray(events.t_us, np.int64) * 1000
     if time_base_ns is None:

@@ -40,7 +40,7 @@ from helixtrack_ros.io.mcap_salvage import (
     one_line,
     repair_hint,
 )
-from helixtrack_ros.io.packet_record import EventPacketRecord, record_of_message
+from helixtrack_ros.io.packet_record import EventPacketRecord, record_of_serialized
 from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,
     EVENT_ARRAY_TYPE,
@@ -206,12 +206,8 @@ def iter_event_packets(bag_path: 'str | Path',
             if record is not None:
                 yield record
                 continue
-            try:
-                msg = store.deserialize_cdr(raw, msgtype)
-            except Exception as err:
-                raise ValueError(f'corrupt {msgtype.rsplit("/", 1)[-1]} {n - 1} on {topic!r} '
-                                 f'in {reader.path}: {one_line(err)}') from err
-            yield record_of_message(msg, log_time_ns)
+            yield record_of_serialized(store.deserialize_cdr, raw, msgtype, log_time_ns, n - 1,
+                                       topic, reader.path)
         _raise_if_damaged(reader, n, topic)
     finally:
         reader.close()

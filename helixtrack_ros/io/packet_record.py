@@ -10,9 +10,12 @@ one small tuple from where it is read to where it is decoded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from helixtrack_ros.io.mcap_salvage import one_line
 
 _NS_PER_S = 1_000_000_000
 
@@ -65,3 +68,18 @@ def record_of_message(msg: Any, log_time_ns: int = 0) -> EventPacketRecord:
         int(header.stamp.sec) * _NS_PER_S + int(header.stamp.nanosec), str(header.frame_id),
         int(msg.height), int(msg.width), int(msg.seq), int(msg.time_base), str(msg.encoding),
         bool(msg.is_bigendian), np.frombuffer(msg.events, np.uint8), int(log_time_ns))
+
+
+def record_of_serialized(deserialize: Callable[[bytes, str], Any], raw: bytes, msgtype: str,
+                         log_time_ns: int, n: int, topic: str, path: Any) -> EventPacketRecord:
+    """The record of a serialized message, ``deserialize(raw, msgtype)``.
+
+    A message that does not deserialize raises a ValueError naming it: its
+    type, its number ``n`` on ``topic`` and the bag ``path``.
+    """
+    try:
+        msg = deserialize(raw, msgtype)
+    except Exception as err:
+        raise ValueError(f'corrupt {msgtype.rsplit("/", 1)[-1]} {n} on {topic!r} in '
+                         f'{path}: {one_line(err)}') from err
+    return record_of_message(msg, log_time_ns)

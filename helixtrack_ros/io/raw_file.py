@@ -38,7 +38,7 @@ import re
 
 import numpy as np
 
-from helixtrack_ros.core.jit import kernel
+from helixtrack_ros.core.jit import kernel, kernel_inline
 from helixtrack_ros.io.packet_record import EventPacketRecord
 
 #: Encodings a RAW file may hold here, by the name of its ``format`` line.
@@ -178,6 +178,21 @@ def read_raw_header(path: 'str | Path') -> RawHeader:
                      _size(height, path, 'height'), offset, date_ns, fields)
 
 
+@kernel_inline
+def _follow_time_high(state, high, bits):
+    """Move the absolute TIME_HIGH count to a TIME_HIGH word's ``high`` (``bits`` wide).
+
+    The first one sets it; then the modular difference is a step forward below
+    half the range, else back (a glitch or a restarted clock: no wrap).
+    """
+    if state[_K_HAVE] == 0:
+        state[_K_HAVE] = 1
+        state[_K_HIGH] = high
+    else:
+        d = (high - state[_K_HIGH]) & ((1 << bits) - 1)
+        state[_K_HIGH] += d if d < (1 << (bits - 1)) else d - (1 << bits)
+
+
 @kernel
 def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
     """Find the packet cuts in ``words`` (global index of word 0: ``base``); returns the count.
@@ -195,13 +210,7 @@ def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):  #
             typ = w >> 12
             if typ == 0x8 or typ == 0x6:
                 if typ == 0x8:
-                    h = w & 0xFFF
-                    if state[_K_HAVE] == 0:
-                        state[_K_HAVE] = 1
-                        state[_K_HIGH] = h
-                    else:
-                        d = (h - state[_K_HIGH]) & 0xFFF
-                        state[_K_HIGH] += d if d < 2048 else d - 4096
+                    _follow_time_high(state, w & 0xFFF, 12)
                 else:
                     state[_K_LOW] = w & 0xFFF
                 if state[_K_CAND] < 0:
@@ -212,13 +221,7 @@ def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):  #
         else:
             typ = w >> 28
             if typ == 0x8:
-                h = w & 0x0FFFFFFF
-                if state[_K_HAVE] == 0:
-                    state[_K_HAVE] = 1
-                    state[_K_HIGH] = h
-                else:
-                    d = (h - state[_K_HIGH]) & 0x0FFFFFFF
-                    state[_K_HIGH] += d if d < (1 << 27) else d - (1 << 28)
+                _follow_time_high(state, w & 0x0FFFFFFF, 28)
                 if state[_K_CAND] < 0:
                     state[_K_CAND] = g
             elif typ == 0x0 or typ == 0x1 or typ == 0xA:

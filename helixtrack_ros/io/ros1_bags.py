@@ -18,7 +18,7 @@ import numpy as np
 from rosbags.rosbag1 import Reader, Writer
 
 from helixtrack_ros.io.mcap_salvage import one_line
-from helixtrack_ros.io.packet_record import EventPacketRecord, record_of_message
+from helixtrack_ros.io.packet_record import EventPacketRecord, record_of_serialized
 from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,
     EVENT_ARRAY_TYPE,
@@ -78,12 +78,8 @@ def iter_ros1_event_packets(path: 'str | Path',
                              f'{" or ".join(EVENT_TYPES)}')
         store = ros1_typestore()
         for n, (_, log_time_ns, raw) in enumerate(reader.messages(connections=conns)):
-            try:
-                msg = store.deserialize_ros1(raw, msgtype)
-            except Exception as err:
-                raise ValueError(f'corrupt {msgtype.rsplit("/", 1)[-1]} {n} on {topic!r} in '
-                                 f'{path}: {one_line(err)}') from err
-            yield record_of_message(msg, log_time_ns)
+            yield record_of_serialized(store.deserialize_ros1, raw, msgtype, log_time_ns, n,
+                                       topic, path)
     finally:
         reader.close()
 
