@@ -317,6 +317,23 @@ def test_after_35_lost_packets_no_value_is_published_while_the_pose_converges():
     assert _worst_published_error(scene, t, per_rotor, 100_000) > 0.008
 
 
+@pytest.mark.parametrize('stride', [4, 16])
+def test_a_sudden_real_time_stride_is_not_starvation(quad, stride):
+    """The live node's stride can climb within a few batches; starvation compared the
+    tracked in-annulus rate with a reference formed at the old stride, so at stride 4 / 16
+    rotors went STARVED, LOST and were resumed (seen once in the node's loopback test under
+    load). The reference now follows the stride at once."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    pipe.process_packets(_raw(pkts, range(200)))
+    pipe.set_stride(stride)
+    res = []
+    for k in range(200, len(pkts), 10):
+        res += pipe.process_packets(_raw(pkts, range(k, min(k + 10, len(pkts)))))
+    for j, rotor in enumerate(scene.rotors):
+        assert {r.rotors[j].state for r in res} == {RotorState.TRACKING}, rotor.name
+
+
 # ------------------------------------------------------------------ plausibility gates
 def _gate_state():
     hp = pack_health_params(TrackerParams(), 2)

@@ -202,6 +202,12 @@ class HelixTracker:
         self._params = value
         self._pack_params()
 
+    def scale_event_rate(self, factor: float) -> None:
+        """The events reaching the tracker per unit time changed by ``factor`` (a new
+        real-time stride): the usual in-annulus rate, which starvation is judged
+        against, follows at once instead of over ``health_ref_tau_us``."""
+        self.hs[HS_RATE_REF] *= float(factor)
+
     def set_gn_divisor(self, divisor: int) -> None:
         """Divide the Gauss-Newton event target by ``divisor`` (the real-time stride).
 

@@ -51,6 +51,7 @@ class RotorBank:
         #: routed events per us of the TRACKING rotor with the fewest, in the last batch
         self.sparsest_rate: float | None = None
         self._last_batch_t_us = 0
+        self._stride = 1                # the event stride the trackers' rates are in
         self.set_rotors(list(config.rotors))
 
     def set_rotors(self, inits: list[RotorInit]) -> None:
@@ -69,10 +70,15 @@ class RotorBank:
 
     def set_gn_divisor(self, stride: int) -> None:
         """Every rotor's Gauss-Newton event target for event stride ``stride``
-        (:func:`~helixtrack_ros.pipeline.realtime.gn_divisor`); nothing else changes."""
+        (:func:`~helixtrack_ros.pipeline.realtime.gn_divisor`), and its usual event rate
+        rescaled when the stride changed (a stride of 8 is not starvation)."""
         divisor = gn_divisor(stride)
+        factor = self._stride / max(int(stride), 1)
+        self._stride = max(int(stride), 1)
         for tracker in self.trackers:
             tracker.set_gn_divisor(divisor)
+            if factor != 1.0:
+                tracker.scale_event_rate(factor)
 
     def restart(self) -> None:
         """Re-initialise every tracker from its current estimate (time restarted)."""
