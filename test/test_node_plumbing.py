@@ -147,6 +147,8 @@ def test_diagnostics(rig):
     p50, p99 = float(busy[-1]['latency_ms_p50']), float(busy[-1]['latency_ms_p99'])
     assert 0.0 < p50 <= p99 <= float(busy[-1]['latency_ms_max']) + 0.01 and p50 < 20.0
     assert float(vals['latency_ms_p99_since_start']) >= float(vals['latency_ms_p50_since_start'])
+    # the node's resident memory: a node process holds rclpy, numba and numpy
+    assert 30.0 < float(vals['rss_mb']) < 4000.0
 
 
 def test_parameters_validated(rig):

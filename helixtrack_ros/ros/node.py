@@ -28,6 +28,7 @@ from helixtrack_ros.latency import LatencyHistogram, PeriodCounters
 from helixtrack_ros.pipeline.config import ParamSpec, unknown_text
 from helixtrack_ros.pipeline.intake import SEQ_COUNTERS
 from helixtrack_ros.pipeline.records import PacketResult
+from helixtrack_ros.process_memory import HeapTrimmer, rss_mb
 from helixtrack_ros.ros.debug_publisher import DebugImagePublisher
 from helixtrack_ros.ros.executors import events_executor
 from helixtrack_ros.ros.inputs import EventInput
@@ -104,6 +105,7 @@ class HelixtrackNode(Node):
         self._win = PeriodCounters()
         #: packet-in -> ~/rotors published, since start
         self._latency = LatencyHistogram()
+        self._heap = HeapTrimmer()
         self._start(warmup)
 
     @property
@@ -296,7 +298,8 @@ class HelixtrackNode(Node):
         values.update({
             'packets_dropped': str(c['packets_dropped']), 'seq_gaps': str(c['seq_gaps']),
             'decode_errors': str(c['packets_refused']),
-            'last_seq': str(last_seq if last_seq is not None else -1)})
+            'last_seq': str(last_seq if last_seq is not None else -1),
+            'rss_mb': f'{rss_mb():.1f}'})
         values.update({k: str(v) for k, v in c.items() if k not in values})
         level, message = 0, 'ok'
         if self._win.packets == 0:
@@ -311,6 +314,7 @@ class HelixtrackNode(Node):
                 'hardware_id': name, 'values': values}
 
     def _publish_diagnostics(self) -> None:
+        self._heap.trigger()
         statuses = [self.node_status()]
         try:
             statuses += list(self._pipe.diagnostics())

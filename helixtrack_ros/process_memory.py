@@ -1,0 +1,68 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The process's resident memory, and freed heap memory handed back to the system.
+
+glibc gives each thread that allocates its own heap ("arena") and keeps
+what is freed there for reuse. In the node, DDS threads allocate the
+payloads of queued packets and the rotor threads the arrays of large
+batches, so a burst of backlog leaves tens of MB resident that nothing
+uses, and resident memory looks like a leak. ``malloc_trim(0)`` returns the
+free pages of every arena; the node calls it once per diagnostics period.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import os
+import threading
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None (another C library, another system)."""
+    name = ctypes.util.find_library('c')
+    if name is None:
+        return None
+    try:
+        fn = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def release_free_heap() -> bool:
+    """Hand the heap's free pages back to the system; False where that is not possible."""
+    fn = _malloc_trim()
+    if fn is None:
+        return False
+    fn(0)
+    return True
+
+
+def rss_mb() -> float:
+    """Resident memory of this process [MB], NaN where /proc is not available."""
+    try:
+        with open('/proc/self/statm') as fh:
+            resident_pages = int(fh.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return float('nan')
+    return resident_pages * os.sysconf('SC_PAGE_SIZE') / 2**20
+
+
+class HeapTrimmer:
+    """:func:`release_free_heap` off the caller's thread, one trim at a time."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+
+    def trigger(self) -> None:
+        """Start a trim unless one is still running."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._thread = threading.Thread(target=release_free_heap, daemon=True,
+                                        name='helixtrack-heap-trim')
+        self._thread.start()

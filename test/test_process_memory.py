@@ -1,0 +1,69 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Resident memory and the release of freed heap memory (helixtrack_ros.process_memory)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from helixtrack_ros.process_memory import HeapTrimmer, release_free_heap, rss_mb
+
+
+def _churn_in_threads(n_threads: int = 3) -> None:
+    """Threads allocate ~100 MB each in chunks below glibc's mmap threshold, free it all."""
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1_000, 60_000, (n_threads, 3_000))
+
+    def work(row: np.ndarray) -> None:
+        keep = [np.ones(int(n), np.uint8) for n in row]
+        del keep[::2]
+        keep.clear()
+
+    threads = [threading.Thread(target=work, args=(sizes[k],)) for k in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def test_rss_is_the_resident_memory_of_this_process():
+    before = rss_mb()
+    block = np.ones(64 * 2**20, np.uint8)      # 64 MB, touched
+    assert rss_mb() - before > 50.0
+    del block
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='glibc malloc_trim')
+def test_freed_thread_heaps_are_handed_back():
+    release_free_heap()
+    base = rss_mb()
+    _churn_in_threads()
+    kept = rss_mb()
+    assert kept - base > 40.0            # glibc keeps the freed chunks in the threads' arenas
+    assert release_free_heap()
+    assert rss_mb() < kept - 40.0
+
+
+def test_the_trimmer_runs_one_trim_at_a_time_off_the_caller(monkeypatch):
+    import helixtrack_ros.process_memory as pm
+    release, calls = threading.Event(), []
+
+    def slow_trim() -> bool:
+        calls.append(threading.current_thread().name)
+        release.wait(10)
+        return True
+
+    monkeypatch.setattr(pm, 'release_free_heap', slow_trim)
+    trimmer = HeapTrimmer()
+    trimmer.trigger()
+    trimmer.trigger()                     # the first is still running: no second one
+    release.set()
+    trimmer._thread.join(10)
+    assert calls == ['helixtrack-heap-trim']
+    trimmer.trigger()                     # done: the next period trims again
+    trimmer._thread.join(10)
+    assert len(calls) == 2
