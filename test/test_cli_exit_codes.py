@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 
+from cli_scenes import simulated
 import numpy as np
 import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
@@ -43,19 +44,13 @@ def one_line(err: str) -> str:
 @pytest.fixture(scope='module')
 def scene(tmp_path_factory):
     """A 0.1 s lone rotor scene (100 packets, 3 MB chunks of mcap)."""
-    out = tmp_path_factory.mktemp('scene')
-    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.1', '--seed', '3',
-                 '--out', str(out)]) == 0
-    return out
+    return simulated(tmp_path_factory, 'lone_constant', 0.1, 3)
 
 
 @pytest.fixture(scope='module')
 def background(tmp_path_factory):
     """0.15 s of background events without any rotor."""
-    out = tmp_path_factory.mktemp('background')
-    assert main(['simulate', '--scenario', 'background_only', '--duration', '0.15',
-                 '--seed', '1', '--out', str(out)]) == 0
-    return out
+    return simulated(tmp_path_factory, 'background_only', 0.15, 1, 'background')
 
 
 def cut_copy(scene: Path, dest: Path, keep: 'float | int', metadata: bool = True) -> Path:

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Outputs of the offline commands (#15.7): one-file results.mcap, chunked events."""
 
+from cli_scenes import simulated
 import numpy as np
 import pytest
 
@@ -14,10 +15,7 @@ MCAP_MAGIC = b'\x89MCAP0\r\n'
 
 @pytest.fixture(scope='module')
 def scene(tmp_path_factory):
-    out = tmp_path_factory.mktemp('scene')
-    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.15', '--seed', '5',
-                 '--out', str(out)]) == 0
-    return out
+    return simulated(tmp_path_factory, 'lone_constant', 0.15, 5)
 
 
 def test_results_mcap_is_one_self_contained_file(scene, tmp_path, capsys):

@@ -8,7 +8,8 @@ from reference.naive_packets import process_packets_naive
 
 from helixtrack_ros.codecs.evt3_encoder import packetize
 from helixtrack_ros.core.health import HI_CAUSE, HI_LEVEL, LOST
-from helixtrack_ros.core.tracker import OUT_RPM, PK_BOX, PK_N, HelixTracker
+from helixtrack_ros.core.tracker import HelixTracker
+from helixtrack_ros.core.tracker_layout import OUT_RPM, PK_BOX, PK_N
 from helixtrack_ros.evaluation import rotor_inits_from_scene
 from helixtrack_ros.sim import Simulator, make_scenario
 

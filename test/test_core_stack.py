@@ -9,7 +9,8 @@ import numpy as np
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.homography import homography_from_paper_q
 from helixtrack_ros.core.params import RotorInit, TrackerParams
-from helixtrack_ros.core.tracker import OUT_Q, HelixTracker
+from helixtrack_ros.core.tracker import HelixTracker
+from helixtrack_ros.core.tracker_layout import OUT_Q
 from helixtrack_ros.core.tracker_stack import STATE_FIELDS, TrackerStack
 
 PARAMS = TrackerParams(gn_min_events=10, pose_timer_us=2000, sign_events=64)

@@ -21,19 +21,8 @@ from helixtrack_ros.core.motion_kf import _kf_init
 from helixtrack_ros.core.rotation_sign import _acquire
 from helixtrack_ros.core.tracker_layout import (
     FS_AC,
-    FS_AL,
-    FS_OM,
-    FS_P00,
-    FS_P01,
-    FS_P02,
-    FS_P11,
-    FS_P12,
-    FS_P22,
-    FS_PHI,
     FS_PHIB,
     FS_PSIB,
-    FS_SW,
-    FS_SWE,
     FS_VX,
     FS_VY,
     IS_ACQ,
@@ -49,7 +38,6 @@ from helixtrack_ros.core.tracker_layout import (
     IS_GN_STRIDE,
     IS_MT,
     IS_SOLVE_T,
-    IS_T,
     IS_ZETA,
     TP_ACQ_MIN,
     TP_ACQ_US,
@@ -61,6 +49,7 @@ from helixtrack_ros.core.tracker_layout import (
     TP_P0OM,
     TP_P0PHI,
     TP_SPAN,
+    _sync,
 )
 
 
@@ -86,26 +75,19 @@ def _lock(tp, gp, fs, ist, q, acq_t, acq_a, t):
     lock = tp[TP_LOCKPH] != 0.0
     if lock:
         # phi = phi_eff + zeta B psi
-        fs[FS_PHI] = out[1] + zeta * B * q[1]
-        fs[FS_OM] = out[2]
+        phi = out[1] + zeta * B * q[1]
+        om = out[2]
     else:
         # the release: phi = 0 at the initial rate, the EKF pulls the phase in
-        fs[FS_PHI] = 0.0
-        fs[FS_OM] = tp[TP_OMEGA0]
-    fs[FS_AL] = 0.0
+        phi = 0.0
+        om = tp[TP_OMEGA0]
     d_omega = math.pi / 8.0 / max(span_s, 1e-9)
-    fs[FS_P00] = tp[TP_P0PHI]
-    fs[FS_P01] = 0.0
-    fs[FS_P02] = 0.0
     # a locked rate is as uncertain as the statistic's grid step; else P0 (the release)
-    fs[FS_P11] = max(tp[TP_P0OM], 0.0625 * d_omega * d_omega) if lock else tp[TP_P0OM]
-    fs[FS_P12] = 0.0
-    fs[FS_P22] = tp[TP_P0AL]
-    fs[FS_PHIB] = fs[FS_PHI]
+    P11 = max(tp[TP_P0OM], 0.0625 * d_omega * d_omega) if lock else tp[TP_P0OM]
+    # x = [phi, omega, 0], diagonal P, at time t, no pending fold
+    _sync(fs, ist, phi, om, 0.0, tp[TP_P0PHI], 0.0, 0.0, P11, 0.0, tp[TP_P0AL], t, 0.0, 0.0)
+    fs[FS_PHIB] = phi
     fs[FS_PSIB] = q[1]
-    fs[FS_SW] = 0.0
-    fs[FS_SWE] = 0.0
-    ist[IS_T] = t
     ist[IS_ACQ] = 0
     ist[IS_MT] = t
     ist[IS_SOLVE_T] = t

@@ -78,17 +78,7 @@ from helixtrack_ros.core.tracker_layout import (
     MODE_LAST,
     MODE_TIMES,
     OUT_LEN,
-    OUT_OMEGA,
-    OUT_PHASE,
-    OUT_Q,
-    OUT_RPM,
-    OUT_STD,
-    PK_BOX,
     PK_LEN,
-    PK_N,
-    PK_QCORE,
-    PK_RPM_EKF,
-    PK_ZETA,
     TP_GNTARGET,
     new_tracker_state,
     pack_tracker_params,
@@ -104,9 +94,7 @@ from helixtrack_ros.core.tracker_stack import TrackerStack
 # the public API, and the names that code outside core/ imports from this module (they
 # moved to tracker_layout / fast_step in issue #12)
 __all__ = ['HelixTracker', 'PacketColumns', 'PacketRun', 'TrackerSamples', 'TrackerState',
-           'OUT_OMEGA', 'OUT_PHASE', 'OUT_Q', 'OUT_RPM', 'OUT_STD', 'PK_BOX', 'PK_N', 'PK_QCORE',
-           'PK_RPM_EKF', 'PK_ZETA', 'FS_AC', 'FS_VX', 'IS_FASTON', '_centroid_step',
-           '_fast_step']
+           'FS_AC', 'FS_VX', 'IS_FASTON', '_centroid_step', '_fast_step']
 
 #: GN-vector slots that the kernels learn from the data (kept across a parameter change)
 _GP_LEARNT = (G_CON, G_COFF, G_POLH)
@@ -278,10 +266,7 @@ class HelixTracker:
         k = _process(t_us, xs, ys, ps, self.tp, self.gp, self.fs, self.ist, self.q, self.pose,
                      self.acc, self.acq_t, self.acq_a, self.hp, self.hs, self.hi, mode, samp,
                      out_t, out_v)
-        out_v = out_v[:k]
-        return TrackerSamples(out_t[:k], out_v[:, OUT_RPM], out_v[:, OUT_STD],
-                              out_v[:, OUT_PHASE], out_v[:, OUT_OMEGA],
-                              out_v[:, OUT_Q:OUT_Q + 6])
+        return TrackerSamples.from_rows(out_t[:k], out_v[:k])
 
     # ------------------------------------------------------------------ outputs
     @property
@@ -291,12 +276,11 @@ class HelixTracker:
         out_t = np.empty(1, dtype=np.int64)
         out_v = np.empty((1, OUT_LEN))
         _emit(0, max(t, 0), self.tp, self.fs, self.ist, self.q, out_t, out_v)
-        v = out_v[0]
-        q_paper = v[OUT_Q:OUT_Q + 6].copy()
+        v = TrackerSamples.from_rows(out_t, out_v)
         return TrackerState(
-            t_us=t, rpm_shaft=float(v[OUT_RPM]), rpm_shaft_std=float(v[OUT_STD]),
-            phase_rad=float(v[OUT_PHASE]), omega_rad_s=float(v[OUT_OMEGA]),
-            homography=homography(self.q), q=q_paper, direction=int(self.ist[IS_ZETA]),
+            t_us=t, rpm_shaft=float(v.rpm_shaft[0]), rpm_shaft_std=float(v.rpm_shaft_std[0]),
+            phase_rad=float(v.phase_rad[0]), omega_rad_s=float(v.omega_rad_s[0]),
+            homography=homography(self.q), q=v.q[0].copy(), direction=int(self.ist[IS_ZETA]),
             events_in=int(self.ist[IS_IN]), events_used=int(self.ist[IS_USED]),
             pose_updates=int(self.ist[IS_POSE]), health=self.health,
             health_reason=self.health_reason)

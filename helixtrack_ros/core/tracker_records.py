@@ -57,6 +57,12 @@ class TrackerSamples(NamedTuple):
     omega_rad_s: np.ndarray
     q: np.ndarray
 
+    @classmethod
+    def from_rows(cls, t_us: np.ndarray, out_v: np.ndarray) -> TrackerSamples:
+        """Samples of the kernels' (n, OUT_LEN) output rows at times ``t_us`` (views)."""
+        return cls(t_us, out_v[:, OUT_RPM], out_v[:, OUT_STD], out_v[:, OUT_PHASE],
+                   out_v[:, OUT_OMEGA], out_v[:, OUT_Q:OUT_Q + 6])
+
 
 class TrackerState(NamedTuple):
     """Current estimate of one rotor (see :class:`HelixTracker`).
@@ -87,6 +93,13 @@ class TrackerState(NamedTuple):
 PacketColumns = namedtuple('PacketColumns', (*PK_NAMES, 'level', 'cause'))
 
 
+def _column(array: str, index: int | slice, doc: str) -> property:
+    """A read-only property: the numpy view ``self.<array>[:, index]`` (one row a packet)."""
+    def get(self: PacketRun) -> np.ndarray:
+        return getattr(self, array)[:, index]
+    return property(get, doc=doc)
+
+
 class PacketRun(NamedTuple):
     """Per-packet rows of :meth:`HelixTracker.process_packets`.
 
@@ -108,65 +121,26 @@ class PacketRun(NamedTuple):
     health_float: np.ndarray
 
     # named columns (numpy views, one row per packet)
-    @property
-    def rpm_shaft(self) -> np.ndarray:
-        """Shaft RPM at each packet's last event."""
-        return self.values[:, OUT_RPM]
-
-    @property
-    def rpm_shaft_std(self) -> np.ndarray:
-        """Standard deviation of the shaft RPM."""
-        return self.values[:, OUT_STD]
-
-    @property
-    def phase_rad(self) -> np.ndarray:
-        """Shaft phase (blade angle in the rotor plane) in [-pi, pi)."""
-        return self.values[:, OUT_PHASE]
-
-    @property
-    def omega_rad_s(self) -> np.ndarray:
-        """Shaft angular speed [rad/s], sign = direction."""
-        return self.values[:, OUT_OMEGA]
-
-    @property
-    def q(self) -> np.ndarray:
-        """(done, 6) pose [s, psi, tx, ty, p31, p32] (paper parameterisation)."""
-        return self.values[:, OUT_Q:OUT_Q + 6]
-
-    @property
-    def q_core(self) -> np.ndarray:
-        """(done, 6) pose [log s, psi, tx, ty, p31, p32] after each packet."""
-        return self.values[:, PK_QCORE:PK_QCORE + 6]
-
-    @property
-    def rpm_ekf(self) -> np.ndarray:
-        """Shaft RPM of the EKF state (at its last event, no propagation)."""
-        return self.values[:, PK_RPM_EKF]
-
-    @property
-    def direction(self) -> np.ndarray:
-        """Rotation sign +1 / -1 (0 while acquiring an unknown sign), as floats."""
-        return self.values[:, PK_ZETA]
-
-    @property
-    def events(self) -> np.ndarray:
-        """Events routed to the rotor per packet, as floats."""
-        return self.values[:, PK_N]
-
-    @property
-    def boxes(self) -> np.ndarray:
-        """(done, 4) routing box (x0, y0, x1, y1) of each packet, as floats."""
-        return self.values[:, PK_BOX:PK_BOX + 4]
-
-    @property
-    def levels(self) -> np.ndarray:
-        """Health level after each packet (core.health TRACKING / DEGRADED / LOST)."""
-        return self.health_int[:, HI_LEVEL]
-
-    @property
-    def causes(self) -> np.ndarray:
-        """Health reason code that made each level DEGRADED / LOST (R_OK while TRACKING)."""
-        return self.health_int[:, HI_CAUSE]
+    rpm_shaft = _column('values', OUT_RPM, "Shaft RPM at each packet's last event.")
+    rpm_shaft_std = _column('values', OUT_STD, 'Standard deviation of the shaft RPM.')
+    phase_rad = _column('values', OUT_PHASE,
+                        'Shaft phase (blade angle in the rotor plane) in [-pi, pi).')
+    omega_rad_s = _column('values', OUT_OMEGA, 'Shaft angular speed [rad/s], sign = direction.')
+    q = _column('values', slice(OUT_Q, OUT_Q + 6),
+                '(done, 6) pose [s, psi, tx, ty, p31, p32] (paper parameterisation).')
+    q_core = _column('values', slice(PK_QCORE, PK_QCORE + 6),
+                     '(done, 6) pose [log s, psi, tx, ty, p31, p32] after each packet.')
+    rpm_ekf = _column('values', PK_RPM_EKF,
+                      'Shaft RPM of the EKF state (at its last event, no propagation).')
+    direction = _column('values', PK_ZETA,
+                        'Rotation sign +1 / -1 (0 while acquiring an unknown sign), as floats.')
+    events = _column('values', PK_N, 'Events routed to the rotor per packet, as floats.')
+    boxes = _column('values', slice(PK_BOX, PK_BOX + 4),
+                    '(done, 4) routing box (x0, y0, x1, y1) of each packet, as floats.')
+    levels = _column('health_int', HI_LEVEL,
+                     'Health level after each packet (core.health TRACKING / DEGRADED / LOST).')
+    causes = _column('health_int', HI_CAUSE, 'Health reason code that made each level '
+                     'DEGRADED / LOST (R_OK while TRACKING).')
 
     def columns(self) -> PacketColumns:
         """Every column as a list of Python numbers (``.tx[k]``, ``.level[k]``, ...).

@@ -26,7 +26,8 @@ from helixtrack_ros.core.health import (
     rotor_state,
 )
 from helixtrack_ros.core.homography import homography_from_paper_q
-from helixtrack_ros.core.tracker import (
+from helixtrack_ros.core.tracker import PacketRun
+from helixtrack_ros.core.tracker_layout import (
     OUT_OMEGA,
     OUT_PHASE,
     OUT_Q,
@@ -37,7 +38,6 @@ from helixtrack_ros.core.tracker import (
     PK_QCORE,
     PK_RPM_EKF,
     PK_ZETA,
-    PacketRun,
 )
 from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withheld
 from helixtrack_ros.pipeline.recovery import RotorRecovery

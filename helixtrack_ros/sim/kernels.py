@@ -29,20 +29,6 @@ simulator uses:
 """
 
 from .kernels_blade import (
-    CO_L0,
-    CO_L1,
-    CO_M0,
-    CO_M1,
-    CO_R0,
-    CO_R1,
-    CO_T0,
-    CO_T1,
-    CO_W0,
-    CO_W1,
-    CO_X0,
-    CO_X1,
-    CO_Y0,
-    CO_Y1,
     GEO_BLADES,
     GEO_CHORD_PEAK,
     GEO_CHORD_ROOT,
@@ -59,34 +45,18 @@ from .kernels_blade import (
     GEO_SWEEP,
     GEO_TAU_US,
     GEO_TIP_ROUND,
-    N_CO,
     N_GEO,
-    N_WTAB,
-    TWO_PI,
     rotor_geometry,
 )
-from .kernels_crossings import TILE, rotor_events, rotor_segment
+from .kernels_crossings import rotor_events, rotor_segment
 from .kernels_random import seed_state
 from .kernels_scene import edges_segment, noise_segment
-from .kernels_sensor import (
-    N_SEN,
-    SEN_GAP,
-    SEN_INV_THR,
-    SEN_JITTER,
-    SEN_JNEG,
-    SEN_JPOS,
-    SEN_OFF_DELAY,
-    SEN_REFR,
-    sort_emit,
-)
+from .kernels_sensor import sort_emit
 
 __all__ = [
-    'CO_L0', 'CO_L1', 'CO_M0', 'CO_M1', 'CO_R0', 'CO_R1', 'CO_T0', 'CO_T1', 'CO_W0', 'CO_W1',
-    'CO_X0', 'CO_X1', 'CO_Y0', 'CO_Y1', 'GEO_BLADES', 'GEO_CHORD_PEAK', 'GEO_CHORD_ROOT',
-    'GEO_CHORD_TIP', 'GEO_DIRECTION', 'GEO_HUB', 'GEO_M_SCALE', 'GEO_OFF_GAIN', 'GEO_ON_GAIN',
-    'GEO_PIX_KEY', 'GEO_PIX_SPREAD', 'GEO_POL_LEAD', 'GEO_RADIUS_PX', 'GEO_SWEEP', 'GEO_TAU_US',
-    'GEO_TIP_ROUND', 'N_CO', 'N_GEO', 'N_SEN', 'N_WTAB', 'SEN_GAP', 'SEN_INV_THR',
-    'SEN_JITTER', 'SEN_JNEG', 'SEN_JPOS', 'SEN_OFF_DELAY', 'SEN_REFR', 'TILE', 'TWO_PI',
+    'GEO_BLADES', 'GEO_CHORD_PEAK', 'GEO_CHORD_ROOT', 'GEO_CHORD_TIP', 'GEO_DIRECTION',
+    'GEO_HUB', 'GEO_M_SCALE', 'GEO_OFF_GAIN', 'GEO_ON_GAIN', 'GEO_PIX_KEY', 'GEO_PIX_SPREAD',
+    'GEO_POL_LEAD', 'GEO_RADIUS_PX', 'GEO_SWEEP', 'GEO_TAU_US', 'GEO_TIP_ROUND', 'N_GEO',
     'edges_segment', 'noise_segment', 'rotor_events', 'rotor_geometry', 'rotor_segment',
     'seed_state', 'sort_emit',
 ]

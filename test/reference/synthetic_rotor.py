@@ -101,31 +101,57 @@ def make_rotor_events(duration_s: float = 0.5, rpm0: float = 10_000.0,
     rpm1 = rpm0 if rpm1 is None else rpm1
     q = np.array([radius_px, psi_rad, center_px[0], center_px[1], perspective[0],
                   perspective[1]], dtype=np.float64)
-    H = homography_paper(q)
-    Hinv = np.linalg.inv(H)
+    truth = RotorTruth(rpm0, rpm1, duration_s, blades, direction, q, theta0_rad, t0_us,
+                       blade_width_rad)
     half = int(math.ceil(radius_px * 1.6)) + 2
     cx, cy = int(round(center_px[0])), int(round(center_px[1]))
+    px, py, a = _disc_pixels(q, cx, cy, half, hub_frac)
+    t, x, y, p = _edge_events(truth, px, py, a)
+    t = t + rng.normal(0.0, jitter_us * 1e-6, t.size)
+    n_noise = int(noise_frac * t.size)
+    if n_noise:
+        t, x, y, p = _add_noise(rng, n_noise, duration_s, (cx, cy, half), t, x, y, p)
+    t_us = np.clip(np.round(t * 1e6), 0, duration_s * 1e6).astype(np.int64) + t0_us
+    order = np.argsort(t_us, kind='stable')
+    ev = EventArrays(t_us[order], x[order].astype(np.uint16), y[order].astype(np.uint16),
+                     p[order])
+    return ev, truth
+
+
+def _disc_pixels(q: np.ndarray, cx: int, cy: int, half: int,
+                 hub_frac: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pixels of the square around (cx, cy) whose centre maps into the blade annulus.
+
+    Returns their x, y and the angle atan2(u_y, u_x) of their rotor-plane point.
+    """
     gx, gy = np.meshgrid(np.arange(cx - half, cx + half + 1), np.arange(cy - half, cy + half + 1))
     gx = gx.ravel().astype(np.float64)
     gy = gy.ravel().astype(np.float64)
     ok = (gx >= 0) & (gy >= 0)
     gx, gy = gx[ok], gy[ok]
-    ut = Hinv @ np.stack([gx, gy, np.ones_like(gx)])
+    ut = np.linalg.inv(homography_paper(q)) @ np.stack([gx, gy, np.ones_like(gx)])
     ux, uy = ut[0] / ut[2], ut[1] / ut[2]
     r = np.hypot(ux, uy)
     disc = (r >= hub_frac) & (r <= 1.0)
-    px, py = gx[disc], gy[disc]
-    a = np.arctan2(uy[disc], ux[disc])
-    truth = RotorTruth(rpm0, rpm1, duration_s, blades, direction, q, theta0_rad, t0_us,
-                       blade_width_rad)
-    th_end = float(truth.shaft_angle(np.array([t0_us + duration_s * 1e6]))[0])
-    period = 2 * math.pi / blades
-    w0 = rpm0 * 2 * math.pi / 60.0
-    al = (rpm1 - rpm0) * 2 * math.pi / 60.0 / duration_s
+    return gx[disc], gy[disc], np.arctan2(uy[disc], ux[disc])
+
+
+def _edge_events(truth: RotorTruth, px: np.ndarray, py: np.ndarray,
+                 a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Exact (t [s from t0], x, y, p) of every blade-edge crossing of the disc pixels.
+
+    OFF where a leading edge arrives, ON where a trailing edge leaves; the
+    crossing time inverts the linear RPM ramp of ``truth``.
+    """
+    duration_s, theta0_rad, width = truth.duration_s, truth.theta0_rad, truth.blade_width_rad
+    th_end = float(truth.shaft_angle(np.array([truth.t0_us + duration_s * 1e6]))[0])
+    period = 2 * math.pi / truth.blades
+    w0 = truth.rpm0 * 2 * math.pi / 60.0
+    al = (truth.rpm1 - truth.rpm0) * 2 * math.pi / 60.0 / duration_s
     parts_t, parts_x, parts_y, parts_p = [], [], [], []
-    for pol, off in ((0, -0.5 * blade_width_rad), (1, 0.5 * blade_width_rad)):
+    for pol, off in ((0, -0.5 * width), (1, 0.5 * width)):
         # edge crosses the pixel when theta_shaft = direction a + off (mod 2 pi / B)
-        target = direction * a + off
+        target = truth.direction * a + off
         first = theta0_rad + np.mod(target - theta0_rad, period)
         count = np.where(first <= th_end, np.floor((th_end - first) / period) + 1, 0)
         count = count.astype(np.int64)
@@ -140,19 +166,17 @@ def make_rotor_events(duration_s: float = 0.5, rpm0: float = 10_000.0,
         parts_x.append(px[idx])
         parts_y.append(py[idx])
         parts_p.append(np.full(idx.size, pol, dtype=np.uint8))
-    t = np.concatenate(parts_t)
-    x = np.concatenate(parts_x)
-    y = np.concatenate(parts_y)
-    p = np.concatenate(parts_p)
-    t = t + rng.normal(0.0, jitter_us * 1e-6, t.size)
-    n_noise = int(noise_frac * t.size)
-    if n_noise:
-        t = np.concatenate([t, rng.uniform(0.0, duration_s, n_noise)])
-        x = np.concatenate([x, rng.integers(max(cx - half, 0), cx + half + 1, n_noise)])
-        y = np.concatenate([y, rng.integers(max(cy - half, 0), cy + half + 1, n_noise)])
-        p = np.concatenate([p, rng.integers(0, 2, n_noise).astype(np.uint8)])
-    t_us = np.clip(np.round(t * 1e6), 0, duration_s * 1e6).astype(np.int64) + t0_us
-    order = np.argsort(t_us, kind='stable')
-    ev = EventArrays(t_us[order], x[order].astype(np.uint16), y[order].astype(np.uint16),
-                     p[order])
-    return ev, truth
+    return (np.concatenate(parts_t), np.concatenate(parts_x), np.concatenate(parts_y),
+            np.concatenate(parts_p))
+
+
+def _add_noise(rng: np.random.Generator, n: int, duration_s: float,
+               square: tuple[int, int, int], t: np.ndarray, x: np.ndarray, y: np.ndarray,
+               p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Append ``n`` uniform noise events over the square (cx, cy, half) around the disc."""
+    cx, cy, half = square
+    t = np.concatenate([t, rng.uniform(0.0, duration_s, n)])
+    x = np.concatenate([x, rng.integers(max(cx - half, 0), cx + half + 1, n)])
+    y = np.concatenate([y, rng.integers(max(cy - half, 0), cy + half + 1, n)])
+    p = np.concatenate([p, rng.integers(0, 2, n).astype(np.uint8)])
+    return t, x, y, p
