@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
 from helixtrack_ros.codecs.time_sync import TimeMapper
 from helixtrack_ros.codecs.types import COUNTER_INDEX
@@ -30,7 +32,8 @@ GAP_US = 500_000
 CORRUPT_LEAP_US = 100_000
 #: A packet with more than this fraction of unknown word codes is garbage.
 CORRUPT_UNKNOWN_FRACTION = 0.1
-#: After this many suspect packets in a row the time leap is taken as real.
+#: After this many suspect packets in a row, each continuing the last one's leapt time,
+#: the leap is taken as real (the next such packet is accepted).
 CORRUPT_RUN_ACCEPT = 5
 #: Decoder counters of words that carried no valid event.
 _ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_bytes',
@@ -110,6 +113,11 @@ class PacketIntake:
         self.first_t_us: int | None = None
         self._last_stamp_ns: int | None = None
         self._suspect_run = 0
+        #: suspect packets in a row whose leapt times continue one another, the last one's end
+        self._leap_run = 0
+        self._leap_t_last = 0
+        #: the decoder's state before the last packet with events that was taken
+        self._trusted: np.ndarray | None = None
         #: packets were dropped or refused since the last accepted one
         self._events_lost = False
         self._decoder_stale = False
@@ -149,10 +157,14 @@ class PacketIntake:
         self.counters['decode_errors'] += sum([delta[i] for i in _ERRORS])
         stamp_ns = int(pkt.stamp_ns)
         reason, final = self._corrupt_reason(ev, delta[_WORDS], delta[_UNKNOWN], stamp_ns)
-        if reason is not None and (final or self._suspect_run < CORRUPT_RUN_ACCEPT):
+        if reason is not None and (final or not self._leap_persists(ev)):
             # roll the stream state back so that the garbage does not shift later times
-            decoder.restore(snapshot)
+            # (to before the last packet with events taken: empty packets taken since
+            # may have been garbage too, their TIME_HIGH words moving the clock)
+            decoder.restore(snapshot if self._trusted is None else self._trusted)
             out.truncate(mark)
+            if final:
+                self._leap_run = 0
             self.counters['packets_corrupt'] += 1
             self._suspect_run += 1
             self._events_lost = self._decoder_stale = True
@@ -164,10 +176,12 @@ class PacketIntake:
             self.counters['camera_restarts'] += 1
             self.time.reset()
             self.last_t_us = None
-        self._suspect_run = 0
         self.counters['events_in'] += len(ev)
         if len(ev) == 0:
+            # (no evidence either way: a run of suspect packets goes on)
             return Admission(None, ev, restart, None, stamp_ns)
+        self._suspect_run = self._leap_run = 0
+        self._trusted = snapshot
         return self._accept(ev, restart, stamp_ns)
 
     def _accept(self, ev: EventArrays, restart: bool, stamp_ns: int) -> Admission:
@@ -204,6 +218,19 @@ class PacketIntake:
             self.decoder_key = key
         return self.decoder
 
+    def _leap_persists(self, ev: EventArrays) -> bool:
+        """Whether a leapt packet is the one that makes the leap real: it continues the
+        CORRUPT_RUN_ACCEPT suspect packets before it in sensor time (a restarted or
+        re-set clock does; random TIME_HIGH words in garbage do not)."""
+        prior = 0
+        if len(ev) and self._leap_run and (
+                0 <= int(ev.t_us[0]) - self._leap_t_last <= CORRUPT_LEAP_US):
+            prior = self._leap_run
+        self._leap_run = prior + 1 if len(ev) else 0
+        if len(ev):
+            self._leap_t_last = int(ev.t_us[-1])
+        return prior >= CORRUPT_RUN_ACCEPT
+
     def _corrupt_reason(self, ev: EventArrays, words: int, unknown: int,
                         stamp_ns: int) -> tuple[str | None, bool]:
         """Say why a decoded packet looks like garbage (None when it looks sane), and
@@ -220,10 +247,18 @@ class PacketIntake:
         if words >= 16 and unknown > CORRUPT_UNKNOWN_FRACTION * words:
             return f'{unknown} of {words} words have unknown codes', True
         if len(ev) and self.last_t_us is not None and self._last_stamp_ns is not None:
-            leap_us = int(ev.t_us[-1]) - self.last_t_us
+            # (right after garbage a packet can hold its tail: events far ahead, then the
+            # stream's own times again, so its latest time, not its last one)
+            t_hi = int(ev.t_us.max()) if self._suspect_run else int(ev.t_us[-1])
+            leap_us = t_hi - self.last_t_us
             host_us = (stamp_ns - self._last_stamp_ns) // 1000
             if leap_us > max(CORRUPT_LEAP_US, host_us + CORRUPT_LEAP_US):
                 return (f'sensor time leapt {leap_us / 1e6:.3f} s while the header stamp '
                         f'moved {host_us / 1e6:.3f} s'), host_us > 0
+            if self._suspect_run and leap_us > CORRUPT_LEAP_US:
+                # right after garbage the stamps are no witness: a .raw file's come from
+                # the same words
+                return (f'sensor time leapt {leap_us / 1e6:.3f} s right after a corrupt '
+                        'packet'), False
         return None, False
 
