@@ -260,12 +260,14 @@ def test_any_sensor_size_end_to_end(size, tmp_path, capsys):
     assert (img != 128).any(axis=-1).mean() > 0.001
 
 
-def test_a_raw_file_with_a_block_of_garbage_is_tracked_on_after_it(scenes, tmp_path):
+@pytest.mark.parametrize('kind', ['raw-evt3', 'raw-evt2'])
+def test_a_raw_file_with_a_block_of_garbage_is_tracked_on_after_it(scenes, tmp_path, kind):
     # 20 kB of random bytes over the data a third of the way in (a bad sector): the
     # packets' times come from the same words, so the header stamps are no witness of a
-    # leap; the random TIME_HIGH words must not move the clock of what follows
+    # leap; the random TIME_HIGH words must move neither the decoder's clock nor the
+    # one that cuts the file into packets and stamps them
     root, paths = scenes
-    data = bytearray(paths['raw-evt3'].read_bytes())
+    data = bytearray(paths[kind].read_bytes())
     at = len(data) // 3
     data[at:at + 20_000] = np.random.default_rng(3).integers(0, 256, 20_000, np.uint8).tobytes()
     bad = tmp_path / 'bad.raw'
@@ -276,6 +278,7 @@ def test_a_raw_file_with_a_block_of_garbage_is_tracked_on_after_it(scenes, tmp_p
     t_us = np.array([int(r['t_us']) for r in rows])
     rpm = np.array([float(r['rpm']) for r in rows])
     assert t_us.max() < 300_000                      # no time beyond the stream's
+    assert max(int(r['stamp_ns']) for r in rows) < 300_000_000   # (the file has no date)
     before = np.nanmedian(rpm[(t_us > 50_000) & (t_us < 90_000)])
     after = rpm[(t_us > 200_000) & np.isfinite(rpm)]
     assert len(after) >= 2                           # the stream after the block is tracked

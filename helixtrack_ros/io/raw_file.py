@@ -56,7 +56,9 @@ _K_LOW = 2       # EVT 3.0 TIME_LOW
 _K_START = 3     # time of the open packet's first event (-1: none yet)
 _K_CAND = 4      # first time word after the last event word (global index; -1: none)
 _K_CUT = 5       # start of the open packet (global word index)
-_N_K = 6
+_K_PEND = 6      # a far TIME_HIGH count waiting for the next one to confirm it
+_K_HAS_PEND = 7  # TIME_HIGH words seen that agree with _K_PEND (0: none pending)
+_N_K = 8
 
 
 class RawFileError(ValueError):
@@ -179,18 +181,36 @@ def read_raw_header(path: 'str | Path') -> RawHeader:
 
 
 @kernel_inline
-def _follow_time_high(state, high, bits):
+def _follow_time_high(state, high, bits, far):
     """Move the absolute TIME_HIGH count to a TIME_HIGH word's ``high`` (``bits`` wide).
 
     The first one sets it; then the modular difference is a step forward below
-    half the range, else back (a glitch or a restarted clock: no wrap).
+    half the range, else back (a glitch or a restarted clock: no wrap). A step
+    of more than ``far`` counts either way is taken only once the next two
+    TIME_HIGH words go on from it (by at most ``far / 16`` each): the random
+    TIME_HIGH words of a damaged block do not, so the packets after it are
+    cut by the stream's own time.
     """
     if state[_K_HAVE] == 0:
         state[_K_HAVE] = 1
         state[_K_HIGH] = high
+        return
+    d = (high - state[_K_HIGH]) & ((1 << bits) - 1)
+    step = d if d < (1 << (bits - 1)) else d - (1 << bits)
+    if -far <= step <= far:
+        state[_K_HIGH] += step
+        state[_K_HAS_PEND] = 0
+        return
+    cand = state[_K_HIGH] + step
+    if state[_K_HAS_PEND] > 0 and 0 <= cand - state[_K_PEND] <= max(1, far >> 4):
+        state[_K_PEND] = cand
+        state[_K_HAS_PEND] += 1
+        if state[_K_HAS_PEND] >= 3:
+            state[_K_HIGH] = cand
+            state[_K_HAS_PEND] = 0
     else:
-        d = (high - state[_K_HIGH]) & ((1 << bits) - 1)
-        state[_K_HIGH] += d if d < (1 << (bits - 1)) else d - (1 << bits)
+        state[_K_PEND] = cand
+        state[_K_HAS_PEND] = 1
 
 
 @kernel
@@ -210,7 +230,7 @@ def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):  #
             typ = w >> 12
             if typ == 0x8 or typ == 0x6:
                 if typ == 0x8:
-                    _follow_time_high(state, w & 0xFFF, 12)
+                    _follow_time_high(state, w & 0xFFF, 12, _RESET_US >> 12)
                 else:
                     state[_K_LOW] = w & 0xFFF
                 if state[_K_CAND] < 0:
@@ -221,7 +241,7 @@ def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):  #
         else:
             typ = w >> 28
             if typ == 0x8:
-                _follow_time_high(state, w & 0x0FFFFFFF, 28)
+                _follow_time_high(state, w & 0x0FFFFFFF, 28, _RESET_US >> 6)
                 if state[_K_CAND] < 0:
                     state[_K_CAND] = g
             elif typ == 0x0 or typ == 0x1 or typ == 0xA:
@@ -285,6 +305,7 @@ def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int
     chunk_bytes = max(size, chunk_bytes - chunk_bytes % size)
     state = np.full(_N_K, -1, np.int64)
     state[_K_HAVE] = state[_K_HIGH] = state[_K_LOW] = state[_K_CUT] = 0
+    state[_K_PEND] = state[_K_HAS_PEND] = 0
     pending = np.empty(0, dtype)   # words since the open packet's start
     base = 0                       # global index of the next word read
     seq, last_stamp, tail = 0, 0, b''
