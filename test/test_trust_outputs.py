@@ -459,3 +459,18 @@ def test_a_sensor_time_leap_beyond_the_header_stamps_is_refused_every_time(quad)
                                   STAMP0_NS + pkts[k][1] * 1000, k)
         assert res.error is not None and 'leapt' in res.error
     assert pipe.counters['packets_corrupt'] == 10 and pipe.counters['camera_restarts'] == 0
+
+
+def test_garbage_after_a_change_of_encoding_rolls_back_the_new_decoder(quad):
+    # the decoder's state after the last good packet is what garbage rolls back to; a
+    # stream that changes its encoding gets a new decoder, whose state that is not
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    pipe.process_packets(_raw(pkts, range(30)))
+    rng = np.random.default_rng(4)
+    for k in range(30, 36):
+        junk = rng.integers(0, 256, 4096, np.uint8).tobytes()
+        res = pipe.process_packet(junk, 'evt2', 1280, 720, False, STAMP0_NS + pkts[k][1] * 1000,
+                                  k)
+        assert res.error is None or 'corrupt' in res.error
+    assert pipe.counters['packets_corrupt'] >= 1

@@ -116,7 +116,7 @@ class PacketIntake:
         #: suspect packets in a row whose leapt times continue one another, the last one's end
         self._leap_run = 0
         self._leap_t_last = 0
-        #: the decoder's state before the last packet with events that was taken
+        #: the decoder's state after the last packet with events that was taken
         self._trusted: np.ndarray | None = None
         #: packets were dropped or refused since the last accepted one
         self._events_lost = False
@@ -159,8 +159,8 @@ class PacketIntake:
         reason, final = self._corrupt_reason(ev, delta[_WORDS], delta[_UNKNOWN], stamp_ns)
         if reason is not None and (final or not self._leap_persists(ev)):
             # roll the stream state back so that the garbage does not shift later times
-            # (to before the last packet with events taken: empty packets taken since
-            # may have been garbage too, their TIME_HIGH words moving the clock)
+            # (to the end of the last packet with events taken: empty packets taken
+            # since may have been garbage too, their TIME_HIGH words moving the clock)
             decoder.restore(snapshot if self._trusted is None else self._trusted)
             out.truncate(mark)
             if final:
@@ -181,7 +181,7 @@ class PacketIntake:
             # (no evidence either way: a run of suspect packets goes on)
             return Admission(None, ev, restart, None, stamp_ns)
         self._suspect_run = self._leap_run = 0
-        self._trusted = snapshot
+        self._trusted = self.decoder.snapshot()
         return self._accept(ev, restart, stamp_ns)
 
     def _accept(self, ev: EventArrays, restart: bool, stamp_ns: int) -> Admission:
@@ -216,6 +216,7 @@ class PacketIntake:
         if key != self.decoder_key:
             self.decoder = make_decoder(encoding, width, height)
             self.decoder_key = key
+            self._trusted = None
         return self.decoder
 
     def _leap_persists(self, ev: EventArrays) -> bool:
