@@ -295,3 +295,12 @@ def test_node_without_ros_says_so_in_one_line(tmp_path):
     assert proc.returncode == 1
     line = one_line(proc.stderr + proc.stdout)
     assert 'cannot start' in line and "'rclpy'" in line and 'setup.bash' in line
+
+
+def test_every_command_takes_o_for_out():
+    from helixtrack_ros.cli import build_parser
+    parser = build_parser()
+    for argv in (['demo', '-o', 'x'], ['simulate', '-o', 'x'], ['track', 'b', '-o', 'x'],
+                 ['detect', 'b', '-o', 'x.yaml'], ['events', 'b', '-o', 'x'],
+                 ['batch', 'b', '-o', 'x'], ['sweep', 'b', '--grid', 'g', '-o', 'x']):
+        assert parser.parse_args(argv).out.startswith('x'), argv
