@@ -56,8 +56,8 @@ _K_LOW = 2       # EVT 3.0 TIME_LOW
 _K_START = 3     # time of the open packet's first event (-1: none yet)
 _K_CAND = 4      # first time word after the last event word (global index; -1: none)
 _K_CUT = 5       # start of the open packet (global word index)
-_K_PEND = 6      # a far TIME_HIGH count waiting for the next one to confirm it
-_K_HAS_PEND = 7  # TIME_HIGH words seen that agree with _K_PEND (0: none pending)
+_K_PEND = 6      # a far TIME_HIGH count waiting for the next two to confirm it
+_K_PEND_SEEN = 7  # TIME_HIGH words seen that agree with _K_PEND (0: none pending)
 _N_K = 8
 
 
@@ -199,18 +199,18 @@ def _follow_time_high(state, high, bits, far):
     step = d if d < (1 << (bits - 1)) else d - (1 << bits)
     if -far <= step <= far:
         state[_K_HIGH] += step
-        state[_K_HAS_PEND] = 0
+        state[_K_PEND_SEEN] = 0
         return
     cand = state[_K_HIGH] + step
-    if state[_K_HAS_PEND] > 0 and 0 <= cand - state[_K_PEND] <= max(1, far >> 4):
+    if state[_K_PEND_SEEN] > 0 and 0 <= cand - state[_K_PEND] <= max(1, far >> 4):
         state[_K_PEND] = cand
-        state[_K_HAS_PEND] += 1
-        if state[_K_HAS_PEND] >= 3:
+        state[_K_PEND_SEEN] += 1
+        if state[_K_PEND_SEEN] >= 3:
             state[_K_HIGH] = cand
-            state[_K_HAS_PEND] = 0
+            state[_K_PEND_SEEN] = 0
     else:
         state[_K_PEND] = cand
-        state[_K_HAS_PEND] = 1
+        state[_K_PEND_SEEN] = 1
 
 
 @kernel
@@ -305,7 +305,7 @@ def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int
     chunk_bytes = max(size, chunk_bytes - chunk_bytes % size)
     state = np.full(_N_K, -1, np.int64)
     state[_K_HAVE] = state[_K_HIGH] = state[_K_LOW] = state[_K_CUT] = 0
-    state[_K_PEND] = state[_K_HAS_PEND] = 0
+    state[_K_PEND] = state[_K_PEND_SEEN] = 0
     pending = np.empty(0, dtype)   # words since the open packet's start
     base = 0                       # global index of the next word read
     seq, last_stamp, tail = 0, 0, b''

@@ -157,7 +157,8 @@ class PacketIntake:
         self.counters['decode_errors'] += sum([delta[i] for i in _ERRORS])
         stamp_ns = int(pkt.stamp_ns)
         reason, final = self._corrupt_reason(ev, delta[_WORDS], delta[_UNKNOWN], stamp_ns)
-        if reason is not None and (final or not self._leap_persists(ev)):
+        leap_is_real = reason is not None and not final and self._leap_persists(ev)
+        if reason is not None and not leap_is_real:
             # roll the stream state back so that the garbage does not shift later times
             # (to the end of the last packet with events taken: empty packets taken
             # since may have been garbage too, their TIME_HIGH words moving the clock)
@@ -220,16 +221,14 @@ class PacketIntake:
         return self.decoder
 
     def _leap_persists(self, ev: EventArrays) -> bool:
-        """Whether a leapt packet is the one that makes the leap real: it continues the
-        CORRUPT_RUN_ACCEPT suspect packets before it in sensor time (a restarted or
-        re-set clock does; random TIME_HIGH words in garbage do not)."""
-        prior = 0
-        if len(ev) and self._leap_run and (
-                0 <= int(ev.t_us[0]) - self._leap_t_last <= CORRUPT_LEAP_US):
-            prior = self._leap_run
-        self._leap_run = prior + 1 if len(ev) else 0
-        if len(ev):
-            self._leap_t_last = int(ev.t_us[-1])
+        """Whether a leapt packet (it has events) is the one that makes the leap real: it
+        continues the CORRUPT_RUN_ACCEPT suspect packets before it in sensor time (a
+        restarted or re-set clock does; random TIME_HIGH words in garbage do not)."""
+        continues = self._leap_run > 0 and (
+            0 <= int(ev.t_us[0]) - self._leap_t_last <= CORRUPT_LEAP_US)
+        prior = self._leap_run if continues else 0
+        self._leap_run = prior + 1
+        self._leap_t_last = int(ev.t_us[-1])
         return prior >= CORRUPT_RUN_ACCEPT
 
     def _corrupt_reason(self, ev: EventArrays, words: int, unknown: int,
