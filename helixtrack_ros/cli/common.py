@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from enum import IntEnum
 import math
 from pathlib import Path
+import sys
 import tempfile
 from typing import TYPE_CHECKING, Any
 
@@ -169,12 +170,18 @@ class Packets:
     def __init__(self, recording: Any) -> None:
         self.recording = recording
         self.truncated: TruncatedBagError | None = None
+        #: repairs made while reading (each also said on stderr)
+        self.repairs = 0
+
+    def _notice(self, line: str) -> None:
+        self.repairs += 1
+        print(f'warning: {line}', file=sys.stderr)
 
     def __iter__(self) -> Iterator[Any]:
         from helixtrack_ros.io.bags import TruncatedBagError
         from helixtrack_ros.io.raw_file import TruncatedRawError
         try:
-            yield from self.recording.packets()
+            yield from self.recording.packets(self._notice)
         except (TruncatedBagError, TruncatedRawError) as exc:
             self.truncated = exc
         except FileNotFoundError as exc:

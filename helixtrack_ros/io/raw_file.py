@@ -26,11 +26,13 @@ events). The stamp of a packet is its first event's sensor time added to
 the header's ``date`` (as UTC; 0 without one), never decreasing.
 
 The file is read in chunks (``chunk_bytes``), so memory stays bounded on long
-recordings. A file whose data do not end on a whole word raises
-:class:`TruncatedRawError` after the last whole packet was given.
+recordings. Where bytes were inserted or lost, the words are read on from
+the byte shift that restores their grid (:mod:`.raw_alignment`). A file
+whose data do not end on a whole word raises :class:`TruncatedRawError`
+after the last whole packet was given.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +42,7 @@ import numpy as np
 
 from helixtrack_ros.core.jit import kernel, kernel_inline
 from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.io.raw_alignment import find_realignment
 
 #: Encodings a RAW file may hold here, by the name of its ``format`` line.
 RAW_FORMATS = {'EVT3': 'evt3', 'EVT2': 'evt2'}
@@ -277,7 +280,9 @@ def _packet(header: RawHeader, payload: np.ndarray, start_us: int, seq: int,
 
 
 def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int = 1 << 22,
-                     max_words: int = 1 << 20) -> Iterator[EventPacketRecord]:
+                     max_words: int = 1 << 20,
+                     on_notice: 'Callable[[str], None] | None' = None
+                     ) -> Iterator[EventPacketRecord]:
     """Stream a ``.raw`` file as driver-like packets (see the module docstring).
 
     Parameters
@@ -290,6 +295,9 @@ def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int
         Bytes read at a time.
     max_words : int
         Largest packet in words.
+    on_notice : callable, optional
+        Given one line each time the words lose their byte grid and are read
+        on from the shift that restores it (see :mod:`.raw_alignment`).
 
     Raises
     ------
@@ -309,16 +317,23 @@ def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int
     pending = np.empty(0, dtype)   # words since the open packet's start
     base = 0                       # global index of the next word read
     seq, last_stamp, tail = 0, 0, b''
+    pos = header.data_offset       # file offset of tail[0]
     with path.open('rb') as fh:
         fh.seek(header.data_offset)
         while True:
-            data = fh.read(chunk_bytes)
-            if not data:
+            read = fh.read(chunk_bytes)
+            data = tail + read
+            n_whole = len(data) // size
+            if not read and not n_whole:
                 break
-            data = tail + data
-            whole = len(data) - len(data) % size
-            tail = data[whole:]
-            words = np.frombuffer(data[:whole], dtype)
+            keep, resume = find_realignment(data, n_whole, header.encoding, bool(read))
+            if resume % size and on_notice is not None:
+                on_notice(f'{path}: the data lose their {size}-byte word grid near byte '
+                          f'{pos + keep * size} (bytes inserted or lost); read on from byte '
+                          f'{pos + resume}, dropping {resume - keep * size} bytes')
+            tail = data[resume:]
+            pos += resume
+            words = np.frombuffer(data, dtype, keep)
             cuts = np.empty(words.shape[0] + 1, np.int64)
             starts = np.empty(words.shape[0] + 1, np.int64)
             n = _cut_words(words, header.encoding == 'evt3', base, packet_us, max_words, state,

@@ -16,7 +16,7 @@ needs naming only when there are several (then the error lists them). The
 writers for simulated scenes are here too (:func:`open_event_sink`).
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,11 +50,16 @@ class Recording:
     width: int | None
     height: int | None
 
-    def packets(self) -> Iterator[EventPacketRecord]:
-        """Stream the packets (the reader's errors pass through: see :func:`open_recording`)."""
+    def packets(self, on_notice: 'Callable[[str], None] | None' = None
+                ) -> Iterator[EventPacketRecord]:
+        """Stream the packets (the reader's errors pass through: see :func:`open_recording`).
+
+        ``on_notice`` gets one line for each repair made on the way (a ``.raw``
+        file's words read on after bytes inserted or lost).
+        """
         if self.kind == 'raw':
             from helixtrack_ros.io.raw_file import iter_raw_packets
-            return iter_raw_packets(self.path)
+            return iter_raw_packets(self.path, on_notice=on_notice)
         if self.kind == 'rosbag1':
             from helixtrack_ros.io.ros1_bags import iter_ros1_event_packets
             return iter_ros1_event_packets(self.path, self.topic)
