@@ -3,9 +3,10 @@
 """rosbag2 input with ``rosbags`` (no ROS installation needed).
 
 Reading: :func:`iter_event_packets` streams the event messages of one topic
-(``event_camera_msgs/msg/EventPacket`` or ``event_array_msgs/msg/EventArray``)
-from a sqlite3 or mcap bag (a bag directory, or a single ``.db3``/``.mcap``
-file). The event types are registered from their message definitions
+(``event_camera_msgs/msg/EventPacket``, ``event_array_msgs/msg/EventArray``, or
+the struct-per-event arrays of :mod:`~helixtrack_ros.io.event_structs`) from a
+sqlite3 or mcap bag (a bag directory, or a single ``.db3``/``.mcap`` file).
+The event types are registered from their message definitions
 (:mod:`~helixtrack_ros.io.ros_types`), so bags that do not store the
 definition (e.g. the sqlite3 bags of older rosbag2 versions) read as well.
 :func:`iter_messages` reads any topic of standard message types (used to
@@ -33,6 +34,7 @@ from rosbags.rosbag2 import Reader
 
 from helixtrack_ros.io.bag_writers import EventBagWriter, ResultBagWriter
 from helixtrack_ros.io.event_packet_cdr import parse_event_packet
+from helixtrack_ros.io.event_structs import StructEventReader, struct_record
 from helixtrack_ros.io.mcap_salvage import (
     McapSalvage,
     TruncatedBagError,
@@ -46,6 +48,8 @@ from helixtrack_ros.io.ros_types import (
     EVENT_ARRAY_TYPE,
     EVENT_PACKET_TYPE,
     EVENT_TYPES,
+    READABLE_EVENT_TYPES,
+    STRUCT_EVENT_TYPES,
     typestore,
 )
 
@@ -182,9 +186,10 @@ def iter_event_packets(bag_path: 'str | Path',
     """
     reader = _open(bag_path)
     try:
-        conns = _require_topic(reader, topic, EVENT_TYPES)
+        conns = _require_topic(reader, topic, READABLE_EVENT_TYPES)
         msgtype = conns[0].msgtype
         store = typestore()
+        structs = StructEventReader(ros1=False) if msgtype in STRUCT_EVENT_TYPES else None
         n = 0
         it = reader.messages(connections=conns)
         while True:
@@ -198,6 +203,9 @@ def iter_event_packets(bag_path: 'str | Path',
             _, log_time_ns, raw = item
             n += 1
             record = None
+            if structs is not None:
+                yield struct_record(structs, raw, log_time_ns, n - 1, topic, reader.path)
+                continue
             if msgtype == EVENT_PACKET_TYPE:   # the fast path knows EventPacket's layout
                 try:
                     record = parse_event_packet(raw, log_time_ns)

@@ -11,9 +11,11 @@ the path is decides how it is read:
 - a directory, or a file ending in ``.mcap`` or ``.db3``: a rosbag2
   (:mod:`~helixtrack_ros.io.bags`).
 
-In a bag the event topic is the one of type EventPacket or EventArray; it
-needs naming only when there are several (then the error lists them). The
-writers for simulated scenes are here too (:func:`open_event_sink`).
+In a bag the event topic is the one of type EventPacket or EventArray (of
+event_array_msgs, or of dvs_msgs / prophesee_event_msgs:
+:mod:`~helixtrack_ros.io.event_structs`); it needs naming only when there
+are several (then the error lists them). The writers for simulated scenes
+are here too (:func:`open_event_sink`).
 """
 
 from collections.abc import Callable, Iterator
@@ -85,10 +87,10 @@ def recording_kind(path: 'str | Path') -> str:
 
 def choose_topic(path: Path, topics: dict[str, str], topic: str | None) -> str:
     """The event topic: ``topic`` if given, else the only one of an event type."""
-    from helixtrack_ros.io.ros_types import EVENT_TYPES
+    from helixtrack_ros.io.ros_types import READABLE_EVENT_TYPES
     if topic is not None:
         return topic
-    events = sorted(t for t, m in topics.items() if m in EVENT_TYPES)
+    events = sorted(t for t, m in topics.items() if m in READABLE_EVENT_TYPES)
     if len(events) == 1:
         return events[0]
     if not events:
@@ -152,7 +154,7 @@ def _rosbag2_topic(path: Path, topic: str | None) -> tuple[str, str, int]:
     """
     from helixtrack_ros.io.bags import count_messages, list_topics, resolve_bag_path
     from helixtrack_ros.io.mcap_salvage import TruncatedBagError, mcap_files_if_damaged
-    from helixtrack_ros.io.ros_types import DEFAULT_EVENT_TOPIC, EVENT_TYPES
+    from helixtrack_ros.io.ros_types import DEFAULT_EVENT_TOPIC, READABLE_EVENT_TYPES
     topics = list_topics(path)
     try:
         name = choose_topic(path, topics, topic)
@@ -161,7 +163,7 @@ def _rosbag2_topic(path: Path, topic: str | None) -> tuple[str, str, int]:
             raise
         name = DEFAULT_EVENT_TOPIC
     try:
-        count = count_messages(path, name, EVENT_TYPES)
+        count = count_messages(path, name, READABLE_EVENT_TYPES)
     except TruncatedBagError:
         count = 0
     return name, topics.get(name, ''), count

@@ -17,12 +17,15 @@ from typing import Any
 import numpy as np
 from rosbags.rosbag1 import Reader, Writer
 
+from helixtrack_ros.io.event_structs import StructEventReader, struct_record
 from helixtrack_ros.io.mcap_salvage import one_line
 from helixtrack_ros.io.packet_record import EventPacketRecord, record_of_serialized
 from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,
     EVENT_ARRAY_TYPE,
     EVENT_TYPES,
+    READABLE_EVENT_TYPES,
+    STRUCT_EVENT_TYPES,
     ros1_typestore,
 )
 
@@ -73,11 +76,15 @@ def iter_ros1_event_packets(path: 'str | Path',
             avail = ', '.join(f'{c.topic} ({c.msgtype})' for c in reader.connections) or 'none'
             raise ValueError(f'topic {topic!r} not in bag {path}; available: {avail}')
         msgtype = conns[0].msgtype
-        if any(c.msgtype not in EVENT_TYPES for c in conns):
+        if any(c.msgtype not in READABLE_EVENT_TYPES for c in conns):
             raise ValueError(f'topic {topic!r} has type {msgtype}, expected '
-                             f'{" or ".join(EVENT_TYPES)}')
+                             f'{" or ".join(READABLE_EVENT_TYPES)}')
         store = ros1_typestore()
+        structs = StructEventReader(ros1=True) if msgtype in STRUCT_EVENT_TYPES else None
         for n, (_, log_time_ns, raw) in enumerate(reader.messages(connections=conns)):
+            if structs is not None:
+                yield struct_record(structs, raw, log_time_ns, n, topic, path)
+                continue
             yield record_of_serialized(store.deserialize_ros1, raw, msgtype, log_time_ns, n,
                                        topic, path)
     finally:

@@ -24,6 +24,10 @@ EVENT_PACKET_TYPE = 'event_camera_msgs/msg/EventPacket'
 EVENT_ARRAY_TYPE = 'event_array_msgs/msg/EventArray'
 #: The message types whose ``events`` bytes the decoders read.
 EVENT_TYPES = (EVENT_PACKET_TYPE, EVENT_ARRAY_TYPE)
+#: EventArray types that list each event as a struct (read only: :mod:`.event_structs`).
+STRUCT_EVENT_TYPES = ('dvs_msgs/msg/EventArray', 'prophesee_event_msgs/msg/EventArray')
+#: Every message type an event topic of a recording may have.
+READABLE_EVENT_TYPES = EVENT_TYPES + STRUCT_EVENT_TYPES
 #: Default topic of the metavision driver.
 DEFAULT_EVENT_TOPIC = '/event_camera/events'
 
@@ -39,7 +43,19 @@ uint8[] events
 uint64 seq
 """
 
+#: The fields of dvs_msgs/Event and prophesee_event_msgs/Event (the same in both).
+STRUCT_EVENT_MSG = """uint16 x
+uint16 y
+time ts
+bool polarity
+"""
+
 _DEFINITIONS = {EVENT_PACKET_TYPE: EVENT_PACKET_MSG, EVENT_ARRAY_TYPE: EVENT_ARRAY_MSG}
+for _array in STRUCT_EVENT_TYPES:
+    _pkg = _array.split('/', 1)[0]
+    _DEFINITIONS[f'{_pkg}/msg/Event'] = STRUCT_EVENT_MSG
+    _DEFINITIONS[_array] = ('std_msgs/Header header\nuint32 height\nuint32 width\n'
+                            f'{_pkg}/Event[] events\n')
 
 
 def _register(store: Any) -> Any:

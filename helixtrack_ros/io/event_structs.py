@@ -1,0 +1,153 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""EventArray messages that list every event as a struct (dvs_msgs, prophesee_event_msgs).
+
+Many recordings (the rpg_dvs_ros drivers, Prophesee's ROS wrapper, most
+public event datasets) carry ``EventArray`` messages of ``header``,
+``height``, ``width`` and ``Event[] events`` with each event ``x``, ``y``,
+``ts`` (ROS time) and ``polarity``. Both packages use the same fields.
+Deserializing them message object by event object costs microseconds per
+event, so the bytes are read here in place with numpy (ROS 1: 13 packed
+bytes per event; ROS 2 CDR: the ``ts`` aligned to 4 bytes) and each message
+becomes a ``mono`` packet of the same events (:mod:`helixtrack_ros.codecs.mono`).
+
+Sensor time: the events carry ROS time, so sensor time is counted from the
+whole second before the stream's first event (``epoch_ns``); the packet's
+header stamp stays the message's. A message may span at most 2**32 ns
+(4.29 s; the ``mono`` words' offset), else it is refused (ValueError).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+import numpy as np
+
+from helixtrack_ros.io.packet_record import EventPacketRecord
+
+_NS_PER_S = 1_000_000_000
+_U32 = struct.Struct('<I')
+_ROS1_HEAD = struct.Struct('<III')    # seq, stamp sec, stamp nsec
+_CDR_STAMP = struct.Struct('<iI')     # stamp sec, nanosec
+
+#: One event in a ROS 1 message: x, y, ts (sec, nsec), polarity, 13 bytes packed.
+ROS1_EVENT = np.dtype({'names': ['x', 'y', 'sec', 'nsec', 'p'],
+                       'formats': ['<u2', '<u2', '<u4', '<u4', 'u1'],
+                       'offsets': [0, 2, 4, 8, 12], 'itemsize': 13})
+#: The first event in a ROS 2 (CDR) message, which starts 4-aligned.
+CDR_FIRST_EVENT = np.dtype({'names': ['x', 'y', 'sec', 'nsec', 'p'],
+                            'formats': ['<u2', '<u2', '<i4', '<u4', 'u1'],
+                            'offsets': [0, 2, 4, 8, 12], 'itemsize': 13})
+#: Every later CDR event: 2 bytes of padding before ``ts``, 16 bytes apart (the last 15).
+CDR_EVENT = np.dtype({'names': ['x', 'y', 'sec', 'nsec', 'p'],
+                      'formats': ['<u2', '<u2', '<i4', '<u4', 'u1'],
+                      'offsets': [0, 2, 6, 10, 14], 'itemsize': 15})
+
+
+class StructEvents(NamedTuple):
+    """The fields of one struct-per-event EventArray message."""
+
+    stamp_ns: int
+    frame_id: str
+    seq: int
+    height: int
+    width: int
+    events: np.ndarray   # structured, fields x, y, sec, nsec, p
+
+
+def _string(raw: memoryview, o: int, nul: bool) -> tuple[str, int]:
+    (n,) = _U32.unpack_from(raw, o)
+    o += 4
+    if o + n > len(raw) or (nul and n < 1):
+        raise ValueError('bad frame_id string')
+    return bytes(raw[o:o + n - (1 if nul else 0)]).decode(), o + n
+
+
+def _events(raw: memoryview, o: int, n: int, dtype: np.dtype, stride: int) -> np.ndarray:
+    if n == 0:
+        return np.empty(0, dtype)
+    if o + stride * (n - 1) + dtype.itemsize > len(raw):
+        raise ValueError(f'{n} events do not fit the message')
+    return np.ndarray((n,), dtype, raw, o, (stride,))
+
+
+def parse_ros1(raw: bytes | memoryview) -> StructEvents:
+    """Read a ROS 1 serialized ``dvs_msgs/EventArray`` (or prophesee_event_msgs)."""
+    raw = memoryview(raw)
+    seq, sec, nsec = _ROS1_HEAD.unpack_from(raw, 0)
+    frame_id, o = _string(raw, 12, False)
+    height, width, n = struct.unpack_from('<III', raw, o)
+    ev = _events(raw, o + 12, n, ROS1_EVENT, ROS1_EVENT.itemsize)
+    if o + 12 + n * 13 != len(raw):
+        raise ValueError(f'{len(raw) - o - 12 - n * 13} bytes after the events')
+    return StructEvents(sec * _NS_PER_S + nsec, frame_id, seq, height, width, ev)
+
+
+def parse_cdr(raw: bytes | memoryview, seq: int) -> StructEvents:
+    """Read a little-endian CDR ``dvs_msgs/msg/EventArray`` (ROS 2); ``seq``: its number."""
+    raw = memoryview(raw)
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 1:
+        raise ValueError('not little-endian CDR')
+    sec, nsec = _CDR_STAMP.unpack_from(raw, 4)
+    frame_id, o = _string(raw, 12, True)
+    o += -(o - 4) % 4
+    height, width, n = struct.unpack_from('<III', raw, o)
+    o += 12
+    if n == 0:
+        return StructEvents(sec * _NS_PER_S + nsec, frame_id, seq, height, width,
+                            np.empty(0, CDR_EVENT))
+    first = _events(raw, o, 1, CDR_FIRST_EVENT, 16)
+    rest = _events(raw, o + 14, n - 1, CDR_EVENT, 16)
+    ev = np.empty(n, [('x', '<u2'), ('y', '<u2'), ('sec', '<i8'), ('nsec', '<u4'), ('p', 'u1')])
+    for name in ev.dtype.names:
+        ev[name][:1] = first[name]
+        ev[name][1:] = rest[name]
+    return StructEvents(sec * _NS_PER_S + nsec, frame_id, seq, height, width, ev)
+
+
+def mono_words(x: np.ndarray, y: np.ndarray, p: np.ndarray, dt_ns: np.ndarray) -> np.ndarray:
+    """The ``mono`` words of events (see :mod:`helixtrack_ros.codecs.mono` for the layout)."""
+    return ((p.astype(np.uint64) & np.uint64(1)) << np.uint64(63)
+            | (y.astype(np.uint64) & np.uint64(0x7FFF)) << np.uint64(48)
+            | x.astype(np.uint64) << np.uint64(32) | dt_ns.astype(np.uint64))
+
+
+class StructEventReader:
+    """Turns the struct-per-event messages of one stream into ``mono`` packet records.
+
+    ``ros1``: the messages are ROS 1 serialized, else CDR. The first message
+    with events fixes ``epoch_ns``, the ROS time that sensor time counts from.
+    """
+
+    def __init__(self, ros1: bool) -> None:
+        self.ros1 = ros1
+        self.epoch_ns: int | None = None
+
+    def record(self, raw: bytes | memoryview, log_time_ns: int, n: int) -> EventPacketRecord:
+        """The record of message number ``n``; ValueError when its bytes do not fit the type."""
+        msg = parse_ros1(raw) if self.ros1 else parse_cdr(raw, n)
+        ev = msg.events
+        t_ns = ev['sec'].astype(np.int64) * _NS_PER_S + ev['nsec'].astype(np.int64)
+        if self.epoch_ns is None and t_ns.size:
+            self.epoch_ns = int(t_ns.min()) // _NS_PER_S * _NS_PER_S
+        base = int(t_ns.min()) if t_ns.size else 0
+        dt = t_ns - base
+        if dt.size and int(dt.max()) >= 1 << 32:
+            raise ValueError(f'message {n} spans {int(dt.max()) / 1e9:.1f} s of event time '
+                             '(at most 4.29 s)')
+        words = mono_words(ev['x'], ev['y'], ev['p'], dt)
+        time_base = base - (self.epoch_ns or 0) if t_ns.size else 0
+        return EventPacketRecord(msg.stamp_ns, msg.frame_id, msg.height, msg.width, msg.seq,
+                                 time_base, 'mono', False, words.view(np.uint8),
+                                 int(log_time_ns))
+
+
+def struct_record(reader: StructEventReader, raw: bytes | memoryview, log_time_ns: int, n: int,
+                  topic: str, path: object) -> EventPacketRecord:
+    """:meth:`StructEventReader.record`; a message that does not read raises a ValueError
+    naming it: its number ``n`` on ``topic`` and the bag ``path``."""
+    try:
+        return reader.record(raw, log_time_ns, n)
+    except (ValueError, struct.error, UnicodeDecodeError) as err:
+        raise ValueError(f'corrupt EventArray {n} on {topic!r} in {path}: {err}') from err
