@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from helixtrack_ros.cli import main
 from helixtrack_ros.codecs import make_decoder
@@ -309,3 +309,45 @@ def test_a_raw_file_with_a_byte_inserted_is_tracked_as_the_clean_one(scenes, tmp
     assert np.array_equal(np.isnan(rpm), np.isnan(rpm_clean))
     ok = np.isfinite(rpm)
     assert np.all(np.abs(rpm[ok] / rpm_clean[ok] - 1.0) < 1e-3)
+
+
+@pytest.mark.parametrize('kind', ['rosbag2', 'ros1'])
+def test_a_corrupt_message_in_a_bag_is_skipped_and_the_rest_tracked(scenes, tmp_path, kind,
+                                                                   capsys):
+    # before, the first message that did not deserialize ended the run (exit 2) and
+    # everything after it was lost
+    root, paths = scenes
+    packets = list(iter_event_packets(paths['rosbag2']))
+    garbage = b'\x00\x01\x00\x00' + b'\xff' * 7
+    bad = tmp_path / ('bad' if kind == 'rosbag2' else 'bad.bag')
+    if kind == 'rosbag2':
+        w = Writer(bad, version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP)
+        w.open()
+        with Reader(paths['rosbag2']) as r:
+            conn = w.add_connection(r.connections[0].topic, r.connections[0].msgtype,
+                                    typestore=typestore())
+            for n, (_, t_ns, raw) in enumerate(r.messages()):
+                w.write(conn, t_ns, garbage if n == 100 else raw)
+        w.close()
+    else:
+        with Ros1EventBagWriter(bad) as w:
+            for p in packets:
+                if p.seq == 100:
+                    w._writer.write(w._conn, p.stamp_ns, garbage[4:])
+                    continue
+                w.write(p.stamp_ns, p.seq, p.events, width=p.width, height=p.height,
+                        encoding=p.encoding)
+    assert main(['track', str(bad), '--params', str(root / 'rosbag2' / 'params.yaml'),
+                 '--out', str(tmp_path / 'out')]) == 0
+    err = capsys.readouterr().err
+    assert err.count('warning: corrupt') == 1 and ' 100 on ' in err and 'skipped' in err
+    rows = list(csv.DictReader((tmp_path / 'out' / 'rpm.csv').open()))
+    t_us = np.array([int(r['t_us']) for r in rows])
+    # every packet but the corrupt one, and those the decoder drops until the next
+    # TIME_HIGH word tells it the time again (EVT 3.0: at most 4.1 ms)
+    missing = sorted(set(range(999, 300_000, 1000)) - set(t_us.tolist()))
+    assert missing[0] == 100_999 and missing[-1] < 100_999 + 4096
+    rpm = np.array([float(r['rpm']) for r in rows])
+    before = np.nanmedian(rpm[(t_us > 50_000) & (t_us < 95_000)])
+    after = rpm[t_us > 150_000]
+    assert np.isfinite(after).all() and np.all(np.abs(after / before - 1.0) < 0.01)

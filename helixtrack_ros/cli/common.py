@@ -164,30 +164,59 @@ def open_or_fail(path: str, topic: str | None) -> Any:
 class Packets:
     """The packets of a recording; one cut short ends them, kept in ``truncated``.
 
-    Any other read failure (a corrupt message) becomes a :class:`CliError`.
+    A bag message that does not deserialize is skipped and said in one
+    ``warning:`` line (the first :data:`CORRUPT_SAID` of them; the rest are
+    counted), since the messages after it are still good; when no message
+    reads at all, the first one's problem is a :class:`CliError`. Any other
+    read failure becomes a :class:`CliError`.
     """
+
+    #: corrupt messages said one by one; the rest are counted
+    CORRUPT_SAID = 3
 
     def __init__(self, recording: Any) -> None:
         self.recording = recording
         self.truncated: TruncatedBagError | None = None
         #: repairs made while reading (each also said on stderr)
         self.repairs = 0
+        #: messages skipped because they do not deserialize
+        self.corrupt = 0
+        self._unsaid: list[str] = []   # corrupt-message lines not printed yet
 
     def _notice(self, line: str) -> None:
         self.repairs += 1
         print(f'warning: {line}', file=sys.stderr)
 
+    def _corrupt(self, line: str) -> None:
+        self.corrupt += 1
+        if self.corrupt <= self.CORRUPT_SAID:
+            self._unsaid.append(f'warning: {line}; skipped')
+
+    def _say_corrupt(self) -> None:
+        for line in self._unsaid:
+            print(line, file=sys.stderr)
+        self._unsaid = []
+
     def __iter__(self) -> Iterator[Any]:
         from helixtrack_ros.io.bags import TruncatedBagError
         from helixtrack_ros.io.raw_file import TruncatedRawError
+        good = 0
         try:
-            yield from self.recording.packets(self._notice)
+            for pkt in self.recording.packets(self._notice, self._corrupt):
+                good += 1
+                self._say_corrupt()
+                yield pkt
         except (TruncatedBagError, TruncatedRawError) as exc:
             self.truncated = exc
         except FileNotFoundError as exc:
             raise CliError(str(exc)) from None
         except ValueError as exc:
             raise CliError(str(exc)) from None
+        if self._unsaid and not good:    # nothing read: the first problem is the answer
+            raise CliError(self._unsaid[0].removeprefix('warning: ').removesuffix('; skipped'))
+        self._say_corrupt()
+        if self.corrupt > self.CORRUPT_SAID:
+            print(f'warning: {self.corrupt} corrupt messages skipped in all', file=sys.stderr)
 
 
 def make_decoder_or_fail(pkt: Any) -> Any:

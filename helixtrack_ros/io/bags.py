@@ -25,7 +25,7 @@ record by record up to the damage; the readers then raise
 read and how to repair the file.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 import struct
 from typing import Any
@@ -42,7 +42,11 @@ from helixtrack_ros.io.mcap_salvage import (
     one_line,
     repair_hint,
 )
-from helixtrack_ros.io.packet_record import EventPacketRecord, record_of_serialized
+from helixtrack_ros.io.packet_record import (
+    EventPacketRecord,
+    record_of_serialized,
+    skip_or_raise,
+)
 from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,
     EVENT_ARRAY_TYPE,
@@ -157,8 +161,9 @@ def count_messages(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
         reader.close()
 
 
-def iter_event_packets(bag_path: 'str | Path',
-                       topic: str = DEFAULT_EVENT_TOPIC) -> Iterator[EventPacketRecord]:
+def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
+                       on_corrupt: 'Callable[[str], None] | None' = None
+                       ) -> Iterator[EventPacketRecord]:
     """Stream the event messages of one topic, in recording order.
 
     Parameters
@@ -168,6 +173,9 @@ def iter_event_packets(bag_path: 'str | Path',
     topic : str
         Topic of ``event_camera_msgs/msg/EventPacket`` or
         ``event_array_msgs/msg/EventArray`` messages.
+    on_corrupt : callable, optional
+        Given the line naming a message that does not deserialize, which is
+        then skipped; without it such a message raises.
 
     Yields
     ------
@@ -203,19 +211,21 @@ def iter_event_packets(bag_path: 'str | Path',
             _, log_time_ns, raw = item
             n += 1
             record = None
-            if structs is not None:
-                yield struct_record(structs, raw, log_time_ns, n - 1, topic, reader.path)
-                continue
             if msgtype == EVENT_PACKET_TYPE:   # the fast path knows EventPacket's layout
                 try:
                     record = parse_event_packet(raw, log_time_ns)
                 except (ValueError, struct.error, IndexError, UnicodeDecodeError):
                     pass   # the generic deserializer decides (and names the problem)
-            if record is not None:
-                yield record
+            try:
+                if structs is not None:
+                    record = struct_record(structs, raw, log_time_ns, n - 1, topic, reader.path)
+                elif record is None:
+                    record = record_of_serialized(store.deserialize_cdr, raw, msgtype,
+                                                  log_time_ns, n - 1, topic, reader.path)
+            except ValueError as err:
+                skip_or_raise(err, on_corrupt)
                 continue
-            yield record_of_serialized(store.deserialize_cdr, raw, msgtype, log_time_ns, n - 1,
-                                       topic, reader.path)
+            yield record
         _raise_if_damaged(reader, n, topic)
     finally:
         reader.close()

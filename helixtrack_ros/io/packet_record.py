@@ -83,3 +83,10 @@ def record_of_serialized(deserialize: Callable[[bytes, str], Any], raw: bytes, m
         raise ValueError(f'corrupt {msgtype.rsplit("/", 1)[-1]} {n} on {topic!r} in '
                          f'{path}: {one_line(err)}') from err
     return record_of_message(msg, log_time_ns)
+
+
+def skip_or_raise(err: ValueError, on_corrupt: Callable[[str], None] | None) -> None:
+    """A message that does not read: raise ``err``, or give its line to ``on_corrupt``."""
+    if on_corrupt is None:
+        raise err
+    on_corrupt(str(err))

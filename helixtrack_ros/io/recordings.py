@@ -52,21 +52,24 @@ class Recording:
     width: int | None
     height: int | None
 
-    def packets(self, on_notice: 'Callable[[str], None] | None' = None
+    def packets(self, on_notice: 'Callable[[str], None] | None' = None,
+                on_corrupt: 'Callable[[str], None] | None' = None
                 ) -> Iterator[EventPacketRecord]:
         """Stream the packets (the reader's errors pass through: see :func:`open_recording`).
 
         ``on_notice`` gets one line for each repair made on the way (a ``.raw``
-        file's words read on after bytes inserted or lost).
+        file's words read on after bytes inserted or lost); ``on_corrupt`` one
+        line for each bag message that does not deserialize, which is then
+        skipped (without it, such a message raises).
         """
         if self.kind == 'raw':
             from helixtrack_ros.io.raw_file import iter_raw_packets
             return iter_raw_packets(self.path, on_notice=on_notice)
         if self.kind == 'rosbag1':
             from helixtrack_ros.io.ros1_bags import iter_ros1_event_packets
-            return iter_ros1_event_packets(self.path, self.topic)
+            return iter_ros1_event_packets(self.path, self.topic, on_corrupt)
         from helixtrack_ros.io.bags import iter_event_packets
-        return iter_event_packets(self.path, self.topic)
+        return iter_event_packets(self.path, self.topic, on_corrupt)
 
 
 def recording_kind(path: 'str | Path') -> str:

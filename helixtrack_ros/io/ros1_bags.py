@@ -10,7 +10,7 @@ reader; :class:`Ros1EventBagWriter` writes them (tests, conversions).
 Errors are ``FileNotFoundError`` or a one-line ``ValueError``.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,11 @@ from rosbags.rosbag1 import Reader, Writer
 
 from helixtrack_ros.io.event_structs import StructEventReader, struct_record
 from helixtrack_ros.io.mcap_salvage import one_line
-from helixtrack_ros.io.packet_record import EventPacketRecord, record_of_serialized
+from helixtrack_ros.io.packet_record import (
+    EventPacketRecord,
+    record_of_serialized,
+    skip_or_raise,
+)
 from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,
     EVENT_ARRAY_TYPE,
@@ -57,9 +61,12 @@ def ros1_topics(path: 'str | Path') -> dict[str, tuple[str, int]]:
         reader.close()
 
 
-def iter_ros1_event_packets(path: 'str | Path',
-                            topic: str = DEFAULT_EVENT_TOPIC) -> Iterator[EventPacketRecord]:
+def iter_ros1_event_packets(path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
+                            on_corrupt: 'Callable[[str], None] | None' = None
+                            ) -> Iterator[EventPacketRecord]:
     """Stream the EventArray or EventPacket messages of one topic of a ROS 1 bag.
+
+    ``on_corrupt``: as for :func:`~helixtrack_ros.io.bags.iter_event_packets`.
 
     Raises
     ------
@@ -82,11 +89,16 @@ def iter_ros1_event_packets(path: 'str | Path',
         store = ros1_typestore()
         structs = StructEventReader(ros1=True) if msgtype in STRUCT_EVENT_TYPES else None
         for n, (_, log_time_ns, raw) in enumerate(reader.messages(connections=conns)):
-            if structs is not None:
-                yield struct_record(structs, raw, log_time_ns, n, topic, path)
+            try:
+                if structs is not None:
+                    record = struct_record(structs, raw, log_time_ns, n, topic, path)
+                else:
+                    record = record_of_serialized(store.deserialize_ros1, raw, msgtype,
+                                                  log_time_ns, n, topic, path)
+            except ValueError as err:
+                skip_or_raise(err, on_corrupt)
                 continue
-            yield record_of_serialized(store.deserialize_ros1, raw, msgtype, log_time_ns, n,
-                                       topic, path)
+            yield record
     finally:
         reader.close()
 
