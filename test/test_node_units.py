@@ -155,7 +155,7 @@ def test_packet_handling_counts_problems(context):
     try:
         sent = []
         pubs = []
-        node._outputs.rotors.publish = lambda m: pubs.append((F.stamp_ns(_joint(m)),
+        node._outputs._send_rotors = lambda m: pubs.append((F.stamp_ns(_joint(m)),
                                                           list(_joint(m).velocity)))
         for m in F.fake_packets(3, seq0=10):
             node._on_packet(m)
@@ -192,7 +192,7 @@ def test_packets_as_bytes_equal_packets_as_messages_and_garbage_is_counted(conte
         node = _make(context, F.TWO_ROTORS)
         try:
             pubs = []
-            node._outputs.rotors.publish = lambda m, pubs=pubs: pubs.append(
+            node._outputs._send_rotors = lambda m, pubs=pubs: pubs.append(
                 (F.stamp_ns(_joint(m)), _joint(m).header.frame_id, list(_joint(m).velocity)))
             seen = []
             real = node._pipe.process_packet
@@ -223,7 +223,7 @@ def test_queued_packets_are_tracked_together_and_published_one_by_one(context):
     node = _make(context, F.TWO_ROTORS)
     try:
         pubs = []
-        node._outputs.rotors.publish = lambda m: pubs.append(F.stamp_ns(_joint(m)))
+        node._outputs._send_rotors = lambda m: pubs.append(F.stamp_ns(_joint(m)))
         msgs = F.fake_packets(8, seq0=0)
         # a real backlog: the packets wait in the node's own subscription queue
         other = rclpy.create_node('backlog', context=context)
@@ -274,8 +274,8 @@ def test_per_rotor_topics_follow_their_rate_and_any_state_change_at_once(context
     node = _make(context, tree)
     try:
         joint, rpm = [], []
-        node._outputs.rotors.publish = lambda m: joint.append(F.stamp_ns(_joint(m)))
-        node._outputs._rpm[0].publish = lambda m: rpm.append(len(joint))
+        node._outputs._send_rotors = lambda m: joint.append(F.stamp_ns(_joint(m)))
+        node._outputs._send_rpm[0] = lambda m: rpm.append(len(joint))
         packets = F.fake_packets(60, seq0=0)           # 1 ms apart
         for m in packets[:45]:
             node._on_packet(m)
@@ -330,7 +330,7 @@ def test_events_type_auto_follows_a_publisher_of_event_array(context):
             sent.append(F.stamp_ns(m))
         got = F.wait_until(lambda: node._input.take_queued(3), 10.0, 'the EventArrays')
         pubs = []
-        node._outputs.rotors.publish = lambda m: pubs.append(F.stamp_ns(_joint(m)))
+        node._outputs._send_rotors = lambda m: pubs.append(F.stamp_ns(_joint(m)))
         for msg, info in got:
             node._on_packet(msg, info)
         assert pubs == sent[:len(got)] and node.counters['packets'] == len(got)

@@ -26,7 +26,7 @@ NAN_HOMOGRAPHY = np.full((3, 3), math.nan)
 NAN_HOMOGRAPHY.flags.writeable = False
 
 
-@dataclass
+@dataclass(slots=True)
 class RotorOutput:
     """State of one rotor after a packet.
 

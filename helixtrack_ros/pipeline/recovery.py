@@ -51,7 +51,7 @@ class RotorRecovery:
     """Recovery state and steps of one rotor (module docstring)."""
 
     def __init__(self) -> None:
-        self.good_q: np.ndarray | None = None   # last q_core / RPM / direction while TRACKING
+        self.good_q: Sequence[float] | None = None   # last q_core / RPM / direction, TRACKING
         self.good_rpm = 0.0
         self.good_dir = 0
         self.searching = False                  # LOST: buffering events of the search region
@@ -71,13 +71,15 @@ class RotorRecovery:
         self.detecting: Future | None = None    # a re-detection running in the background
 
     def note_good(self, q_core: Sequence[float], rpm_shaft: float, direction: int) -> None:
-        """The rotor is TRACKING: remember its pose for a later search, stop any search."""
-        if self.good_q is None:
-            self.good_q = np.empty(6)
-        self.good_q[:] = q_core
+        """The rotor is TRACKING: remember its pose for a later search, stop any search.
+
+        ``q_core`` is kept as given (the caller's own list): this runs every packet.
+        """
+        self.good_q = q_core
         self.good_rpm = rpm_shaft
         self.good_dir = direction
-        self.forget()
+        if self.searching or self.reset or self.resumed or self.buf or self.detecting is not None:
+            self.forget()
 
     def forget(self) -> None:
         """Stop searching (tracking again, or every rotor restarted)."""
