@@ -36,6 +36,7 @@ until the next TIME_HIGH (``resync_skipped``). ``time_base`` is not used.
 import numpy as np
 
 from helixtrack_ros.codecs import counter_slots as cs
+from helixtrack_ros.codecs.event_out import _put_event
 from helixtrack_ros.codecs.kernel_decoder import KernelDecoder, native_words
 from helixtrack_ros.codecs.time_high import (
     S_ABS_HIGH,
@@ -105,10 +106,7 @@ def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, stat
                     t = floor
                     n_clamped += 1
                 floor = t
-                out_t[np.uint64(k)] = t
-                out_x[np.uint64(k)] = xx
-                out_y[np.uint64(k)] = yy
-                out_p[np.uint64(k)] = code
+                _put_event(out_t, out_x, out_y, out_p, k, t, xx, yy, code)
                 k += 1
             else:
                 n_oob += 1

@@ -59,6 +59,7 @@ checks. About 4 ns per event on driver-like packets (benchmarks/bench_decode.py)
 import numpy as np
 
 from helixtrack_ros.codecs import counter_slots as cs
+from helixtrack_ros.codecs.event_out import _put_event
 from helixtrack_ros.codecs.kernel_decoder import KernelDecoder
 from helixtrack_ros.codecs.time_high import (
     S_ABS_HIGH,
@@ -141,10 +142,7 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
         if code == ADDR_X:
             xx = w & 0x7FF
             if xx < x_lim:
-                out_t[np.uint64(k)] = t_ev
-                out_x[np.uint64(k)] = xx
-                out_y[np.uint64(k)] = y
-                out_p[np.uint64(k)] = (w >> 11) & 1
+                _put_event(out_t, out_x, out_y, out_p, k, t_ev, xx, y, (w >> 11) & 1)
                 k += 1
             else:
                 counters[cs.OOB] += 1
@@ -180,10 +178,7 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
                 # branch-free: write every position up to the last set bit, keep the set ones
                 j = 0
                 while m != 0:
-                    out_t[np.uint64(k)] = t_ev
-                    out_x[np.uint64(k)] = base_x + j
-                    out_y[np.uint64(k)] = y
-                    out_p[np.uint64(k)] = pol
+                    _put_event(out_t, out_x, out_y, out_p, k, t_ev, base_x + j, y, pol)
                     k += m & 1
                     m >>= 1
                     j += 1
@@ -192,10 +187,7 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
                 while m != 0:
                     if m & 1:
                         if base_x + j < x_lim:
-                            out_t[np.uint64(k)] = t_ev
-                            out_x[np.uint64(k)] = base_x + j
-                            out_y[np.uint64(k)] = y
-                            out_p[np.uint64(k)] = pol
+                            _put_event(out_t, out_x, out_y, out_p, k, t_ev, base_x + j, y, pol)
                             k += 1
                         else:
                             counters[cs.OOB] += 1

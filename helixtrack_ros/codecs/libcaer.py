@@ -48,6 +48,7 @@ clock (``time_resets``). Every packet carries its full time, so
 import numpy as np
 
 from helixtrack_ros.codecs import counter_slots as cs
+from helixtrack_ros.codecs.event_out import _put_event
 from helixtrack_ros.codecs.kernel_decoder import KernelDecoder, native_words
 from helixtrack_ros.core.jit import kernel, kernel_inline
 
@@ -129,10 +130,7 @@ def _libcaer_decode(words, new_packet, odd_bytes, time_base_us, width, height, s
         if xx < width and yy < height:
             t = _hold(high + ts, floor, counters)
             floor = t
-            out_t[np.uint64(k)] = t
-            out_x[np.uint64(k)] = xx
-            out_y[np.uint64(k)] = yy
-            out_p[np.uint64(k)] = (data >> 1) & 1
+            _put_event(out_t, out_x, out_y, out_p, k, t, xx, yy, (data >> 1) & 1)
             k += 1
         else:
             counters[cs.OOB] += 1
@@ -149,17 +147,10 @@ def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, heigh
     n = words.shape[0]
     cs.count_call(counters, new_packet, odd_bytes, n)
     if new_packet:  # every packet starts afresh
-        state[_M_X] = _NO_COORD
-        state[_M_BASE_Y] = _NO_COORD
-        state[_M_POL] = 0
-        state[_M_HIGH] = 0
-        state[_M_LOW] = 0
-    x = state[_M_X]
-    base_y = state[_M_BASE_Y]
-    pol = state[_M_POL]
-    high = state[_M_HIGH]
-    low = state[_M_LOW]
-    floor = state[_M_FLOOR]
+        state[_M_X] = state[_M_BASE_Y] = _NO_COORD
+        state[_M_POL] = state[_M_HIGH] = state[_M_LOW] = 0
+    x, base_y, pol = state[_M_X], state[_M_BASE_Y], state[_M_POL]
+    high, low, floor = state[_M_HIGH], state[_M_LOW], state[_M_FLOOR]
     t_ev = _hold(time_base_us + (high << 12) + low, floor, counters)
     x_ok = x < width
     k = 0
@@ -169,10 +160,7 @@ def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, heigh
         if code == CMP_ADDR_Y:
             yy = w & 0x7FF
             if x_ok and yy < height:
-                out_t[np.uint64(k)] = t_ev
-                out_x[np.uint64(k)] = x
-                out_y[np.uint64(k)] = yy
-                out_p[np.uint64(k)] = (w >> 11) & 1
+                _put_event(out_t, out_x, out_y, out_p, k, t_ev, x, yy, (w >> 11) & 1)
                 k += 1
                 floor = t_ev
             else:
@@ -183,10 +171,7 @@ def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, heigh
             while m != 0:
                 if m & 1:
                     if x_ok and base_y + j < height:
-                        out_t[np.uint64(k)] = t_ev
-                        out_x[np.uint64(k)] = x
-                        out_y[np.uint64(k)] = base_y + j
-                        out_p[np.uint64(k)] = pol
+                        _put_event(out_t, out_x, out_y, out_p, k, t_ev, x, base_y + j, pol)
                         k += 1
                         floor = t_ev
                     else:

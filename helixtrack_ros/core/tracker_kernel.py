@@ -54,15 +54,6 @@ from helixtrack_ros.core.jit import fma, fma_inline, kernel_inline
 from helixtrack_ros.core.motion_kf import _kf_init
 from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s, _update_s
 from helixtrack_ros.core.tracker_layout import (
-    FS_AL,
-    FS_OM,
-    FS_P00,
-    FS_P01,
-    FS_P02,
-    FS_P11,
-    FS_P12,
-    FS_P22,
-    FS_PHI,
     FS_PHIB,
     FS_PSIB,
     FS_SW,
@@ -118,16 +109,10 @@ def _emit(k, t, tp, fs, ist, q, out_t, out_v):
     the state is propagated from its time to t (t before it counts as dt = 0).
     """
     B = tp[TP_B]
-    phi = fs[FS_PHI]
-    om = fs[FS_OM]
-    al = fs[FS_AL]
-    P11 = fs[FS_P11]
-    P12 = fs[FS_P12]
-    P22 = fs[FS_P22]
+    phi, om, al, P00, P01, P02, P11, P12, P22 = _load_ekf(fs)
     if fs[FS_SW] > 0.0 and tp[TP_FOLD] != 0.0:
         phi, om, al, _, _, _, P11, P12, P22 = _update_fold_s(
-            phi, om, al, fs[FS_P00], fs[FS_P01], fs[FS_P02], P11, P12, P22, fs[FS_SW],
-            fs[FS_SWE], tp[TP_SIG0])
+            phi, om, al, P00, P01, P02, P11, P12, P22, fs[FS_SW], fs[FS_SWE], tp[TP_SIG0])
     dt = 0.0
     if ist[IS_T] >= 0 and t > ist[IS_T]:
         dt = (t - ist[IS_T]) * 1e-6

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from helixtrack_ros.core import tracker_layout as layout
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.health import (
     HI_CAUSE,
@@ -27,24 +28,12 @@ from helixtrack_ros.core.health import (
 )
 from helixtrack_ros.core.homography import homography_from_paper_q
 from helixtrack_ros.core.tracker import PacketRun
-from helixtrack_ros.core.tracker_layout import (
-    OUT_OMEGA,
-    OUT_PHASE,
-    OUT_Q,
-    OUT_RPM,
-    OUT_STD,
-    PK_BOX,
-    PK_N,
-    PK_QCORE,
-    PK_RPM_EKF,
-    PK_ZETA,
-)
 from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withheld
 from helixtrack_ros.pipeline.recovery import RotorRecovery
 
 _TRACKING_STATE = RotorState.TRACKING
 #: the centre's columns in a packet row (the paper q's tx, ty)
-_TX, _TY = OUT_Q + 2, OUT_Q + 3
+_TX, _TY = layout.OUT_Q + 2, layout.OUT_Q + 3
 
 if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline.batching import Inflight
@@ -138,17 +127,18 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
             good = _note_good(rec, rows, good)
             rec.step(bank, r, inf.packet(k0 + k), times[k])
         # (the health reason is text only a rotor not TRACKING needs)
-        events = int(v[PK_N])
+        events = int(v[layout.PK_N])
         level, message, state = rotor_status(
-            size, stride, v[_TX], v[_TY], v[OUT_RPM], health, cause, events,
-            '' if health == TRACKING else run.reason(k), v[PK_BOX:PK_BOX + 4], rec)
+            size, stride, v[_TX], v[_TY], v[layout.OUT_RPM], health, cause, events,
+            '' if health == TRACKING else run.reason(k), v[layout.PK_BOX:layout.PK_BOX + 4], rec)
         if state != TRACKING:
             outs.append(withheld(name, times[k], events, level, message, health, state, cause))
             continue
         hom = (homographies[k] if homographies is not None else
-               homography_from_paper_q(*v[OUT_Q:OUT_Q + 6]))
-        outs.append(RotorOutput(name, times[k], v[OUT_PHASE], v[OUT_OMEGA], v[OUT_RPM],
-                                v[OUT_STD], hom, events, level, message, health))
+               homography_from_paper_q(*v[layout.OUT_Q:layout.OUT_Q + 6]))
+        outs.append(RotorOutput(name, times[k], v[layout.OUT_PHASE], v[layout.OUT_OMEGA],
+                                v[layout.OUT_RPM], v[layout.OUT_STD], hom, events, level,
+                                message, health))
     _note_good(rec, rows, good)
     return outs
 
@@ -157,5 +147,6 @@ def _note_good(rec: RotorRecovery, rows: list[list[float]], k: int) -> int:
     """Remember row k's pose as the rotor's last good one (k < 0: none); returns -1."""
     if k >= 0:
         v = rows[k]
-        rec.note_good(v[PK_QCORE:PK_QCORE + 6], v[PK_RPM_EKF], int(v[PK_ZETA]))
+        q0 = layout.PK_QCORE
+        rec.note_good(v[q0:q0 + 6], v[layout.PK_RPM_EKF], int(v[layout.PK_ZETA]))
     return -1
