@@ -167,3 +167,44 @@ def test_a_struct_event_bag_is_tracked_as_the_driver_bag(tmp_path, msgtype, ros1
                       for r in csv.DictReader((tmp_path / name / 'rpm.csv').open())]
     assert len(rows['ref']) == 150 and sum(r['state'] == 'TRACKING' for r in rows['ref']) > 100
     assert rows['dvs'] == rows['ref']   # every column but the stamps, exactly
+
+
+def test_a_refused_message_does_not_set_the_time_origin():
+    store = ros1_typestore()
+    reader = es.StructEventReader(ros1=True)
+    bad = np.array([0, 10 * NS])                     # spans 10 s: refused
+    raw = store.serialize_ros1(message(store, DVS, 10 * NS, 0, '', bad, bad * 0, bad * 0,
+                                       bad * 0), DVS)
+    with pytest.raises(ValueError, match='spans'):
+        reader.record(raw, 0, 0)
+    t = np.array([1_700_000_000 * NS + 400_000_000])
+    raw = store.serialize_ros1(message(store, DVS, int(t[0]), 1, '', t, t * 0, t * 0, t * 0),
+                               DVS)
+    assert reader.record(raw, 0, 1).time_base == 400_000_000
+    assert reader.epoch_ns == 1_700_000_000 * NS
+
+
+def test_events_before_the_time_origin_are_held_at_it():
+    # a later message with events older than the stream's first whole second: before,
+    # its time_base went negative and the whole packet was refused
+    store = typestore()
+    reader = es.StructEventReader(ros1=False)
+    dec = make_decoder('mono', 640, 480)
+    for k, t0 in enumerate((1_700_000_000 * NS + 10, 1_700_000_000 * NS - 5000)):
+        t = np.array([t0, t0 + 3000])
+        raw = store.serialize_cdr(message(store, DVS, t0, k, '', t, t * 0 + 1, t * 0, t * 0),
+                                  DVS)
+        rec = reader.record(raw, 0, k)
+        assert rec.time_base >= 0
+        ev = dec.decode(rec.events, time_base=rec.time_base).events
+        assert len(ev) == 2 and ev.t_us.min() >= 0
+
+
+def test_cdr_bytes_beyond_the_events_are_refused():
+    store = typestore()
+    t = np.array([5 * NS, 5 * NS + 1])
+    raw = bytes(store.serialize_cdr(message(store, DVS, 5 * NS, 0, 'c', t, t * 0, t * 0, t * 0),
+                                    DVS))
+    assert len(es.parse_cdr(raw + b'\0\0\0', 0).events) == 2     # padding to 4 bytes
+    with pytest.raises(ValueError, match='do not fit'):
+        es.parse_cdr(raw + b'\0' * 8, 0)

@@ -351,3 +351,23 @@ def test_a_corrupt_message_in_a_bag_is_skipped_and_the_rest_tracked(scenes, tmp_
     before = np.nanmedian(rpm[(t_us > 50_000) & (t_us < 95_000)])
     after = rpm[t_us > 150_000]
     assert np.isfinite(after).all() and np.all(np.abs(after / before - 1.0) < 0.01)
+
+
+def test_a_corrupt_first_message_is_skipped_too(scenes, tmp_path, capsys):
+    # open_recording reads the first packet for the sensor size: a corrupt one there
+    # ended the run with exit 2 before
+    root, paths = scenes
+    bad = tmp_path / 'bad'
+    w = Writer(bad, version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP)
+    w.open()
+    with Reader(paths['rosbag2']) as r:
+        conn = w.add_connection(r.connections[0].topic, r.connections[0].msgtype,
+                                typestore=typestore())
+        for n, (_, t_ns, raw) in enumerate(r.messages()):
+            w.write(conn, t_ns, b'\x00\x01\x00\x00' + b'\xff' * 7 if n == 0 else raw)
+    w.close()
+    assert main(['track', str(bad), '--params', str(root / 'rosbag2' / 'params.yaml'),
+                 '--out', str(tmp_path / 'out')]) == 0
+    err = capsys.readouterr().err
+    assert err.count('warning: corrupt') == 1 and ' 0 on ' in err
+    assert len(list(csv.DictReader((tmp_path / 'out' / 'rpm.csv').open()))) >= 295

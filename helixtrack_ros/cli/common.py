@@ -165,8 +165,9 @@ class Packets:
     """The packets of a recording; one cut short ends them, kept in ``truncated``.
 
     A bag message that does not deserialize is skipped and said in one
-    ``warning:`` line (the first :data:`CORRUPT_SAID` of them; the rest are
-    counted), since the messages after it are still good; when no message
+    ``warning:`` line, as is each repair of a ``.raw`` file's data (the first
+    :data:`CORRUPT_SAID` of each; the rest are counted), since the data after
+    them are still good; when no message
     reads at all, the first one's problem is a :class:`CliError`. Any other
     read failure becomes a :class:`CliError`.
     """
@@ -185,7 +186,8 @@ class Packets:
 
     def _notice(self, line: str) -> None:
         self.repairs += 1
-        print(f'warning: {line}', file=sys.stderr)
+        if self.repairs <= self.CORRUPT_SAID:
+            print(f'warning: {line}', file=sys.stderr)
 
     def _corrupt(self, line: str) -> None:
         self.corrupt += 1
@@ -217,6 +219,8 @@ class Packets:
         self._say_corrupt()
         if self.corrupt > self.CORRUPT_SAID:
             print(f'warning: {self.corrupt} corrupt messages skipped in all', file=sys.stderr)
+        if self.repairs > self.CORRUPT_SAID:
+            print(f'warning: {self.repairs} repairs of the data in all', file=sys.stderr)
 
 
 def make_decoder_or_fail(pkt: Any) -> Any:

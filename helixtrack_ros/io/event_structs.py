@@ -97,6 +97,8 @@ def parse_cdr(raw: bytes | memoryview, seq: int) -> StructEvents:
     if n == 0:
         return StructEvents(sec * _NS_PER_S + nsec, frame_id, seq, height, width,
                             np.empty(0, CDR_EVENT))
+    if not 0 <= len(raw) - (o + 16 * n - 3) <= 3:    # (a middleware may pad to 4 bytes)
+        raise ValueError(f'{n} events do not fit the message of {len(raw)} bytes')
     first = _events(raw, o, 1, CDR_FIRST_EVENT, 16)
     rest = _events(raw, o + 14, n - 1, CDR_EVENT, 16)
     ev = np.empty(n, [('x', '<u2'), ('y', '<u2'), ('sec', '<i8'), ('nsec', '<u4'), ('p', 'u1')])
@@ -129,15 +131,25 @@ class StructEventReader:
         msg = parse_ros1(raw) if self.ros1 else parse_cdr(raw, n)
         ev = msg.events
         t_ns = ev['sec'].astype(np.int64) * _NS_PER_S + ev['nsec'].astype(np.int64)
-        if self.epoch_ns is None and t_ns.size:
-            self.epoch_ns = int(t_ns.min()) // _NS_PER_S * _NS_PER_S
-        base = int(t_ns.min()) if t_ns.size else 0
-        dt = t_ns - base
-        if dt.size and int(dt.max()) >= 1 << 32:
-            raise ValueError(f'message {n} spans {int(dt.max()) / 1e9:.1f} s of event time '
-                             '(at most 4.29 s)')
-        words = mono_words(ev['x'], ev['y'], ev['p'], dt)
-        time_base = base - (self.epoch_ns or 0) if t_ns.size else 0
+        if not t_ns.size:
+            return self._record(msg, log_time_ns, 0, np.empty(0, np.uint64))
+        base = int(t_ns.min())
+        if int(t_ns.max()) - base >= 1 << 32:
+            raise ValueError(f'message {n} spans {(int(t_ns.max()) - base) / 1e9:.1f} s of '
+                             'event time (at most 4.29 s)')
+        if self.epoch_ns is None:    # (only once a message is taken)
+            self.epoch_ns = base // _NS_PER_S * _NS_PER_S
+        if base < self.epoch_ns:
+            # before the stream's start: held at it, as the decoder holds any event
+            # earlier than the last (``time_clamped``)
+            t_ns = np.maximum(t_ns, self.epoch_ns)
+            base = self.epoch_ns
+        words = mono_words(ev['x'], ev['y'], ev['p'], t_ns - base)
+        return self._record(msg, log_time_ns, base - self.epoch_ns, words)
+
+    @staticmethod
+    def _record(msg: StructEvents, log_time_ns: int, time_base: int,
+                words: np.ndarray) -> EventPacketRecord:
         return EventPacketRecord(msg.stamp_ns, msg.frame_id, msg.height, msg.width, msg.seq,
                                  time_base, 'mono', False, words.view(np.uint8),
                                  int(log_time_ns))

@@ -5,12 +5,14 @@
 Bytes inserted into or dropped from a recording (a bad copy, a recorder that
 lost part of a USB transfer) put every later word on the wrong byte grid.
 Read that way, the words carry codes the format never uses (EVT 3.0: 0x1,
-0x9, 0xB-0xD; EVT 2.0: ten of sixteen) in about a third of them or more,
-while the sensor's own stream carries none. So a window of words with many
-unknown codes marks the damage, and the one shift of 1 to ``size - 1`` bytes
-after which the words are clean again restores the stream. A block of random
-bytes (data overwritten, not shifted) has no clean shift and is left to the
-decoder, which counts it as corrupt.
+0x9, 0xB-0xD; EVT 2.0: ten of sixteen): a third of them for events spread
+over the sensor, a tenth or less for events in one small area. The sensor's
+own stream carries none, so a window of words with a few unknown codes marks
+the damage; it began after the last window before it without any. The one
+shift of 1 to ``size - 1`` bytes after which the words are clean again
+restores the stream. A block of random bytes (data overwritten, not
+shifted) has no clean shift and is left to the decoder, which counts it as
+corrupt.
 """
 
 import numpy as np
@@ -20,11 +22,14 @@ from helixtrack_ros.core.jit import kernel
 #: words per window looked at
 WINDOW = 64
 #: unknown codes in a window that mark the grid as lost (an aligned stream has 0)
-BAD_IN_WINDOW = 8
-#: words read after the damage on each candidate shift
+BAD_IN_WINDOW = 2
+#: words read after the damage on each candidate shift (fewer at the end of a file)
 PROBE = 512
-#: unknown codes a candidate shift may show in its probe (1 %)
-PROBE_TOLERANCE = PROBE // 100
+#: the fewest words a shift is judged on (the very end of a file)
+PROBE_MIN = 32
+#: words held back at the end of a read while more data follow, so that damage
+#: near the end of a read is judged with the words after it
+HOLD_BACK = PROBE + 2 * WINDOW
 
 _EVT3_KNOWN = (0x0, 0x2, 0x3, 0x4, 0x5, 0x6, 0x7, 0x8, 0xA, 0xE, 0xF)
 _EVT2_KNOWN = (0x0, 0x1, 0x8, 0xA, 0xE, 0xF)
@@ -51,6 +56,18 @@ def _window_unknown_counts(words, code_shift, unknown, window, out):
         out[j] = c
 
 
+@kernel
+def _first_bad_window(words, code_shift, unknown, window, threshold, j0, n_windows):
+    """The first window j in j0 .. n_windows - 1 with >= ``threshold`` unknown codes; -1: none."""
+    for j in range(j0, n_windows):
+        c = 0
+        for k in range(j * window, min((j + 1) * window, words.shape[0])):
+            c += unknown[(np.int64(words[k]) >> code_shift) & 0xF]
+        if c >= threshold:
+            return j
+    return -1
+
+
 def window_unknown_counts(words: np.ndarray, encoding: str) -> np.ndarray:
     """Unknown codes per :data:`WINDOW` words of ``words`` (the last window may be short)."""
     dtype, code_shift, unknown = FORMATS[encoding]
@@ -66,58 +83,69 @@ def _unknown(words: np.ndarray, encoding: str) -> np.ndarray:
     return unknown[(words.astype(np.int64) >> code_shift) & 0xF].astype(bool)
 
 
-def clean_shift(data: 'bytes | memoryview', at_byte: int, encoding: str) -> int:
-    """The shift (1 to size - 1 bytes) after ``at_byte`` whose words are clean; 0: none.
+def clean_shift(data: 'bytes | memoryview', at_byte: int, encoding: str, n_probe: int) -> int:
+    """The shift (1 to size - 1 bytes) after ``at_byte`` whose next ``n_probe`` words are
+    clean (at most 1 % unknown codes); 0: none.
 
-    ``data`` must hold at least :data:`PROBE` words after ``at_byte`` + size.
+    ``data`` must hold ``n_probe`` words after ``at_byte`` + size.
     """
     dtype, _, _ = FORMATS[encoding]
-    best, best_bad = 0, PROBE_TOLERANCE + 1
+    best, best_bad = 0, n_probe // 100 + 1
     for shift in range(1, dtype.itemsize):
-        start = at_byte + shift
-        words = np.frombuffer(data, dtype, PROBE, start)
-        bad = int(_unknown(words, encoding).sum())
+        bad = int(_unknown(np.frombuffer(data, dtype, n_probe, at_byte + shift), encoding).sum())
         if bad < best_bad:
             best, best_bad = shift, bad
     return best
 
 
-def _shifted_clean_from(data: 'bytes | memoryview', lo: int, first: int, shift: int,
-                        encoding: str) -> int:
+def _shifted_clean_from(data: 'bytes | memoryview', start: int, lo: int, first: int,
+                        shift: int, encoding: str) -> int:
     """First k >= ``lo`` from which the shifted grid's words before ``first`` are known."""
     dtype, _, _ = FORMATS[encoding]
-    size = dtype.itemsize
-    count = min(first - lo, (len(data) - shift) // size - lo)
-    words = np.frombuffer(data, dtype, count, lo * size + shift)
+    words = np.frombuffer(data, dtype, first - lo, start + lo * dtype.itemsize + shift)
     unknown = np.flatnonzero(_unknown(words, encoding))
     return lo + int(unknown[-1]) + 1 if unknown.size else lo
 
 
-def find_realignment(data: 'bytes | memoryview', n_words: int, encoding: str,
-                     more_follows: bool) -> tuple[int, int]:
-    """Where the first ``n_words`` words of ``data`` lose their grid, and where they go on.
+def _damage_start(words: np.ndarray, encoding: str, j: int, j_floor: int) -> int:
+    """Index of the first unknown code of the damage that window j shows: the damage
+    began after the last clean window before j (not before window ``j_floor``)."""
+    lo = j
+    while lo > j_floor and window_unknown_counts(words[(lo - 1) * WINDOW:lo * WINDOW],
+                                                 encoding)[0] > 0:
+        lo -= 1
+    lo *= WINDOW
+    return lo + int(np.argmax(_unknown(words[lo:(j + 1) * WINDOW], encoding)))
 
-    Returns ``(keep, resume)``: the words before index ``keep`` are on the grid,
-    and the stream goes on at byte ``resume``. Between the last unknown code on
-    the new grid and the first on the old, either grid's words may be the
-    damage's: both are dropped, a few words. ``resume == keep * size``: no
-    shift; with ``keep < n_words`` the damage lies too near the end to test,
-    so read again from ``keep`` once more data follow (only when
-    ``more_follows``).
+
+def find_realignment(data: 'bytes | memoryview', start: int, encoding: str,
+                     more_follows: bool) -> tuple[int, int]:
+    """Where the words of ``data`` from byte ``start`` on lose their grid, and where they go on.
+
+    Returns ``(keep, resume)``: the ``keep`` words from ``start`` are on the
+    grid; the stream goes on at byte ``resume`` of ``data`` (-1: the words
+    after ``keep`` are to be read again with the next data, or, at the end
+    of the file, are what is left). Between the last unknown code on the new
+    grid and the first on the old, either grid's words may be the damage's:
+    both are dropped, a few words.
     """
-    dtype, _, _ = FORMATS[encoding]
+    dtype, code_shift, unknown = FORMATS[encoding]
     size = dtype.itemsize
-    words = np.frombuffer(data, dtype, n_words)
-    counts = window_unknown_counts(words, encoding)
-    for j in np.flatnonzero(counts >= BAD_IN_WINDOW).tolist():
-        lo = max(0, (j - 1) * WINDOW)
-        first = lo + int(np.argmax(_unknown(words[lo:(j + 1) * WINDOW], encoding)))
-        if (first + 1 + PROBE) * size > len(data):
-            if more_follows:
-                return first, first * size
-            break
-        shift = clean_shift(data, first * size, encoding)
-        if shift:
-            return (_shifted_clean_from(data, lo, first, shift, encoding),
-                    first * size + shift)
-    return n_words, n_words * size
+    n = (len(data) - start) // size
+    words = np.frombuffer(data, dtype, n, start)
+    limit = max(0, n - HOLD_BACK) if more_follows else n    # words judged now
+    n_windows = -(-limit // WINDOW)
+    j, j_floor = 0, 0
+    while True:
+        j = _first_bad_window(words, code_shift, unknown, WINDOW, BAD_IN_WINDOW, j, n_windows)
+        if j < 0:
+            return limit, -1
+        first = _damage_start(words, encoding, j, j_floor)
+        n_probe = min(PROBE, n - first - 1)
+        if n_probe >= PROBE_MIN:
+            shift = clean_shift(data, start + first * size, encoding, n_probe)
+            if shift:
+                lo = max(first - WINDOW, j_floor * WINDOW)
+                return (_shifted_clean_from(data, start, lo, first, shift, encoding),
+                        start + first * size + shift)
+        j_floor = j = j + 1      # not a shift (overwritten data): left to the decoder

@@ -308,53 +308,77 @@ def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int
     """
     path = Path(path)
     header = read_raw_header(path)
+    cutter = _PacketCutter(header, packet_us, max_words)
     size = _WORD_BYTES[header.encoding]
     dtype = np.dtype('<u2' if size == 2 else '<u4')
     chunk_bytes = max(size, chunk_bytes - chunk_bytes % size)
-    state = np.full(_N_K, -1, np.int64)
-    state[_K_HAVE] = state[_K_HIGH] = state[_K_LOW] = state[_K_CUT] = 0
-    state[_K_PEND] = state[_K_PEND_SEEN] = 0
-    pending = np.empty(0, dtype)   # words since the open packet's start
-    base = 0                       # global index of the next word read
-    seq, last_stamp, tail = 0, 0, b''
-    pos = header.data_offset       # file offset of tail[0]
+    tail = b''
+    offset = header.data_offset       # file offset of tail[0]
     with path.open('rb') as fh:
         fh.seek(header.data_offset)
         while True:
             read = fh.read(chunk_bytes)
             data = tail + read
-            n_whole = len(data) // size
-            if not read and not n_whole:
+            if not read and len(data) < size:
                 break
-            keep, resume = find_realignment(data, n_whole, header.encoding, bool(read))
-            if resume % size and on_notice is not None:
-                on_notice(f'{path}: the data lose their {size}-byte word grid near byte '
-                          f'{pos + keep * size} (bytes inserted or lost); read on from byte '
-                          f'{pos + resume}, dropping {resume - keep * size} bytes')
-            tail = data[resume:]
-            pos += resume
-            words = np.frombuffer(data, dtype, keep)
-            cuts = np.empty(words.shape[0] + 1, np.int64)
-            starts = np.empty(words.shape[0] + 1, np.int64)
-            n = _cut_words(words, header.encoding == 'evt3', base, packet_us, max_words, state,
-                           cuts, starts)
-            pending = np.concatenate([pending, words])
-            origin = base + words.shape[0] - pending.shape[0]   # global index of pending[0]
-            for c, s in zip(cuts[:n].tolist(), starts[:n].tolist()):
-                payload = pending[:c - origin]
-                pending = pending[c - origin:]
-                origin = c
-                pkt = _packet(header, payload.view(np.uint8), s, seq, last_stamp)
-                last_stamp, seq = pkt.stamp_ns, seq + 1
-                yield pkt
-            pending = pending.copy()   # let the chunk's memory go
-            base += words.shape[0]
-    if pending.shape[0]:
-        yield _packet(header, pending.view(np.uint8), int(state[_K_START]), seq, last_stamp)
-        seq += 1
+            pos = 0
+            while True:
+                keep, resume = find_realignment(data, pos, header.encoding, bool(read))
+                yield from cutter.add(np.frombuffer(data, dtype, keep, pos))
+                if resume < 0:
+                    pos += keep * size
+                    break
+                if on_notice is not None:
+                    on_notice(f'{path}: the data lose their {size}-byte word grid near byte '
+                              f'{offset + pos + keep * size} (bytes inserted or lost); read '
+                              f'on from byte {offset + resume}, dropping '
+                              f'{resume - pos - keep * size} bytes')
+                pos = resume
+            tail = data[pos:]
+            offset += pos
+    yield from cutter.finish()
     if tail:
         raise TruncatedRawError(path, f'the data end {len(tail)} byte(s) into a {size}-byte '
-                                      'word', seq)
+                                      'word', cutter.seq)
+
+
+class _PacketCutter:
+    """Cuts the words of a ``.raw`` file into packets as they come (module docstring)."""
+
+    def __init__(self, header: RawHeader, packet_us: int, max_words: int) -> None:
+        self.header, self.packet_us, self.max_words = header, packet_us, max_words
+        self.state = np.full(_N_K, -1, np.int64)
+        st = self.state
+        st[_K_HAVE] = st[_K_HIGH] = st[_K_LOW] = st[_K_CUT] = st[_K_PEND] = st[_K_PEND_SEEN] = 0
+        self.pending = np.empty(0, np.uint16 if header.encoding == 'evt3' else np.uint32)
+        self.base = 0                  # global index of the next word
+        self.seq, self.last_stamp = 0, 0
+
+    def add(self, words: np.ndarray) -> Iterator[EventPacketRecord]:
+        """The packets that the words complete (the rest waits for more words)."""
+        cuts = np.empty(words.shape[0] + 1, np.int64)
+        starts = np.empty(words.shape[0] + 1, np.int64)
+        n = _cut_words(words, self.header.encoding == 'evt3', self.base, self.packet_us,
+                       self.max_words, self.state, cuts, starts)
+        pending = np.concatenate([self.pending, words])
+        origin = self.base + words.shape[0] - pending.shape[0]   # global index of pending[0]
+        for c, s in zip(cuts[:n].tolist(), starts[:n].tolist()):
+            payload = pending[:c - origin]
+            pending = pending[c - origin:]
+            origin = c
+            yield self._packet(payload, s)
+        self.pending = pending.copy()   # let the chunk's memory go
+        self.base += words.shape[0]
+
+    def finish(self) -> Iterator[EventPacketRecord]:
+        """The last packet (the words after the last cut), if any."""
+        if self.pending.shape[0]:
+            yield self._packet(self.pending, int(self.state[_K_START]))
+
+    def _packet(self, payload: np.ndarray, start_us: int) -> EventPacketRecord:
+        pkt = _packet(self.header, payload.view(np.uint8), start_us, self.seq, self.last_stamp)
+        self.last_stamp, self.seq = pkt.stamp_ns, self.seq + 1
+        return pkt
 
 
 def raw_header_text(encoding: str, width: int, height: int,

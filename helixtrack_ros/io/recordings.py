@@ -173,9 +173,10 @@ def _rosbag2_topic(path: Path, topic: str | None) -> tuple[str, str, int]:
 
 
 def _first_packet(rec: Recording) -> list:
-    """The first packet of a bag topic (empty if the bag ends before one)."""
+    """The first readable packet of a bag topic (empty if the bag ends before one; corrupt
+    messages are said when the packets are read)."""
     from helixtrack_ros.io.mcap_salvage import TruncatedBagError
-    it = rec.packets()
+    it = rec.packets(on_corrupt=lambda line: None)
     try:
         return [next(it)]
     except (StopIteration, TruncatedBagError):
