@@ -5,7 +5,7 @@
 from collections import Counter
 from pathlib import Path
 
-from codec_checks import random_times
+from codec_checks import evt21_words, random_times
 import numpy as np
 import pytest
 
@@ -14,9 +14,22 @@ from helixtrack_ros.codecs.evt2_encoder import Evt2Encoder
 from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.io import raw_alignment as ra
-from helixtrack_ros.io.raw_file import RawFileWriter, iter_raw_packets, read_raw_header
+from helixtrack_ros.io.raw_file import (
+    RawFileWriter,
+    TruncatedRawError,
+    iter_raw_packets,
+    read_raw_header,
+)
 
-ENCODERS = {'evt3': Evt3Encoder, 'evt2': Evt2Encoder}
+
+class Evt21Encoder:
+    """EVT 2.1 words of events (codec_checks.evt21_words), as the other encoders give."""
+
+    def encode(self, ev: EventArrays) -> bytes:
+        return evt21_words(ev).astype('<u8').tobytes()
+
+
+ENCODERS = {'evt3': Evt3Encoder, 'evt2': Evt2Encoder, 'evt21': Evt21Encoder}
 
 
 def naive_window_counts(words: np.ndarray, encoding: str) -> np.ndarray:
@@ -35,6 +48,19 @@ def test_window_counts_match_their_numpy_twin(encoding, n):
     words = np.random.default_rng(n).integers(0, 1 << (8 * dtype.itemsize), n).astype(dtype)
     np.testing.assert_array_equal(ra.window_unknown_counts(words, encoding),
                                   naive_window_counts(words, encoding))
+
+
+@pytest.mark.parametrize('threshold', [1, 2, 9])
+def test_first_bad_window_matches_the_window_counts(threshold):
+    words = np.zeros(1000, '<u2')
+    rng = np.random.default_rng(threshold)
+    words[rng.integers(0, 1000, 12)] = 0x9000          # unknown codes here and there
+    counts = naive_window_counts(words, 'evt3')
+    _, code_shift, unknown = ra.FORMATS['evt3']
+    for j0 in range(counts.size + 1):
+        want = next((j for j in range(j0, counts.size) if counts[j] >= threshold), -1)
+        assert ra._first_bad_window(words, code_shift, unknown, ra.WINDOW, threshold, j0,
+                                    counts.size) == want
 
 
 def test_window_counts_refuse_words_of_the_other_width():
@@ -148,6 +174,16 @@ def test_damage_every_few_kilobytes_is_repaired_each_time(tmp_path):
     got = read_events(damaged(clean, tmp_path / 'damaged.raw', changes), notices, 1 << 16)
     assert len(notices) == len(changes)
     assert_only_beside_damage(ref, got, len(changes))
+
+
+def test_evt21_is_not_repaired_rather_than_on_a_wrong_grid(tmp_path):
+    # several shifts of a 64-bit word look clean: no repair is better than a wrong one
+    clean = write_stream(tmp_path / 'clean.raw', 'evt21')
+    bad = damaged(clean, tmp_path / 'damaged.raw', [(len(clean) // 3, 3)])
+    notices = []
+    with pytest.raises(TruncatedRawError):
+        read_events(bad, notices)
+    assert notices == []
 
 
 def test_a_block_of_random_bytes_is_not_realigned(tmp_path):

@@ -8,6 +8,7 @@ import csv
 from pathlib import Path
 from types import SimpleNamespace
 
+from codec_checks import evt21_words
 import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
@@ -15,6 +16,7 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from helixtrack_ros.cli import main
 from helixtrack_ros.codecs import make_decoder
 from helixtrack_ros.codecs.evt2_encoder import Evt2Encoder
+from helixtrack_ros.codecs.evt21 import swap_halves
 from helixtrack_ros.io.bags import (
     EVENT_ARRAY_TYPE,
     EventBagWriter,
@@ -104,7 +106,7 @@ def test_raw_packets_do_not_depend_on_the_read_chunks(real_packets, tmp_path):
 # ---------------------------------------------------------------------- simulated scene
 @pytest.fixture(scope='module')
 def scenes(tmp_path_factory):
-    """One 0.3 s scene as rosbag2 EventPackets, .raw EVT 3.0 and 2.0, ROS 1 EventArray."""
+    """One 0.3 s scene as rosbag2 EventPackets, .raw EVT 3.0, 2.0 and 2.1, ROS 1 EventArray."""
     root = tmp_path_factory.mktemp('scenes')
     paths = {}
     for fmt in ('rosbag2', 'raw-evt3'):
@@ -120,6 +122,13 @@ def scenes(tmp_path_factory):
     with RawFileWriter(paths['raw-evt2'], 'evt2', 1280, 720) as w:
         for p in packets:
             w.write(enc.encode(dec.decode(p.events).events))
+    # EVT 2.1: whole 64-bit words (GenX320), and upper half first (IMX636)
+    dec = make_decoder('evt3', 1280, 720)
+    words = np.concatenate([evt21_words(dec.decode(p.events).events) for p in packets])
+    for kind, ws in (('raw-evt21', words), ('raw-evt21-imx636', swap_halves(words))):
+        paths[kind] = root / f'scene_{kind}.raw'
+        with RawFileWriter(paths[kind], 'evt21', 1280, 720) as w:
+            w.write(ws.astype('<u8').tobytes())
     return root, paths
 
 
@@ -163,7 +172,7 @@ def test_truncated_raw_file_keeps_the_whole_packets_and_exits_3(scenes, tmp_path
 # ---------------------------------------------------------------------- bad input
 @pytest.mark.parametrize('head,words', [
     (b'', 'no Metavision RAW header'),
-    (b'% format EVT21;height=720;width=1280\n% end\n', "unsupported event format 'EVT21'"),
+    (b'% format HISTO3D;height=720;width=1280\n% end\n', "unsupported event format 'HISTO3D'"),
     (b'% evt 4.0\n% end\n', 'unsupported event format'),
     (b'% evt 3.0\n% end\n', 'no sensor size'),
     (b'% date 2024-01-01 00:00:00\n% end\n', 'names no event format'),

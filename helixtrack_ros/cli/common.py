@@ -26,7 +26,7 @@ DEFAULT_TOPIC = '/event_camera/events'
 #: ``--topic`` and recording help of the offline commands
 TOPIC_HELP = 'event topic of a bag; needed only when the bag has several'
 RECORDING_HELP = ('recording: rosbag2 directory or .mcap/.db3 file, ROS 1 .bag (EventPacket or '
-                  'EventArray), or Metavision .raw file (EVT 2.0/3.0)')
+                  'EventArray), or Metavision .raw file (EVT 2.0/2.1/3.0)')
 
 
 class ExitCode(IntEnum):
@@ -55,7 +55,7 @@ EXIT_STATUS_HELP = """exit status:
        duration <= 0 (--skip, --at-s < 0), missing recording or topic, a topic
        not of type EventPacket or EventArray, a bag with no event topic or with
        several and no --topic, a .raw file without a header or of another
-       format than EVT 2.0/3.0, an output that cannot be written or an output
+       format than EVT 2.0/2.1/3.0, an output that cannot be written or an output
        directory that is an existing file; batch, sweep: no recording could
        be read, a bad grid file
   3    the input is cut short: the bag's MCAP file (recorder killed; every

@@ -1,6 +1,6 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""Event encodings (EVT 3.0, EVT 2.0, libcaer, libcaer_cmp, mono), registry, time mapping.
+"""Event encodings (EVT 3.0, 2.0, 2.1, libcaer, libcaer_cmp, mono), registry, time mapping.
 
 Use :func:`make_decoder` with an EventPacket's ``encoding``, ``width`` and
 ``height``; keep one decoder per stream (decoders carry state across packets).
@@ -8,6 +8,7 @@ Use :func:`make_decoder` with an EventPacket's ``encoding``, ``width`` and
 
 from helixtrack_ros.codecs.evt2 import Evt2Decoder
 from helixtrack_ros.codecs.evt3 import Evt3Decoder
+from helixtrack_ros.codecs.evt21 import Evt21Decoder
 from helixtrack_ros.codecs.libcaer import LibcaerCmpDecoder, LibcaerDecoder
 from helixtrack_ros.codecs.mono import MonoDecoder
 from helixtrack_ros.codecs.types import COUNTER_NAMES, DecodedPacket, UnsupportedEncodingError
@@ -15,13 +16,15 @@ from helixtrack_ros.codecs.types import COUNTER_NAMES, DecodedPacket, Unsupporte
 _DECODERS = {
     'evt3': Evt3Decoder,
     'evt2': Evt2Decoder,
+    'evt21': Evt21Decoder,
     'libcaer': LibcaerDecoder,
     'libcaer_cmp': LibcaerCmpDecoder,
     'mono': MonoDecoder,
 }
 
 #: Type of every decoder :func:`make_decoder` returns.
-AnyDecoder = Evt3Decoder | Evt2Decoder | LibcaerDecoder | LibcaerCmpDecoder | MonoDecoder
+AnyDecoder = (Evt3Decoder | Evt2Decoder | Evt21Decoder | LibcaerDecoder | LibcaerCmpDecoder
+              | MonoDecoder)
 
 #: Encodings that :func:`make_decoder` accepts.
 SUPPORTED_ENCODINGS: tuple[str, ...] = tuple(_DECODERS)

@@ -17,7 +17,7 @@ import os
 from helixtrack_ros.codecs.types import COUNTER_INDEX
 from helixtrack_ros.core.jit import drop_stale_cache, kernel_inline
 
-_KERNEL_MODULES = ('types', 'counter_slots', 'event_out', 'time_high', 'evt2', 'evt3',
+_KERNEL_MODULES = ('types', 'counter_slots', 'event_out', 'time_high', 'evt2', 'evt21', 'evt3',
                    'libcaer', 'mono', 'stream_encoder', 'evt2_encoder', 'evt3_encoder',
                    'libcaer_encoder')
 drop_stale_cache(os.path.dirname(os.path.abspath(__file__)), _KERNEL_MODULES,

@@ -12,7 +12,8 @@ the damage; it began after the last window before it without any. The one
 shift of 1 to ``size - 1`` bytes after which the words are clean again
 restores the stream. A block of random bytes (data overwritten, not
 shifted) has no clean shift and is left to the decoder, which counts it as
-corrupt.
+corrupt. EVT 2.1 is not repaired: its 64-bit words leave several shifts
+that look clean.
 """
 
 import numpy as np
@@ -41,9 +42,12 @@ def _unknown_table(known: tuple[int, ...]) -> np.ndarray:
     return table
 
 
-#: encoding -> (word dtype, bit where the 4-bit code starts, 1 for each unknown code)
+#: word format as stored -> (word dtype, bit where the 4-bit code starts, 1 for each
+#: unknown code); EVT 2.1 words come whole (GenX320) or upper half first (IMX636)
 FORMATS = {'evt3': (np.dtype('<u2'), 12, _unknown_table(_EVT3_KNOWN)),
-           'evt2': (np.dtype('<u4'), 28, _unknown_table(_EVT2_KNOWN))}
+           'evt2': (np.dtype('<u4'), 28, _unknown_table(_EVT2_KNOWN)),
+           'evt21': (np.dtype('<u8'), 60, _unknown_table(_EVT2_KNOWN)),
+           'evt21_swapped': (np.dtype('<u8'), 28, _unknown_table(_EVT2_KNOWN))}
 
 
 @kernel
@@ -76,6 +80,21 @@ def window_unknown_counts(words: np.ndarray, encoding: str) -> np.ndarray:
     out = np.empty(-(-words.shape[0] // WINDOW), np.int64)
     _window_unknown_counts(words, code_shift, unknown, WINDOW, out)
     return out
+
+
+def stored_format(encoding: str, data: 'bytes | memoryview') -> str:
+    """How ``encoding``'s words are stored, judged on the first words of ``data``.
+
+    Only EVT 2.1 has a choice: whole 64-bit words, or their upper 32 bits
+    first, whichever shows fewer unknown codes (the other reads the event
+    masks' bits as codes).
+    """
+    if encoding != 'evt21':
+        return encoding
+    words = np.frombuffer(data, '<u8', min(len(data) // 8, 4096))
+    whole, swapped = (int(window_unknown_counts(words, f).sum())
+                      for f in ('evt21', 'evt21_swapped'))
+    return 'evt21_swapped' if swapped < whole else 'evt21'
 
 
 def _unknown(words: np.ndarray, encoding: str) -> np.ndarray:
@@ -134,6 +153,10 @@ def find_realignment(data: 'bytes | memoryview', start: int, encoding: str,
     n = (len(data) - start) // size
     words = np.frombuffer(data, dtype, n, start)
     limit = max(0, n - HOLD_BACK) if more_follows else n    # words judged now
+    if size == 8:
+        # EVT 2.1: on a wrong grid the code often lands in an event mask's zero bytes
+        # (a known code), so several shifts look clean: no repair rather than a wrong one
+        return limit, -1
     n_windows = -(-limit // WINDOW)
     j, j_floor = 0, 0
     while True:

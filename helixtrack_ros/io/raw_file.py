@@ -1,12 +1,14 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""Metavision ``.raw`` files (EVT 2.0 and EVT 3.0): read them as driver-like packets, write them.
+"""Metavision ``.raw`` files (EVT 2.0, 2.1, 3.0): read them as driver-like packets, write them.
 
 A RAW file is a text header of lines that start with ``%`` (for example
 ``% format EVT3;height=720;width=1280``, ``% evt 3.0``, ``% geometry 1280x720``,
 ``% date 2023-03-29 16:37:38``), closed by ``% end``, then the sensor's words
 exactly as the camera sent them (little-endian; 16-bit for EVT 3.0, 32-bit
-for EVT 2.0). The format comes from the ``format`` line, else from ``evt``;
+for EVT 2.0, 64-bit for EVT 2.1, whose words an IMX636 stores upper half
+first: the reader tells the two orders apart by the word codes and gives
+the words whole). The format comes from the ``format`` line, else from ``evt``;
 the sensor size from ``format``'s ``width``/``height``, else ``geometry``,
 else ``width``/``height`` lines.
 
@@ -16,8 +18,8 @@ one packet to the next, so any cut between words decodes. Here the cut is
 made by the words' own time, so that the packets are those the simulator and
 ``packetize`` make: a packet starts at an event and holds the events less
 than ``packet_us`` after it. The cut itself is placed before the time words
-(EVT 3.0 TIME_HIGH/TIME_LOW, EVT 2.0 TIME_HIGH) that lead to the next
-packet's first event, or, where none lies between (EVT 2.0 events carry their
+(EVT 3.0 TIME_HIGH/TIME_LOW, EVT 2.x TIME_HIGH) that lead to the next
+packet's first event, or, where none lies between (EVT 2.x events carry their
 own low time bits), right before that event. So a packet never ends inside
 an event's words (a vector, a CONTINUED word), and it starts with the time of
 its first event. A sensor clock going back more than 65 ms also starts a
@@ -40,15 +42,20 @@ import re
 
 import numpy as np
 
+from helixtrack_ros.codecs.evt21 import swap_halves
 from helixtrack_ros.core.jit import kernel, kernel_inline
 from helixtrack_ros.io.packet_record import EventPacketRecord
-from helixtrack_ros.io.raw_alignment import find_realignment
+from helixtrack_ros.io.raw_alignment import find_realignment, stored_format
 
 #: Encodings a RAW file may hold here, by the name of its ``format`` line.
-RAW_FORMATS = {'EVT3': 'evt3', 'EVT2': 'evt2'}
+RAW_FORMATS = {'EVT3': 'evt3', 'EVT2': 'evt2', 'EVT21': 'evt21'}
 #: ``% evt`` versions and their format names.
 _EVT_VERSIONS = {'3.0': 'EVT3', '3': 'EVT3', '2.0': 'EVT2', '2': 'EVT2', '2.1': 'EVT21'}
-_WORD_BYTES = {'evt3': 2, 'evt2': 4}
+_EVT_OF = {'evt3': '3.0', 'evt2': '2.0', 'evt21': '2.1'}
+_WORD_BYTES = {'evt3': 2, 'evt2': 4, 'evt21': 8}
+_WORD_DTYPES = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+#: the word format codes of :func:`_cut_words`
+_CUT_FORMAT = {'evt3': 3, 'evt2': 2, 'evt21': 21}
 _HEADER_MAX = 1 << 20
 _RESET_US = 65_536   # a backward time step this large is a restarted sensor clock
 
@@ -93,7 +100,7 @@ class TruncatedRawError(ValueError):
 class RawHeader:
     """What the header of a ``.raw`` file says."""
 
-    #: ``'evt3'`` or ``'evt2'``
+    #: ``'evt3'``, ``'evt2'`` or ``'evt21'``
     encoding: str
     width: int
     height: int
@@ -217,11 +224,12 @@ def _follow_time_high(state, high, bits, far):
 
 
 @kernel
-def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
+def _cut_words(words, fmt, base, packet_us, max_words, state, cuts, starts):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
     """Find the packet cuts in ``words`` (global index of word 0: ``base``); returns the count.
 
-    ``cuts[i]`` is the global index where a packet ends, ``starts[i]`` the time of
-    that packet's first event (-1: none). See the module docstring for the rule.
+    ``fmt``: 3, 2 or 21 for EVT 3.0, 2.0 or 2.1 words. ``cuts[i]`` is the global
+    index where a packet ends, ``starts[i]`` the time of that packet's first
+    event (-1: none). See the module docstring for the rule.
     """
     n_cut = 0
     for k in range(words.shape[0]):
@@ -229,7 +237,7 @@ def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):  #
         g = base + k
         t = np.int64(-1)
         is_event = False
-        if evt3:
+        if fmt == 3:
             typ = w >> 12
             if typ == 0x8 or typ == 0x6:
                 if typ == 0x8:
@@ -242,14 +250,16 @@ def _cut_words(words, evt3, base, packet_us, max_words, state, cuts, starts):  #
                 is_event = True
                 t = (state[_K_HIGH] << 12) | state[_K_LOW]
         else:
-            typ = w >> 28
+            top = 28 if fmt == 2 else 60
+            low_at = 22 if fmt == 2 else 54
+            typ = (w >> top) & 0xF
             if typ == 0x8:
-                _follow_time_high(state, w & 0x0FFFFFFF, 28, _RESET_US >> 6)
+                _follow_time_high(state, (w >> (top - 28)) & 0x0FFFFFFF, 28, _RESET_US >> 6)
                 if state[_K_CAND] < 0:
                     state[_K_CAND] = g
             elif typ == 0x0 or typ == 0x1 or typ == 0xA:
                 is_event = True
-                t = (state[_K_HIGH] << 6) | ((w >> 22) & 0x3F)
+                t = (state[_K_HIGH] << 6) | ((w >> low_at) & 0x3F)
         if is_event and state[_K_HAVE] != 0:
             start = state[_K_START]
             if start < 0:
@@ -310,10 +320,11 @@ def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int
     header = read_raw_header(path)
     cutter = _PacketCutter(header, packet_us, max_words)
     size = _WORD_BYTES[header.encoding]
-    dtype = np.dtype('<u2' if size == 2 else '<u4')
+    dtype = np.dtype(_WORD_DTYPES[size]).newbyteorder('<')
     chunk_bytes = max(size, chunk_bytes - chunk_bytes % size)
     tail = b''
     offset = header.data_offset       # file offset of tail[0]
+    grid = None                       # the word format as stored (raw_alignment.FORMATS)
     with path.open('rb') as fh:
         fh.seek(header.data_offset)
         while True:
@@ -321,10 +332,16 @@ def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int
             data = tail + read
             if not read and len(data) < size:
                 break
+            if grid is None:    # judged on the first words (at least 512 unless fewer)
+                if read and len(data) < 512 * size:
+                    tail = data
+                    continue
+                grid = stored_format(header.encoding, data)
             pos = 0
             while True:
-                keep, resume = find_realignment(data, pos, header.encoding, bool(read))
-                yield from cutter.add(np.frombuffer(data, dtype, keep, pos))
+                keep, resume = find_realignment(data, pos, grid, bool(read))
+                words = np.frombuffer(data, dtype, keep, pos)
+                yield from cutter.add(swap_halves(words) if grid == 'evt21_swapped' else words)
                 if resume < 0:
                     pos += keep * size
                     break
@@ -350,7 +367,7 @@ class _PacketCutter:
         self.state = np.full(_N_K, -1, np.int64)
         st = self.state
         st[_K_HAVE] = st[_K_HIGH] = st[_K_LOW] = st[_K_CUT] = st[_K_PEND] = st[_K_PEND_SEEN] = 0
-        self.pending = np.empty(0, np.uint16 if header.encoding == 'evt3' else np.uint32)
+        self.pending = np.empty(0, _WORD_DTYPES[_WORD_BYTES[header.encoding]])
         self.base = 0                  # global index of the next word
         self.seq, self.last_stamp = 0, 0
 
@@ -358,7 +375,7 @@ class _PacketCutter:
         """The packets that the words complete (the rest waits for more words)."""
         cuts = np.empty(words.shape[0] + 1, np.int64)
         starts = np.empty(words.shape[0] + 1, np.int64)
-        n = _cut_words(words, self.header.encoding == 'evt3', self.base, self.packet_us,
+        n = _cut_words(words, _CUT_FORMAT[self.header.encoding], self.base, self.packet_us,
                        self.max_words, self.state, cuts, starts)
         pending = np.concatenate([self.pending, words])
         origin = self.base + words.shape[0] - pending.shape[0]   # global index of pending[0]
@@ -383,14 +400,15 @@ class _PacketCutter:
 
 def raw_header_text(encoding: str, width: int, height: int,
                     date: 'datetime | None' = None) -> bytes:
-    """The header a Metavision camera writes, for ``encoding`` ``'evt3'`` or ``'evt2'``."""
+    """The header a Metavision camera writes, for ``encoding`` ``'evt3'``, ``'evt2'`` or
+    ``'evt21'``."""
     names = {v: k for k, v in RAW_FORMATS.items()}
     if encoding not in names:
-        raise ValueError(f'encoding must be evt3 or evt2, got {encoding!r}')
+        raise ValueError(f'encoding must be evt3, evt2 or evt21, got {encoding!r}')
     lines = []
     if date is not None:
         lines.append(f'% date {date.strftime("%Y-%m-%d %H:%M:%S")}')
-    lines += [f'% evt {"3.0" if encoding == "evt3" else "2.0"}',
+    lines += [f'% evt {_EVT_OF[encoding]}',
               f'% format {names[encoding]};height={int(height)};width={int(width)}',
               f'% geometry {int(width)}x{int(height)}',
               '% integrator_name helixtrack_ros', '% end']

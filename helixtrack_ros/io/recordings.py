@@ -5,7 +5,7 @@
 The offline commands take a path and need packets and the sensor size; what
 the path is decides how it is read:
 
-- a file whose name ends in ``.raw``: a Metavision RAW file (EVT 2.0 or 3.0,
+- a file whose name ends in ``.raw``: a Metavision RAW file (EVT 2.0, 2.1 or 3.0,
   :mod:`~helixtrack_ros.io.raw_file`);
 - a file ending in ``.bag``: a ROS 1 bag (:mod:`~helixtrack_ros.io.ros1_bags`);
 - a directory, or a file ending in ``.mcap`` or ``.db3``: a rosbag2
