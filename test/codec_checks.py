@@ -132,29 +132,3 @@ def assert_round_trip(encoder, encoding: str, size: tuple[int, int], ev: EventAr
     assert c['time_backwards'] == c['time_clamped'] == 0
     assert c['time_wraps'] == (int(ev.t_us[-1]) >> wrap_bits if len(ev) else 0)
 
-
-def evt21_words(ev: EventArrays) -> np.ndarray:
-    """EVT 2.1 words (whole, little-endian 64-bit) of time-sorted events, in their order.
-
-    A vector word holds a run of events with the same time, row and polarity,
-    in one 32-pixel group, x rising; a TIME_HIGH word goes before each new
-    high part of the time. Decoding gives the events back in this order.
-    """
-    t = ev.t_us.astype(np.int64)
-    x = ev.x.astype(np.int64)
-    y = ev.y.astype(np.int64)
-    p = ev.p.astype(np.int64)
-    if t.size == 0:
-        return np.empty(0, np.uint64)
-    new = np.ones(t.size, bool)
-    new[1:] = ((t[1:] != t[:-1]) | (y[1:] != y[:-1]) | (p[1:] != p[:-1])
-               | ((x[1:] >> 5) != (x[:-1] >> 5)) | (x[1:] <= x[:-1]))
-    first = np.flatnonzero(new)
-    mask = np.bitwise_or.reduceat(np.int64(1) << (x & 31), first)
-    tg = t[first]
-    vec = ((p[first] << 60) | ((tg & 0x3F) << 54) | ((x[first] >> 5 << 5) << 43)
-           | (y[first] << 32) | mask).astype(np.uint64)
-    high = tg >> 6
-    th_at = np.flatnonzero(np.r_[True, high[1:] != high[:-1]])
-    th = ((np.int64(0x8) << 60) | ((high[th_at] & 0x0FFFFFFF) << 32)).astype(np.uint64)
-    return np.insert(vec, th_at, th)

@@ -5,13 +5,14 @@
 from collections import Counter
 from pathlib import Path
 
-from codec_checks import evt21_words, random_times
+from codec_checks import random_times
 import numpy as np
 import pytest
 
 from helixtrack_ros.codecs import make_decoder
 from helixtrack_ros.codecs.evt2_encoder import Evt2Encoder
 from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder
+from helixtrack_ros.codecs.evt21_encoder import Evt21Encoder
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.io import raw_alignment as ra
 from helixtrack_ros.io.raw_file import (
@@ -20,14 +21,6 @@ from helixtrack_ros.io.raw_file import (
     iter_raw_packets,
     read_raw_header,
 )
-
-
-class Evt21Encoder:
-    """EVT 2.1 words of events (codec_checks.evt21_words), as the other encoders give."""
-
-    def encode(self, ev: EventArrays) -> bytes:
-        return evt21_words(ev).astype('<u8').tobytes()
-
 
 ENCODERS = {'evt3': Evt3Encoder, 'evt2': Evt2Encoder, 'evt21': Evt21Encoder}
 

@@ -8,7 +8,6 @@ import csv
 from pathlib import Path
 from types import SimpleNamespace
 
-from codec_checks import evt21_words
 import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
@@ -109,11 +108,12 @@ def scenes(tmp_path_factory):
     """One 0.3 s scene as rosbag2 EventPackets, .raw EVT 3.0, 2.0 and 2.1, ROS 1 EventArray."""
     root = tmp_path_factory.mktemp('scenes')
     paths = {}
-    for fmt in ('rosbag2', 'raw-evt3'):
+    for fmt in ('rosbag2', 'raw-evt3', 'raw-evt21'):
         assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.3', '--seed',
                      '5', '--format', fmt, '--out', str(root / fmt)]) == 0
     paths['rosbag2'] = root / 'rosbag2' / 'events'
     paths['raw-evt3'] = root / 'raw-evt3' / 'events.raw'
+    paths['raw-evt21'] = root / 'raw-evt21' / 'events.raw'
     packets = list(iter_event_packets(paths['rosbag2']))
     paths['ros1'] = copy_packets(packets, root / 'scene.bag', 'ros1')
     # EVT 2.0: the same events (decoded from the bag), encoded packet by packet
@@ -122,13 +122,12 @@ def scenes(tmp_path_factory):
     with RawFileWriter(paths['raw-evt2'], 'evt2', 1280, 720) as w:
         for p in packets:
             w.write(enc.encode(dec.decode(p.events).events))
-    # EVT 2.1: whole 64-bit words (GenX320), and upper half first (IMX636)
-    dec = make_decoder('evt3', 1280, 720)
-    words = np.concatenate([evt21_words(dec.decode(p.events).events) for p in packets])
-    for kind, ws in (('raw-evt21', words), ('raw-evt21-imx636', swap_halves(words))):
-        paths[kind] = root / f'scene_{kind}.raw'
-        with RawFileWriter(paths[kind], 'evt21', 1280, 720) as w:
-            w.write(ws.astype('<u8').tobytes())
+    # EVT 2.1 as an IMX636 stores it: the upper half of each word first
+    head = read_raw_header(paths['raw-evt21'])
+    data = paths['raw-evt21'].read_bytes()
+    paths['raw-evt21-imx636'] = root / 'scene_evt21_imx636.raw'
+    paths['raw-evt21-imx636'].write_bytes(data[:head.data_offset] + swap_halves(
+        np.frombuffer(data[head.data_offset:], '<u8')).astype('<u8').tobytes())
     return root, paths
 
 

@@ -34,6 +34,7 @@ from helixtrack_ros.cli.events import cmd_events
 from helixtrack_ros.cli.simulate import cmd_simulate, simulate_to_dir
 from helixtrack_ros.cli.sweep import cmd_sweep
 from helixtrack_ros.cli.track import cmd_track, track_bag
+from helixtrack_ros.io.recordings import SINK_FORMATS
 
 __all__ = ['CliError', 'Detection', 'ExitCode', 'build_parser', 'detect_in_bag', 'main',
            'simulate_to_dir', 'track_bag']
@@ -68,9 +69,9 @@ def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--size', type=sensor_size, default=(1280, 720), metavar='WxH',
                    help='sensor size in pixels, e.g. 346x260 or 640x480 (default 1280x720; '
                         'the scene is scaled to fit)')
-    p.add_argument('--format', choices=('rosbag2', 'raw-evt3', 'raw-evt2'), default='rosbag2',
+    p.add_argument('--format', choices=SINK_FORMATS, default='rosbag2',
                    help='DIR/events as a rosbag2 of EVT3 EventPackets (default), or '
-                        'DIR/events.raw, a Metavision RAW file of EVT 3.0 or 2.0')
+                        'DIR/events.raw, a Metavision RAW file of EVT 3.0, 2.0 or 2.1')
     p.add_argument('-o', '--out', required=True, help='output directory')
     _add_quiet(p)
     p.set_defaults(func=cmd_simulate)

@@ -28,7 +28,7 @@ from helixtrack_ros.io.packet_record import EventPacketRecord
 #: Kinds of recording :func:`open_recording` reads.
 KINDS = ('raw', 'rosbag2', 'rosbag1')
 #: Formats :func:`open_event_sink` writes.
-SINK_FORMATS = ('rosbag2', 'raw-evt3', 'raw-evt2')
+SINK_FORMATS = ('rosbag2', 'raw-evt3', 'raw-evt2', 'raw-evt21')
 
 
 class RecordingError(ValueError):
@@ -215,7 +215,7 @@ def open_event_sink(out_dir: Path, fmt: str, width: int, height: int) -> tuple[P
     """Where and how a simulated stream is written: (path, writer, encoder).
 
     ``fmt``: ``'rosbag2'`` (``out_dir/events``, mcap, EVT 3.0 EventPackets),
-    ``'raw-evt3'`` or ``'raw-evt2'`` (``out_dir/events.raw``). The writer is a
+    ``'raw-evt3'``, ``'raw-evt2'`` or ``'raw-evt21'`` (``out_dir/events.raw``). The writer is a
     context manager with ``write(stamp_ns, seq, payload, width=, height=)``;
     the encoder a fresh stateful one of the format's encoding.
     """
@@ -225,6 +225,7 @@ def open_event_sink(out_dir: Path, fmt: str, width: int, height: int) -> tuple[P
     if fmt == 'rosbag2':
         from helixtrack_ros.io.bag_writers import EventBagWriter
         return path, EventBagWriter(path), Evt3Encoder()
+    from helixtrack_ros.codecs.evt21_encoder import Evt21Encoder
     encoding = fmt.split('-')[1]
-    encoder = Evt3Encoder() if encoding == 'evt3' else Evt2Encoder()
+    encoder = {'evt3': Evt3Encoder, 'evt2': Evt2Encoder, 'evt21': Evt21Encoder}[encoding]()
     return path, _RawSink(path, encoding, width, height), encoder
