@@ -13,7 +13,7 @@ Prints M events/s per core (best of several runs after a warm-up).
 Usage::
 
     python benchmarks/bench_decode.py [--seconds 1.0] [--rate-mev 32] [--repeat 5]
-                                      [--encodings evt2,libcaer,libcaer_cmp]
+                                      [--encodings evt2,evt21,libcaer,libcaer_cmp]
                                       [--bag test/data/test_data_evt3_trigger]
 
 With ``--bag`` the EventPackets of a recorded bag are decoded as well.
@@ -27,6 +27,7 @@ import numpy as np
 from helixtrack_ros.codecs import make_decoder
 from helixtrack_ros.codecs.evt2_encoder import Evt2Encoder
 from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
+from helixtrack_ros.codecs.evt21_encoder import Evt21Encoder
 from helixtrack_ros.codecs.libcaer_encoder import encode_libcaer, encode_libcaer_cmp
 from helixtrack_ros.core.events import EventArrays
 
@@ -67,7 +68,7 @@ def main() -> None:
     ap.add_argument('--packet-us', type=int, default=1000, help='packet length [us]')
     ap.add_argument('--repeat', type=int, default=5, help='timed runs (best is reported)')
     ap.add_argument('--bag', help='also decode the EventPackets of this bag')
-    ap.add_argument('--encodings', default='evt2,libcaer,libcaer_cmp',
+    ap.add_argument('--encodings', default='evt2,evt21,libcaer,libcaer_cmp',
                     help='other encodings to decode the same events in (comma-separated)')
     args = ap.parse_args()
 
@@ -114,8 +115,8 @@ def main() -> None:
 def encode_packets(name: str, ev: EventArrays,
                    ranges: list[tuple[int, int]]) -> list[tuple[bytes, int]]:
     """The events as ``(payload, time_base_ns)`` packets of one encoding."""
-    if name == 'evt2':
-        enc = Evt2Encoder()
+    if name in ('evt2', 'evt21'):
+        enc = Evt2Encoder() if name == 'evt2' else Evt21Encoder()
         return [(enc.encode(ev.slice(a, b)), 0) for a, b in ranges]
     if name == 'libcaer':
         return [encode_libcaer(ev.slice(a, b)) for a, b in ranges]

@@ -132,3 +132,36 @@ def assert_round_trip(encoder, encoding: str, size: tuple[int, int], ev: EventAr
     assert c['time_backwards'] == c['time_clamped'] == 0
     assert c['time_wraps'] == (int(ev.t_us[-1]) >> wrap_bits if len(ev) else 0)
 
+
+def assert_words_match_twin(encoding: str, naive_cls, dtype: str, ws: list, cuts: list,
+                            big: bool, width: int, height: int, lost: bool) -> None:
+    """The words ``ws`` (``dtype``, e.g. ``'u8'``) cut into packets near ``cuts``: kernel and
+    twin agree (see :func:`assert_matches_twin`)."""
+    data = np.array(ws, ('>' if big else '<') + dtype).tobytes()
+    size = np.dtype(dtype).itemsize
+    bounds = sorted({min(c - c % size, len(data)) for c in cuts}) + [len(data)]
+    assert_matches_twin(make_decoder(encoding, width, height), naive_cls(width, height), data,
+                        bounds, big, lost)
+
+
+def assert_random_bytes_are_safe(encoding: str, data: bytes, big: bool, word_bytes: int,
+                                 events_per_word: int) -> None:
+    """Arbitrary bytes in four cuts: events in bounds, valid triggers, odd bytes counted."""
+    chunks = (data, data[: len(data) // 3], data[1:], data[:7])
+    dec, pkts = decode_random_bytes(encoding, chunks, big, 640, 480, word_bytes,
+                                    events_per_word)
+    for pkt in pkts:
+        assert np.all(pkt.trig_id < 32) and np.all(pkt.trig_value <= 1)
+    assert dec.counters['odd_bytes'] == sum(len(x) % word_bytes for x in chunks)
+
+
+def given_words(words, max_size: int = 300, max_cut: int = 1200):
+    """The hypothesis inputs of a word-level twin test (:func:`assert_words_match_twin`):
+    lists of ``words``, cut points, byte order, sensor sizes from 64 x 32 up, lost packets."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+    return lambda test: FAST(given(
+        ws=st.lists(words, max_size=max_size),
+        cuts=st.lists(st.integers(0, max_cut), max_size=6), big=st.booleans(),
+        w=st.sampled_from([64, 320, 2048]), h=st.sampled_from([32, 320]),
+        lost=st.booleans())(test))

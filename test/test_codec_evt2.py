@@ -1,6 +1,9 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""EVT 2.0 decoder: word semantics, counters, robustness (numba kernel vs naive twin)."""
+"""EVT 2.0 decoder: word semantics, counters, robustness (numba kernel vs naive twin).
+
+Random bytes are also decoded as EVT 2.1, which shares the kernel.
+"""
 
 import codec_checks as checks
 from codec_checks import FAST, as_tuples, pack
@@ -127,26 +130,16 @@ _small_word = st.builds(lambda c, lo, x, y: (c << 28) | (lo << 22) | (x << 11) |
                         st.sampled_from([0, 1, 5, 31, 32, 700, 2047]))
 
 
-@FAST
-@given(ws=st.lists(st.one_of(_word, _small_word), max_size=300),
-       cuts=st.lists(st.integers(0, 1200), max_size=6), big=st.booleans(),
-       w=st.sampled_from([W, 320, 2048]), h=st.sampled_from([H, 320]),
-       lost=st.booleans())
+@checks.given_words(st.one_of(_word, _small_word), 300, 1200)
 def test_kernel_matches_naive_twin(ws, cuts, big, w, h, lost):
-    data = np.array(ws, '>u4' if big else '<u4').tobytes()
-    bounds = sorted({min(c - c % 4, len(data)) for c in cuts}) + [len(data)]
-    checks.assert_matches_twin(make_decoder('evt2', w, h), NaiveEvt2Decoder(w, h), data,
-                               bounds, big, lost)
+    checks.assert_words_match_twin('evt2', NaiveEvt2Decoder, 'u4', ws, cuts, big, w, h, lost)
 
 
+@pytest.mark.parametrize('encoding,word_bytes,per_word', [('evt2', 4, 1), ('evt21', 8, 32)])
 @FAST
 @given(data=st.binary(max_size=4000), big=st.booleans())
-def test_random_bytes_never_break(data, big):
-    chunks = (data, data[: len(data) // 3], data[1:], data[:7])
-    dec, pkts = checks.decode_random_bytes('evt2', chunks, big, 640, 480, 4, 1)
-    for pkt in pkts:
-        assert np.all(pkt.trig_id < 32) and np.all(pkt.trig_value <= 1)
-    assert dec.counters['odd_bytes'] == sum(len(x) % 4 for x in chunks)
+def test_random_bytes_never_break(encoding, word_bytes, per_word, data, big):
+    checks.assert_random_bytes_are_safe(encoding, data, big, word_bytes, per_word)
 
 
 def test_truncated_valid_stream_every_prefix():

@@ -3,8 +3,7 @@
 """EVT 2.1 decoder: word semantics, counters, robustness (numba kernel vs naive twin)."""
 
 import codec_checks as checks
-from codec_checks import FAST, as_tuples, pack
-from hypothesis import given
+from codec_checks import as_tuples, pack
 from hypothesis import strategies as st
 import numpy as np
 from reference.naive_evt21 import NaiveEvt21Decoder
@@ -67,26 +66,9 @@ _small_word = st.builds(lambda c, lo, x, y, m: (c << 60) | (lo << 54) | (x << 43
                         st.integers(0, (1 << 32) - 1))
 
 
-@FAST
-@given(ws=st.lists(st.one_of(_word, _small_word), max_size=200),
-       cuts=st.lists(st.integers(0, 1600), max_size=6), big=st.booleans(),
-       w=st.sampled_from([W, 320, 2048]), h=st.sampled_from([H, 320]),
-       lost=st.booleans())
+@checks.given_words(st.one_of(_word, _small_word), 200, 1600)
 def test_kernel_matches_naive_twin(ws, cuts, big, w, h, lost):
-    data = np.array(ws, '>u8' if big else '<u8').tobytes()
-    bounds = sorted({min(c - c % 8, len(data)) for c in cuts}) + [len(data)]
-    checks.assert_matches_twin(make_decoder('evt21', w, h), NaiveEvt21Decoder(w, h), data,
-                               bounds, big, lost)
-
-
-@FAST
-@given(data=st.binary(max_size=4000), big=st.booleans())
-def test_random_bytes_never_break(data, big):
-    chunks = (data, data[: len(data) // 3], data[1:], data[:7])
-    dec, pkts = checks.decode_random_bytes('evt21', chunks, big, 640, 480, 8, 32)
-    for pkt in pkts:
-        assert np.all(pkt.trig_id < 32) and np.all(pkt.trig_value <= 1)
-    assert dec.counters['odd_bytes'] == sum(len(x) % 8 for x in chunks)
+    checks.assert_words_match_twin('evt21', NaiveEvt21Decoder, 'u8', ws, cuts, big, w, h, lost)
 
 
 def test_truncated_valid_stream_every_prefix():

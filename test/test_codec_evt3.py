@@ -40,11 +40,11 @@ def ax(v: int, p: int = 1) -> int:
 
 
 def test_registry_and_errors():
-    assert SUPPORTED_ENCODINGS == ('evt3', 'evt2', 'libcaer', 'libcaer_cmp', 'mono')
+    assert SUPPORTED_ENCODINGS == ('evt3', 'evt2', 'evt21', 'libcaer', 'libcaer_cmp', 'mono')
     assert make_decoder('EVT3', 1280, 720).encoding == 'evt3'
-    with pytest.raises(UnsupportedEncodingError, match='evt3, evt2, libcaer, libcaer_cmp, mono') \
-            as err:
-        make_decoder('evt21', 1280, 720)
+    with pytest.raises(UnsupportedEncodingError,
+                       match='evt3, evt2, evt21, libcaer, libcaer_cmp, mono') as err:
+        make_decoder('evt4', 1280, 720)
     assert isinstance(err.value, ValueError)
     for bad in ((0, 720), (1280, 4096), (1280.0, 720)):
         with pytest.raises(ValueError, match='width|height'):

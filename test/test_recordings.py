@@ -319,6 +319,19 @@ def test_a_raw_file_with_a_byte_inserted_is_tracked_as_the_clean_one(scenes, tmp
     assert np.all(np.abs(rpm[ok] / rpm_clean[ok] - 1.0) < 1e-3)
 
 
+def bag_with_garbage(src: Path, dest: Path, n_bad: int, garbage: bytes) -> Path:
+    """A copy of the rosbag2 ``src`` (mcap) with message ``n_bad`` replaced by ``garbage``."""
+    w = Writer(dest, version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP)
+    w.open()
+    with Reader(src) as r:
+        conn = w.add_connection(r.connections[0].topic, r.connections[0].msgtype,
+                                typestore=typestore())
+        for n, (_, t_ns, raw) in enumerate(r.messages()):
+            w.write(conn, t_ns, garbage if n == n_bad else raw)
+    w.close()
+    return dest
+
+
 @pytest.mark.parametrize('kind', ['rosbag2', 'ros1'])
 def test_a_corrupt_message_in_a_bag_is_skipped_and_the_rest_tracked(scenes, tmp_path, kind,
                                                                    capsys):
@@ -329,14 +342,7 @@ def test_a_corrupt_message_in_a_bag_is_skipped_and_the_rest_tracked(scenes, tmp_
     garbage = b'\x00\x01\x00\x00' + b'\xff' * 7
     bad = tmp_path / ('bad' if kind == 'rosbag2' else 'bad.bag')
     if kind == 'rosbag2':
-        w = Writer(bad, version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP)
-        w.open()
-        with Reader(paths['rosbag2']) as r:
-            conn = w.add_connection(r.connections[0].topic, r.connections[0].msgtype,
-                                    typestore=typestore())
-            for n, (_, t_ns, raw) in enumerate(r.messages()):
-                w.write(conn, t_ns, garbage if n == 100 else raw)
-        w.close()
+        bag_with_garbage(paths['rosbag2'], bad, 100, garbage)
     else:
         with Ros1EventBagWriter(bad) as w:
             for p in packets:
@@ -365,15 +371,8 @@ def test_a_corrupt_first_message_is_skipped_too(scenes, tmp_path, capsys):
     # open_recording reads the first packet for the sensor size: a corrupt one there
     # ended the run with exit 2 before
     root, paths = scenes
-    bad = tmp_path / 'bad'
-    w = Writer(bad, version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP)
-    w.open()
-    with Reader(paths['rosbag2']) as r:
-        conn = w.add_connection(r.connections[0].topic, r.connections[0].msgtype,
-                                typestore=typestore())
-        for n, (_, t_ns, raw) in enumerate(r.messages()):
-            w.write(conn, t_ns, b'\x00\x01\x00\x00' + b'\xff' * 7 if n == 0 else raw)
-    w.close()
+    bad = bag_with_garbage(paths['rosbag2'], tmp_path / 'bad', 0,
+                           b'\x00\x01\x00\x00' + b'\xff' * 7)
     assert main(['track', str(bad), '--params', str(root / 'rosbag2' / 'params.yaml'),
                  '--out', str(tmp_path / 'out')]) == 0
     err = capsys.readouterr().err

@@ -45,7 +45,7 @@ from helixtrack_ros.codecs.time_high import (
     find_time_high,
     step_time_high,
 )
-from helixtrack_ros.core.jit import kernel
+from helixtrack_ros.core.jit import kernel, kernel_inline
 
 #: Largest sensor size EVT 2.0 can address (11-bit coordinates).
 EVT2_MAX_SIZE = 2048
@@ -71,67 +71,138 @@ _S_FLOOR = 2     # time of the latest emitted event (monotone floor)
 _N_STATE = 3
 
 
-@kernel
-def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, state, counters,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
-                 out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id):
-    """Decode native-order 32-bit EVT 2.0 words, updating ``state`` and ``counters``.
+@kernel_inline
+def _time_high_word(abs_high, floor, high, counters):
+    """A TIME_HIGH word carrying ``high``: the new count, the time of its events, the floor."""
+    abs_high, restarted = step_time_high(abs_high, high, HIGH_BITS, RESET_STEPS, counters)
+    if restarted:  # times may decrease here
+        floor = abs_high << LOW_BITS
+    return abs_high, abs_high << LOW_BITS, floor
 
-    Events go to ``out_*`` and triggers to ``tr_*`` (capacity >= 1 per word);
-    returns their counts. ``time_base_us`` is unused (EVT 2.0 keeps its time).
-    """
-    n = words.shape[0]
-    cs.count_call(counters, new_packet, odd_bytes, n)
+
+@kernel_inline
+def _put_trigger(tr_t, tr_v, tr_id, kt, t, value, ident):
+    """Write trigger kt: its time, edge value and channel."""
+    tr_t[np.uint64(kt)] = t
+    tr_v[np.uint64(kt)] = value
+    tr_id[np.uint64(kt)] = ident
+
+
+@kernel_inline
+def _other_word(code, counters):
+    """Count a word that is neither event, time nor trigger: known extension or reserved."""
+    counters[cs.OTHER if code == OTHERS or code == CONTINUED else cs.UNKNOWN] += 1
+
+
+@kernel_inline
+def _open(words, new_packet, odd_bytes, code_shift, value_shift, state, counters):
+    """Count the call; (index of the first word to decode, -1: none yet; TIME_HIGH count,
+    time of its events, the monotone floor)."""
+    cs.count_call(counters, new_packet, odd_bytes, words.shape[0])
     i = 0
     if state[S_HAVE_TH] != 1:
-        i = find_time_high(words, 28, HIGH_BITS, state, counters)
-        if i < 0:
-            return 0, 0
+        i = find_time_high(words, code_shift, value_shift, HIGH_BITS, state, counters)
     abs_high = state[S_ABS_HIGH]
-    base = abs_high << LOW_BITS
-    floor = state[_S_FLOOR]
-    k = 0
-    kt = 0
-    n_oob = 0
-    n_clamped = 0
-    # unsigned indices spare the negative-index checks
-    for ii in range(i, n):
-        w = np.int64(words[np.uint64(ii)])
-        code = w >> 28
-        if code <= CD_ON:
-            xx = (w >> 11) & 0x7FF
-            yy = w & 0x7FF
-            if xx < width and yy < height:
-                t = base + ((w >> 22) & 0x3F)
-                if t < floor:
-                    t = floor
-                    n_clamped += 1
-                floor = t
-                _put_event(out_t, out_x, out_y, out_p, k, t, xx, yy, code)
-                k += 1
-            else:
-                n_oob += 1
-        elif code == TIME_HIGH:
-            abs_high, restarted = step_time_high(abs_high, w & HIGH_MASK, HIGH_BITS, RESET_STEPS,
-                                                 counters)
-            if restarted:  # times may decrease here
-                floor = abs_high << LOW_BITS
-            base = abs_high << LOW_BITS
-        elif code == EXT_TRIGGER:
-            tr_t[np.uint64(kt)] = max(base + ((w >> 22) & 0x3F), floor)
-            tr_v[np.uint64(kt)] = w & 1
-            tr_id[np.uint64(kt)] = (w >> 8) & 0x1F
-            kt += 1
-        elif code == OTHERS or code == CONTINUED:
-            counters[cs.OTHER] += 1
-        else:
-            counters[cs.UNKNOWN] += 1
+    return i, abs_high, abs_high << LOW_BITS, state[_S_FLOOR]
+
+
+@kernel_inline
+def _close(state, counters, abs_high, floor, n_oob, n_clamped, k, kt):
+    """Keep the stream state for the next packet and add this one's counts."""
     state[S_ABS_HIGH] = abs_high
     state[_S_FLOOR] = floor
     counters[cs.OOB] += n_oob
     counters[cs.CLAMPED] += n_clamped
     counters[cs.EVENTS] += k
     counters[cs.TRIGGERS] += kt
+
+
+#: the index of a 32-bit word's single set bit b: _DEBRUIJN_BIT[(b * _DEBRUIJN mod 2**32) >> 27]
+#: (a de Bruijn sequence: an EVT 2.1 mask's bits without a branch per bit position)
+_DEBRUIJN = 0x077CB531
+_DEBRUIJN_BIT = np.zeros(32, np.int64)
+_DEBRUIJN_BIT[[((1 << i) * _DEBRUIJN & 0xFFFFFFFF) >> 27 for i in range(32)]] = np.arange(32)
+
+
+@kernel_inline
+def _vector_word(w, t, code, width, height, out_t, out_x, out_y, out_p, k):
+    """The events of an EVT 2.1 vector word at time t: mask bit j is (x + j, y); returns
+    the new event count and the events out of the sensor."""
+    x0 = (w >> 43) & 0x7FF
+    yy = (w >> 32) & 0x7FF
+    valid = w & 0xFFFFFFFF
+    n_oob = 0
+    while valid:                   # the set bits, lowest first
+        lsb = valid & -valid
+        j = _DEBRUIJN_BIT[((lsb * _DEBRUIJN) & 0xFFFFFFFF) >> 27]
+        valid ^= lsb
+        if x0 + j < width and yy < height:
+            _put_event(out_t, out_x, out_y, out_p, k, t, x0 + j, yy, code)
+            k += 1
+        else:
+            n_oob += 1
+    return k, n_oob
+
+
+@kernel_inline
+def _evt2x_decode(words, new_packet, odd_bytes, time_base_us, width, height, state, counters,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
+                  out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id, wide):
+    """Decode native-order EVT 2.0 words (32-bit) or, ``wide``, EVT 2.1 words (64-bit).
+
+    ``time_base_us`` is unused (both keep their own time).
+    Events go to ``out_*`` and triggers to ``tr_*`` (capacity: 1 per word,
+    32 for EVT 2.1); returns their counts. An event earlier than the latest
+    one is held at its time (``time_clamped``, per event); events out of the
+    sensor are dropped and do not move the latest time.
+    """
+    code_at, value_at, low_at = (60, 32, 54) if wide else (28, 0, 22)
+    i, abs_high, base, floor = _open(words, new_packet, odd_bytes, code_at, value_at, state,
+                                     counters)
+    if i < 0:
+        return 0, 0
+    k = kt = n_oob = n_clamped = 0
+    # unsigned indices spare the negative-index checks
+    for ii in range(i, words.shape[0]):
+        w = np.int64(words[np.uint64(ii)])
+        code = (w >> code_at) & 0xF
+        if code <= CD_ON:
+            t_word = base + ((w >> low_at) & 0x3F)
+            t = max(t_word, floor)
+            k0 = k
+            if wide:
+                k, oob = _vector_word(w, t, code, width, height, out_t, out_x, out_y, out_p, k)
+                n_oob += oob
+            elif ((w >> 11) & 0x7FF) < width and (w & 0x7FF) < height:
+                _put_event(out_t, out_x, out_y, out_p, k, t, (w >> 11) & 0x7FF, w & 0x7FF, code)
+                k += 1
+            else:
+                n_oob += 1
+            if k > k0:
+                n_clamped += (k - k0) if t > t_word else 0
+                floor = t
+        elif code == TIME_HIGH:
+            abs_high, base, floor = _time_high_word(abs_high, floor, (w >> value_at) & HIGH_MASK,
+                                                    counters)
+        elif code == EXT_TRIGGER:
+            _put_trigger(tr_t, tr_v, tr_id, kt, max(base + ((w >> low_at) & 0x3F), floor),
+                         (w >> value_at) & 1, (w >> (value_at + 8)) & 0x1F)
+            kt += 1
+        else:
+            _other_word(code, counters)
+    _close(state, counters, abs_high, floor, n_oob, n_clamped, k, kt)
     return k, kt
+
+
+@kernel
+def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, state, counters,
+                 out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id, wide):
+    """:func:`_evt2x_decode` compiled for one word width: ``wide`` is a constant of each
+    decoder (``_KERNEL_FLAGS``) and the inlined loop keeps only its branch."""
+    if wide:
+        return _evt2x_decode(words, new_packet, odd_bytes, time_base_us, width, height, state,
+                             counters, out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id, True)
+    return _evt2x_decode(words, new_packet, odd_bytes, time_base_us, width, height, state,
+                         counters, out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id, False)
 
 
 class Evt2Decoder(KernelDecoder):
@@ -142,6 +213,7 @@ class Evt2Decoder(KernelDecoder):
     EVENTS_PER_WORD = 1
     TRIGGERS = True
     _kernel = staticmethod(_evt2_decode)
+    _KERNEL_FLAGS = (False,)
 
     def _new_state(self) -> np.ndarray:
         return np.zeros(_N_STATE, np.int64)

@@ -122,7 +122,7 @@ def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, o
     kt = 0
     i = 0
     if state[S_HAVE_TH] != 1:
-        i = find_time_high(words, 12, 12, state, counters)
+        i = find_time_high(words, 12, 0, 12, state, counters)
         if i < 0:
             return 0, 0
         state[_S_LOW] = 0

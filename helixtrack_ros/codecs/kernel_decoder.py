@@ -40,8 +40,10 @@ class KernelDecoder:
 
     Subclasses set ``encoding``, ``MAX_SIZE``, ``EVENTS_PER_WORD``,
     ``TRIGGERS`` (whether the encoding has trigger events), ``USES_TIME_BASE``
-    (whether event times are relative to the packet's ``time_base``), and implement
-    :meth:`_kernel`, :meth:`_new_state`, :meth:`_words` and :meth:`resync`.
+    (whether event times are relative to the packet's ``time_base``),
+    ``_KERNEL_FLAGS`` (arguments after the output arrays, e.g. a word width,
+    for a kernel shared by encodings), and implement :meth:`_kernel`,
+    :meth:`_new_state`, :meth:`_words` and :meth:`resync`.
 
     Not thread-safe (it reuses its output buffers): one decoder per stream
     and thread. The kernels release the GIL.
@@ -63,6 +65,7 @@ class KernelDecoder:
     EVENTS_PER_WORD = 1
     TRIGGERS = False
     USES_TIME_BASE = False
+    _KERNEL_FLAGS: tuple = ()
     _CHUNK_WORDS = 1 << 18  # longer payloads are decoded in chunks (bounds the scratch)
 
     def __init__(self, width: int, height: int) -> None:
@@ -180,10 +183,10 @@ class KernelDecoder:
         args = (words, new_packet, odd, tb_us, self.width, self.height, self._state,
                 self._counters)
         if room is not None:  # straight into the caller's buffer
-            k, kt = self._kernel(*args, *room, *scratch[4:])
+            k, kt = self._kernel(*args, *room, *scratch[4:], *self._KERNEL_FLAGS)
             ev = out.commit(k)
         else:
-            k, kt = self._kernel(*args, *scratch)
+            k, kt = self._kernel(*args, *scratch, *self._KERNEL_FLAGS)
             t, x, y, p = scratch[:4]
             ev = (out.put(t[:k], x[:k], y[:k], p[:k]) if out is not None
                   else EventArrays(t[:k].copy(), x[:k].copy(), y[:k].copy(), p[:k].copy()))

@@ -28,8 +28,11 @@ TIME_HIGH = 0x8
 
 
 @kernel_inline
-def find_time_high(words, code_shift, bits, state, counters):
+def find_time_high(words, code_shift, value_shift, bits, state, counters):
     """Index after the first TIME_HIGH word (-1: none), which sets ``state``'s count.
+
+    The word type is at bit ``code_shift``, the TIME_HIGH value (``bits`` wide)
+    at bit ``value_shift``.
 
     The words before it are counted as discarded. After lost packets the time
     went forward by the modular difference to the count held.
@@ -42,7 +45,7 @@ def find_time_high(words, code_shift, bits, state, counters):
     if i == n:
         return -1
     mask = (1 << bits) - 1
-    h0 = np.int64(words[i]) & mask
+    h0 = (np.int64(words[i]) >> value_shift) & mask
     if state[S_HAVE_TH] == 2:
         h0 = state[S_ABS_HIGH] + ((h0 - state[S_ABS_HIGH]) & mask)
         if (h0 >> bits) > counters[cs.WRAPS]:

@@ -42,22 +42,27 @@ class NaiveEvt2Decoder:
                 self.counters['time_resets'] += 1
                 self.latest = self.high * 64
 
+    #: the word layout: bytes, struct code, bit of the type code, bit of the TIME_HIGH value
+    WORD_BYTES, WORD_FORMAT, CODE_AT, HIGH_AT = 4, 'I', 28, 0
+
     def decode(self, data, is_bigendian=False):
         """Return (events, triggers) as lists of tuples."""
         c = self.counters
-        n = len(data) // 4
+        size = self.WORD_BYTES
+        n = len(data) // size
         c['packets'] += 1
         c['words'] += n
-        c['odd_bytes'] += len(data) - 4 * n
-        words = struct.unpack(('>' if is_bigendian else '<') + f'{n}I', data[:4 * n])
+        c['odd_bytes'] += len(data) - size * n
+        words = struct.unpack(('>' if is_bigendian else '<') + f'{n}{self.WORD_FORMAT}',
+                              data[:size * n])
         events, triggers = [], []
         for w in words:
-            code = w >> 28
+            code = w >> self.CODE_AT
+            v = (w >> self.HIGH_AT) & (STEPS - 1)
             if self.started != 1:
                 if code != 8:
                     c['before_time_high' if self.started == 0 else 'resync_skipped'] += 1
                     continue
-                v = w & (STEPS - 1)
                 if self.started == 2:
                     self.high += (v - self.high) % STEPS
                     c['time_wraps'] = max(c['time_wraps'], self.high // STEPS)
@@ -66,21 +71,11 @@ class NaiveEvt2Decoder:
                 self.started = 1
                 continue
             if code in (0, 1):
-                x, y = (w >> 11) & 0x7FF, w & 0x7FF
-                if x >= self.width or y >= self.height:
-                    c['out_of_bounds'] += 1
-                    continue
-                t = self.high * 64 + ((w >> 22) & 0x3F)
-                if t < self.latest:
-                    t = self.latest
-                    c['time_clamped'] += 1
-                self.latest = t
-                events.append((t, x, y, code))
+                self._event(w, code, events)
             elif code == 8:
-                self._time_high(w & (STEPS - 1))
+                self._time_high(v)
             elif code == 0xA:
-                t = max(self.high * 64 + ((w >> 22) & 0x3F), self.latest)
-                triggers.append((t, w & 1, (w >> 8) & 0x1F))
+                triggers.append(self._trigger(w))
             elif code in (0xE, 0xF):
                 c['skipped_other'] += 1
             else:
@@ -88,3 +83,20 @@ class NaiveEvt2Decoder:
         c['events'] += len(events)
         c['triggers'] += len(triggers)
         return events, triggers
+
+    def _event(self, w, code, events):
+        """The event of one CD word."""
+        x, y = (w >> 11) & 0x7FF, w & 0x7FF
+        if x >= self.width or y >= self.height:
+            self.counters['out_of_bounds'] += 1
+            return
+        t = self.high * 64 + ((w >> 22) & 0x3F)
+        if t < self.latest:
+            t = self.latest
+            self.counters['time_clamped'] += 1
+        self.latest = t
+        events.append((t, x, y, code))
+
+    def _trigger(self, w):
+        """(time, value, channel) of one EXT_TRIGGER word."""
+        return max(self.high * 64 + ((w >> 22) & 0x3F), self.latest), w & 1, (w >> 8) & 0x1F
