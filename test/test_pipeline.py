@@ -53,7 +53,7 @@ def test_clean_stream_tracks_and_counts_nothing_bad(packets):
 def test_unknown_encoding_is_refused_with_the_supported_list(packets):
     scene, pkts = packets
     pipe = _pipe(scene)
-    r = pipe.process_packet(pkts[0][0], 'evt21', 1280, 720, False, 1, 0)
+    r = pipe.process_packet(pkts[0][0], 'evt4', 1280, 720, False, 1, 0)
     assert r.error and 'evt3' in r.error and 'mono' in r.error
     assert pipe.counters['packets_refused'] == 1
 

@@ -82,19 +82,28 @@ def window_unknown_counts(words: np.ndarray, encoding: str) -> np.ndarray:
     return out
 
 
-def stored_format(encoding: str, data: 'bytes | memoryview') -> str:
+def stored_format(encoding: str, data: 'bytes | memoryview', legacy: bool = False) -> str:
     """How ``encoding``'s words are stored, judged on the first words of ``data``.
 
-    Only EVT 2.1 has a choice: whole 64-bit words, or their upper 32 bits
-    first, whichever shows fewer unknown codes (the other reads the event
-    masks' bits as codes).
+    Only EVT 2.1 has a choice: whole 64-bit words (GenX320), or their upper
+    32 bits first (IMX636; ``legacy``: the header says so, as Metavision
+    writes ``endianness=legacy``). Else the order that reads more TIME_HIGH
+    words with their unused lower 32 bits zero wins (read the other way, a
+    TIME_HIGH is an event at (0, 0)); on a tie, the one with fewer unknown
+    codes; then whole words.
     """
     if encoding != 'evt21':
         return encoding
-    words = np.frombuffer(data, '<u8', min(len(data) // 8, 4096))
-    whole, swapped = (int(window_unknown_counts(words, f).sum())
-                      for f in ('evt21', 'evt21_swapped'))
-    return 'evt21_swapped' if swapped < whole else 'evt21'
+    if legacy:
+        return 'evt21_swapped'
+    whole = np.frombuffer(data, '<u8', min(len(data) // 8, 4096))
+    swapped = (whole << np.uint64(32)) | (whole >> np.uint64(32))
+    scores = []
+    for words in (whole, swapped):
+        n_time_high = int(np.count_nonzero(((words >> np.uint64(60)) == 8)
+                                           & ((words & np.uint64(0xFFFFFFFF)) == 0)))
+        scores.append((n_time_high, -int(window_unknown_counts(words, 'evt21').sum())))
+    return 'evt21_swapped' if scores[1] > scores[0] else 'evt21'
 
 
 def _unknown(words: np.ndarray, encoding: str) -> np.ndarray:

@@ -110,6 +110,9 @@ class RawHeader:
     date_ns: int = 0
     #: every header line, key (lower case) -> value
     fields: dict = field(default_factory=dict)
+    #: the ``key=value`` options of the ``format`` line (keys lower case), e.g.
+    #: ``endianness: legacy`` for EVT 2.1 words stored upper half first (IMX636)
+    options: dict = field(default_factory=dict)
 
 
 def _header_lines(path: Path) -> tuple[dict[str, str], int]:
@@ -169,7 +172,8 @@ def read_raw_header(path: 'str | Path') -> RawHeader:
     if name not in RAW_FORMATS:
         raise RawFileError(f'{path}: unsupported event format {name!r} in the header; '
                            f'supported: {", ".join(RAW_FORMATS)}')
-    geo = dict(p.strip().split('=', 1) for p in parts[1:] if '=' in p)
+    geo = {k.strip().lower(): v.strip() for k, v in
+           (p.split('=', 1) for p in parts[1:] if '=' in p)}
     width, height = geo.get('width'), geo.get('height')
     if (width is None or height is None) and 'geometry' in fields:
         m = re.fullmatch(r'\s*(\d+)\s*x\s*(\d+)\s*', fields['geometry'])
@@ -187,7 +191,7 @@ def read_raw_header(path: 'str | Path') -> RawHeader:
         except ValueError:
             date_ns = 0
     return RawHeader(RAW_FORMATS[name], _size(width, path, 'width'),
-                     _size(height, path, 'height'), offset, date_ns, fields)
+                     _size(height, path, 'height'), offset, date_ns, fields, geo)
 
 
 @kernel_inline
@@ -332,11 +336,12 @@ def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int
             data = tail + read
             if not read and len(data) < size:
                 break
-            if grid is None:    # judged on the first words (at least 512 unless fewer)
-                if read and len(data) < 512 * size:
+            if grid is None:    # judged on the first words (4096 unless fewer)
+                if read and len(data) < 4096 * size:
                     tail = data
                     continue
-                grid = stored_format(header.encoding, data)
+                grid = stored_format(header.encoding, data,
+                                     header.options.get('endianness', '').lower() == 'legacy')
             pos = 0
             while True:
                 keep, resume = find_realignment(data, pos, grid, bool(read))
