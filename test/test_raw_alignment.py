@@ -18,7 +18,6 @@ from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.io import raw_alignment as ra
 from helixtrack_ros.io.raw_file import (
     RawFileWriter,
-    TruncatedRawError,
     iter_raw_packets,
     raw_header_text,
     read_raw_header,
@@ -27,22 +26,30 @@ from helixtrack_ros.io.raw_file import (
 ENCODERS = {'evt3': Evt3Encoder, 'evt2': Evt2Encoder, 'evt21': Evt21Encoder}
 
 
-def naive_window_counts(words: np.ndarray, encoding: str) -> np.ndarray:
-    """The twin of the window kernel: unknown codes per WINDOW words, by numpy."""
+def naive_window_counts(words: np.ndarray, encoding: str, size=(2048, 2048)) -> np.ndarray:
+    """The twin of the window kernel: unknown words per WINDOW words, word by word."""
     _, code_shift, unknown = ra.FORMATS[encoding]
-    bad = unknown[(words.astype(np.int64) >> code_shift) & 0xF]
+    coords = {'evt21': (43, 32), 'evt21_swapped': (11, 0)}.get(encoding)
+    bad = []
+    for w in words.tolist():
+        code = (w >> code_shift) & 0xF
+        outside = coords is not None and code <= 1 and (
+            (w >> coords[0]) & 0x7FF >= size[0] or (w >> coords[1]) & 0x7FF >= size[1])
+        bad.append(int(unknown[code] or outside))
     pad = np.zeros(-(-words.size // ra.WINDOW) * ra.WINDOW, np.int64)
     pad[:words.size] = bad
     return pad.reshape(-1, ra.WINDOW).sum(axis=1)
 
 
-@pytest.mark.parametrize('encoding', ['evt3', 'evt2'])
+@pytest.mark.parametrize('encoding', ['evt3', 'evt2', 'evt21', 'evt21_swapped'])
 @pytest.mark.parametrize('n', [0, 1, 63, 64, 65, 1000])
-def test_window_counts_match_their_numpy_twin(encoding, n):
+def test_window_counts_match_their_twin(encoding, n):
     dtype = ra.FORMATS[encoding][0]
-    words = np.random.default_rng(n).integers(0, 1 << (8 * dtype.itemsize), n).astype(dtype)
-    np.testing.assert_array_equal(ra.window_unknown_counts(words, encoding),
-                                  naive_window_counts(words, encoding))
+    rng = np.random.default_rng(n)
+    words = (rng.integers(0, 1 << 32, n).astype(np.uint64) << np.uint64(32)
+             | rng.integers(0, 1 << 32, n).astype(np.uint64)).astype(dtype)
+    np.testing.assert_array_equal(ra.window_unknown_counts(words, encoding, (640, 480)),
+                                  naive_window_counts(words, encoding, (640, 480)))
 
 
 @pytest.mark.parametrize('threshold', [1, 2, 9])
@@ -54,8 +61,8 @@ def test_first_bad_window_matches_the_window_counts(threshold):
     _, code_shift, unknown = ra.FORMATS['evt3']
     for j0 in range(counts.size + 1):
         want = next((j for j in range(j0, counts.size) if counts[j] >= threshold), -1)
-        assert ra._first_bad_window(words, code_shift, unknown, ra.WINDOW, threshold, j0,
-                                    counts.size) == want
+        assert ra._first_bad_window(words, code_shift, unknown, ra._geometry('evt3', (64, 64)),
+                                    ra.WINDOW, threshold, j0, counts.size) == want
 
 
 def test_window_counts_refuse_words_of_the_other_width():
@@ -121,7 +128,8 @@ def assert_only_beside_damage(ref: Counter, got: Counter, n_damage: int = 1) -> 
 
 @pytest.mark.parametrize('encoding,n_bytes', [('evt3', 1), ('evt3', 3), ('evt3', -1),
                                               ('evt2', 1), ('evt2', 2), ('evt2', 3),
-                                              ('evt2', -2), ('evt2', 6)])
+                                              ('evt2', -2), ('evt2', 6), ('evt21', 3),
+                                              ('evt21', -4), ('evt21', 9)])
 @pytest.mark.parametrize('where', [0.31, 0.77])
 @pytest.mark.parametrize('roi', [False, True])
 def test_bytes_inserted_or_lost_cost_only_the_events_beside_them(tmp_path, encoding, n_bytes,
@@ -169,16 +177,6 @@ def test_damage_every_few_kilobytes_is_repaired_each_time(tmp_path):
     got = read_events(damaged(clean, tmp_path / 'damaged.raw', changes), notices, 1 << 16)
     assert len(notices) == len(changes)
     assert_only_beside_damage(ref, got, len(changes))
-
-
-def test_evt21_is_not_repaired_rather_than_on_a_wrong_grid(tmp_path):
-    # several shifts of a 64-bit word look clean: no repair is better than a wrong one
-    clean = write_stream(tmp_path / 'clean.raw', 'evt21')
-    bad = damaged(clean, tmp_path / 'damaged.raw', [(len(clean) // 3, 3)])
-    notices = []
-    with pytest.raises(TruncatedRawError):
-        read_events(bad, notices)
-    assert notices == []
 
 
 def test_a_block_of_random_bytes_is_not_realigned(tmp_path):
@@ -266,3 +264,16 @@ def test_evt21_legacy_header_means_upper_half_first(tmp_path):
     dec = make_decoder('evt21', 1280, 720)
     got = [e for p in iter_raw_packets(path) for e in zip(*dec.decode(p.events).events)]
     assert [(int(x), int(y)) for _, x, y, _ in got] == [(64, 100), (65, 100), (67, 100)]
+
+
+def test_evt21_upper_half_first_is_repaired_too(tmp_path):
+    clean = write_stream(tmp_path / 'whole.raw', 'evt21', roi=True)
+    offset = read_raw_header(tmp_path / 'whole.raw').data_offset
+    imx = clean[:offset] + swap_halves(np.frombuffer(clean[offset:], '<u8')).astype(
+        '<u8').tobytes()
+    (tmp_path / 'clean.raw').write_bytes(imx)
+    ref = read_events(tmp_path / 'clean.raw', [])
+    notices = []
+    got = read_events(damaged(imx, tmp_path / 'damaged.raw', [(len(imx) // 2, 5)]), notices)
+    assert len(notices) == 1
+    assert_only_beside_damage(ref, got)

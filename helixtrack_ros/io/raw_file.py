@@ -344,7 +344,8 @@ def iter_raw_packets(path: 'str | Path', packet_us: int = 1000, chunk_bytes: int
                                      header.options.get('endianness', '').lower() == 'legacy')
             pos = 0
             while True:
-                keep, resume = find_realignment(data, pos, grid, bool(read))
+                keep, resume = find_realignment(data, pos, grid, bool(read),
+                                                (header.width, header.height))
                 words = np.frombuffer(data, dtype, keep, pos)
                 yield from cutter.add(swap_halves(words) if grid == 'evt21_swapped' else words)
                 if resume < 0:
