@@ -121,7 +121,14 @@ def encode_mono(events: EventArrays, time_base_ns: 'int | None' = None,
     y = np.asarray(events.y, np.uint64)
     if y.size and y.max() >= MONO_MAX_SIZE:
         raise ValueError(f'y must be < {MONO_MAX_SIZE} in the mono encoding')
-    p = (np.asarray(events.p) != 0).astype(np.uint64)
-    words = ((p << np.uint64(63)) | (y << np.uint64(48)) | (x << np.uint64(32))
-             | dt.astype(np.uint64))
+    words = mono_words(x, y, np.asarray(events.p), dt)
     return words.astype('>u8' if is_bigendian else '<u8').tobytes(), int(time_base_ns)
+
+
+def mono_words(x: np.ndarray, y: np.ndarray, p: np.ndarray, dt_ns: np.ndarray) -> np.ndarray:
+    """The ``mono`` words (uint64, the module docstring's layout) of events at ``dt_ns``
+    (0..2**32-1) after the packet's time base; y in 15 bits, p nonzero = ON."""
+    return (((np.asarray(p) != 0).astype(np.uint64) << np.uint64(63))
+            | ((np.asarray(y).astype(np.uint64) & np.uint64(0x7FFF)) << np.uint64(48))
+            | (np.asarray(x).astype(np.uint64) << np.uint64(32))
+            | np.asarray(dt_ns).astype(np.uint64))

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from helixtrack_ros.codecs.mono import mono_words
 from helixtrack_ros.io.packet_record import EventPacketRecord
 
 _NS_PER_S = 1_000_000_000
@@ -106,13 +107,6 @@ def parse_cdr(raw: bytes | memoryview, seq: int) -> StructEvents:
         ev[name][:1] = first[name]
         ev[name][1:] = rest[name]
     return StructEvents(sec * _NS_PER_S + nsec, frame_id, seq, height, width, ev)
-
-
-def mono_words(x: np.ndarray, y: np.ndarray, p: np.ndarray, dt_ns: np.ndarray) -> np.ndarray:
-    """The ``mono`` words of events (see :mod:`helixtrack_ros.codecs.mono` for the layout)."""
-    return ((p.astype(np.uint64) & np.uint64(1)) << np.uint64(63)
-            | (y.astype(np.uint64) & np.uint64(0x7FFF)) << np.uint64(48)
-            | x.astype(np.uint64) << np.uint64(32) | dt_ns.astype(np.uint64))
 
 
 class StructEventReader:

@@ -19,6 +19,7 @@ too; a shift is taken only when no other looks clean.
 
 import numpy as np
 
+from helixtrack_ros.codecs.evt21 import swap_halves
 from helixtrack_ros.core.jit import kernel, kernel_inline
 
 #: words per window looked at
@@ -64,29 +65,40 @@ def _is_unknown(w, code_shift, unknown, x_at, y_at, width, height):
     return unknown[code] | (np.uint8(code <= 1) & np.uint8(outside))
 
 
+@kernel_inline
+def _count_unknown(words, lo, hi, code_shift, unknown, x_at, y_at, width, height):
+    """The unknown words (:func:`_is_unknown`) among ``words[lo:hi]``."""
+    c = 0
+    for k in range(lo, hi):
+        c += _is_unknown(np.int64(words[k]), code_shift, unknown, x_at, y_at, width, height)
+    return c
+
+
 @kernel
 def _window_unknown_counts(words, code_shift, unknown, geo, window, out):
-    """Count the unknown words (:func:`_is_unknown`; ``geo``: x bit, y bit, width, height)
-    in each ``window`` words (the last may be short)."""
-    x_at, y_at, width, height = geo[0], geo[1], geo[2], geo[3]
+    """Count the unknown words in each ``window`` words (the last may be short); ``geo``:
+    x bit, y bit, width, height (:func:`_geometry`)."""
     for j in range(out.shape[0]):
-        c = 0
-        for k in range(j * window, min((j + 1) * window, words.shape[0])):
-            c += _is_unknown(np.int64(words[k]), code_shift, unknown, x_at, y_at, width, height)
-        out[j] = c
+        out[j] = _count_unknown(words, j * window, min((j + 1) * window, words.shape[0]),
+                                code_shift, unknown, geo[0], geo[1], geo[2], geo[3])
 
 
 @kernel
 def _first_bad_window(words, code_shift, unknown, geo, window, threshold, j0, n_windows):
     """The first window j in j0 .. n_windows - 1 with >= ``threshold`` unknown words; -1: none."""
-    x_at, y_at, width, height = geo[0], geo[1], geo[2], geo[3]
     for j in range(j0, n_windows):
-        c = 0
-        for k in range(j * window, min((j + 1) * window, words.shape[0])):
-            c += _is_unknown(np.int64(words[k]), code_shift, unknown, x_at, y_at, width, height)
-        if c >= threshold:
+        if _count_unknown(words, j * window, min((j + 1) * window, words.shape[0]),
+                          code_shift, unknown, geo[0], geo[1], geo[2], geo[3]) >= threshold:
             return j
     return -1
+
+
+@kernel
+def _unknown_flags(words, code_shift, unknown, geo, out):
+    """out[k] = 1 where word k is unknown (:func:`_is_unknown`)."""
+    for k in range(words.shape[0]):
+        out[k] = _is_unknown(np.int64(words[k]), code_shift, unknown, geo[0], geo[1], geo[2],
+                             geo[3])
 
 
 def _geometry(encoding: str, size: tuple[int, int]) -> np.ndarray:
@@ -123,7 +135,7 @@ def stored_format(encoding: str, data: 'bytes | memoryview', legacy: bool = Fals
     if legacy:
         return 'evt21_swapped'
     whole = np.frombuffer(data, '<u8', min(len(data) // 8, 4096))
-    swapped = (whole << np.uint64(32)) | (whole >> np.uint64(32))
+    swapped = swap_halves(whole)
     scores = []
     for words in (whole, swapped):
         n_time_high = int(np.count_nonzero(((words >> np.uint64(60)) == 8)
@@ -134,16 +146,11 @@ def stored_format(encoding: str, data: 'bytes | memoryview', legacy: bool = Fals
 
 def _unknown(words: np.ndarray, encoding: str, size: tuple[int, int] = (2048, 2048)
              ) -> np.ndarray:
-    """Which words are unknown (:func:`_is_unknown`), by numpy."""
+    """Which words are unknown (:func:`_is_unknown`), as booleans."""
     _, code_shift, unknown = FORMATS[encoding]
-    w = words.astype(np.int64)
-    code = (w >> code_shift) & 0xF
-    bad = unknown[code].astype(bool)
-    if encoding in _COORDS:
-        x_at, y_at = _COORDS[encoding]
-        bad |= (code <= 1) & ((((w >> x_at) & 0x7FF) >= size[0])
-                              | (((w >> y_at) & 0x7FF) >= size[1]))
-    return bad
+    out = np.empty(words.shape[0], np.uint8)
+    _unknown_flags(words, code_shift, unknown, _geometry(encoding, size), out)
+    return out.view(bool)
 
 
 def clean_shift(data: 'bytes | memoryview', at_byte: int, encoding: str, n_probe: int,
