@@ -18,6 +18,8 @@ setup(
     name=PACKAGE,
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
+    # the declaration tables of the settings classes (helixtrack_ros.core.declared)
+    package_data={PACKAGE: ['core/*.json', 'sim/*.json']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         ('share/' + PACKAGE, ['package.xml']),

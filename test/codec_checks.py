@@ -114,7 +114,7 @@ def assert_round_trip(encoder, encoding: str, size: tuple[int, int], ev: EventAr
     tv = rng.integers(0, 2, n_trig).astype(np.uint8)
     tid = rng.integers(0, max_trig_id + 1, n_trig).astype(np.uint8)
     payload = encoder.encode(ev, tt, tv, tid)
-    word_bytes = encoder.WORD.itemsize
+    word_bytes = encoder.FORMAT.word.itemsize
     assert len(payload) % word_bytes == 0
     # cut the word stream at arbitrary word positions
     n_words = len(payload) // word_bytes

@@ -40,15 +40,20 @@ def test_round_trip_and_describe():
 
 
 def test_each_field_is_declared_once_with_its_metadata():
-    """Range, unit, meaning and integer-ness come from the field declaration alone."""
+    """Range, unit, meaning and integer-ness come from the one table, tracker_params.json."""
+    import json
+
     from helixtrack_ros.core import params as module
+    table = json.loads((Path(module.__file__).parent / 'tracker_params.json').read_text())
+    assert [f.name for f in fields(TrackerParams)] == list(table)
     ints = {f.name for f in fields(TrackerParams) if f.type in ('int', int)}
-    assert ints == module._INT_FIELDS
+    assert ints == {k for k, v in table.items() if type(v['default']) is int}
     assert ints == {k for k, v in TrackerParams().to_dict().items() if type(v) is int}
     for f in fields(TrackerParams):
-        lo, hi = f.metadata['range']
-        assert module._DESCRIBE[f.name] == (f.metadata['description'], f.metadata['unit'],
-                                            lo, hi), f.name
+        entry = table[f.name]
+        assert TrackerParams.describe()[f.name] == (
+            entry['description'], entry.get('unit', ''), entry.get('min'), entry.get('max'))
+        assert getattr(TrackerParams(), f.name) == entry['default']
     # an integer field keeps its integer bounds in the message
     with pytest.raises(ValueError, match=r'pol_adapt=2 is outside \[0, 1\]'):
         TrackerParams(pol_adapt=2)

@@ -2,21 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Decoder of the Prophesee EVT 2.1 event stream (GenX320, IMX636): 64-bit vector words.
 
-EVT 2.1 extends EVT 2.0 (:mod:`helixtrack_ros.codecs.evt2`) to 64-bit words,
-each event word giving up to 32 events of one row and polarity; the top 4
-bits give the word type:
-
-====  ==============  ===========================================================
-code  name            payload
-====  ==============  ===========================================================
-0x0   EVT_NEG         bits 59..54 time low (6 bits), 53..43 x, 42..32 y, 31..0
-                      valid: bit i set is an event at (x + i, y)
-0x1   EVT_POS         same layout, polarity 1
-0x8   EVT_TIME_HIGH   bits 59..32: bits 33..6 of the microsecond time
-0xA   EXT_TRIGGER     bits 59..54 time low, 44..40 channel id, bit 32 edge value
-0xE   OTHERS          vendor extensions (skipped, ``skipped_other``)
-0xF   CONTINUED       extra data of the previous word (skipped, ``skipped_other``)
-====  ==============  ===========================================================
+EVT 2.1 widens the words of EVT 2.0 (:mod:`helixtrack_ros.codecs.evt2`, whose
+table gives the codes) to 64 bits: every field of an EVT 2.0 word sits 32
+bits higher, so the code is bits 63..60 and an event's time low, x and y are
+bits 59..54, 53..43 and 42..32. An event word's low 32 bits are a valid mask:
+bit i set is an event at (x + i, y) of the word's polarity, up to 32 events
+of one row. A trigger keeps its edge value in bit 32 and its channel id in
+bits 44..40.
 
 Other codes are reserved (``skipped_unknown``). The words are read as
 little-endian 64-bit values; an IMX636 sends the upper 32 bits first, which a

@@ -44,8 +44,6 @@ def evt21_words(ev: EventArrays) -> np.ndarray:
 class Evt21Encoder:
     """EVT 2.1 encoder with the other encoders' ``encode`` (no state is needed)."""
 
-    ENCODING = 'EVT 2.1'
-
     def encode(self, events: EventArrays) -> np.ndarray:
         """The EVT 2.1 bytes (uint8) of time-sorted events."""
         return evt21_words(events).astype('<u8').view(np.uint8)

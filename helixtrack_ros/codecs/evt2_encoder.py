@@ -29,7 +29,7 @@ from helixtrack_ros.codecs.evt2 import (
     LOW_BITS,
     TIME_HIGH,
 )
-from helixtrack_ros.codecs.stream_encoder import E_HIGH, E_T, StreamEncoder
+from helixtrack_ros.codecs.stream_encoder import E_HIGH, E_T, StreamEncoder, WordFormat
 from helixtrack_ros.core.jit import kernel
 
 #: Longest gap between TIME_HIGH words the encoder leaves (TIME_HIGH steps).
@@ -76,13 +76,8 @@ def _evt2_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
 class Evt2Encoder(StreamEncoder):
     """Stateful EVT 2.0 encoder of one stream (see the module docstring): 32-bit words."""
 
-    ENCODING = 'EVT 2.0'
-    MAX_SIZE = EVT2_MAX_SIZE
-    MAX_TRIG_ID = 31
-    LOW_BITS = LOW_BITS
-    TIME_HIGH_FILL_STEPS = TIME_HIGH_FILL_STEPS
-    WORDS_PER_EVENT = 2  # at most a TIME_HIGH and the event
-    WORDS_PER_TRIGGER = 2
-    WORD = np.dtype('<u4')
-    N_STATE = 2
+    # an event or trigger needs at most a TIME_HIGH and its own word
+    FORMAT = WordFormat('EVT 2.0', max_size=EVT2_MAX_SIZE, max_trig_id=31, low_bits=LOW_BITS,
+                        fill_steps=TIME_HIGH_FILL_STEPS, words_per_event=2,
+                        words_per_trigger=2, word=np.dtype('<u4'), n_state=2)
     _kernel = staticmethod(_evt2_encode)

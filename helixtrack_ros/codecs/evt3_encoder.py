@@ -40,7 +40,7 @@ from helixtrack_ros.codecs.evt3 import (
     VECT_12,
     VECT_BASE_X,
 )
-from helixtrack_ros.codecs.stream_encoder import E_HIGH, E_T, StreamEncoder
+from helixtrack_ros.codecs.stream_encoder import E_HIGH, E_T, StreamEncoder, WordFormat
 from helixtrack_ros.core.jit import kernel
 
 #: Longest gap between TIME_HIGH words the encoder leaves (TIME_HIGH steps).
@@ -132,15 +132,10 @@ def _evt3_encode(t, x, y, p, tr_t, tr_v, tr_id, state, out):
 class Evt3Encoder(StreamEncoder):
     """Stateful EVT 3.0 encoder of one stream (see the module docstring): 16-bit words."""
 
-    ENCODING = 'EVT 3.0'
-    MAX_SIZE = EVT3_MAX_SIZE
-    MAX_TRIG_ID = 15
-    LOW_BITS = 12
-    TIME_HIGH_FILL_STEPS = TIME_HIGH_FILL_STEPS
-    WORDS_PER_EVENT = 5  # at most TIME_HIGH, TIME_LOW, ADDR_Y, VECT_BASE_X and a vector
-    WORDS_PER_TRIGGER = 3
-    WORD = np.dtype('<u2')
-    N_STATE = 3
+    # an event needs at most TIME_HIGH, TIME_LOW, ADDR_Y, VECT_BASE_X and a vector
+    FORMAT = WordFormat('EVT 3.0', max_size=EVT3_MAX_SIZE, max_trig_id=15, low_bits=12,
+                        fill_steps=TIME_HIGH_FILL_STEPS, words_per_event=5,
+                        words_per_trigger=3, word=np.dtype('<u2'), n_state=3)
     _kernel = staticmethod(_evt3_encode)
 
 

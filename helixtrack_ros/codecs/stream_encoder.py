@@ -3,7 +3,7 @@
 """The part the stateful EVT 2.0 and EVT 3.0 encoders share.
 
 Both write words that carry the time modulo a wrap, with a TIME_HIGH word
-whenever the time above ``LOW_BITS`` changes, fill TIME_HIGH words across
+whenever the time above the low bits changes, fill TIME_HIGH words across
 long silences, and keep the last TIME_HIGH and time between packets so that
 a stream encoded packet by packet decodes like one encoded at once. This
 class checks the input, sizes the output and keeps that state; a subclass
@@ -13,6 +13,8 @@ Every kernel has one signature::
 
     kernel(t, x, y, p, tr_t, tr_v, tr_id, state, out) -> number of words
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,6 +38,29 @@ def _sorted_from(a, lo):
     return True
 
 
+@dataclass(frozen=True)
+class WordFormat:
+    """What the shared encoder needs to know of one encoding's words.
+
+    ``encoding`` names it in messages; ``max_size`` bounds x and y;
+    ``max_trig_id`` is the largest trigger channel; ``low_bits`` are the time
+    bits an event word carries below TIME_HIGH; ``fill_steps`` TIME_HIGH
+    steps or more of silence get intermediate TIME_HIGH words; one event or
+    trigger needs at most ``words_per_event`` / ``words_per_trigger`` words
+    of dtype ``word`` (little-endian); the kernel keeps ``n_state`` slots.
+    """
+
+    encoding: str
+    max_size: int
+    max_trig_id: int
+    low_bits: int
+    fill_steps: int
+    words_per_event: int
+    words_per_trigger: int
+    word: np.dtype
+    n_state: int
+
+
 def _check_1d(name: str, a: np.ndarray, n: int) -> None:
     if a.ndim != 1 or a.shape[0] != n:
         raise ValueError(f'{name} must be 1-D with {n} elements, got shape {a.shape}')
@@ -53,11 +78,8 @@ def _column(name: str, a: 'np.ndarray | None', n: int, default: int) -> np.ndarr
 class StreamEncoder:
     """Stateful encoder of one stream, driven by a subclass's numba kernel.
 
-    Subclasses set ``ENCODING`` (the name in messages), ``MAX_SIZE``,
-    ``MAX_TRIG_ID``, ``LOW_BITS`` (time bits below TIME_HIGH),
-    ``TIME_HIGH_FILL_STEPS``, ``WORDS_PER_EVENT`` and ``WORDS_PER_TRIGGER``
-    (the most words one needs), ``WORD`` (the little-endian word dtype),
-    ``N_STATE`` (state slots, ``E_HIGH`` and ``E_T`` first) and ``_kernel``.
+    Subclasses set ``FORMAT`` (their :class:`WordFormat`; state slots
+    ``E_HIGH`` and ``E_T`` come first) and ``_kernel``.
 
     Examples
     --------
@@ -65,22 +87,14 @@ class StreamEncoder:
     >>> payload = enc.encode(events)  # doctest: +SKIP
     """
 
-    ENCODING = ''
-    MAX_SIZE = 2048
-    MAX_TRIG_ID = 0
-    LOW_BITS = 0
-    TIME_HIGH_FILL_STEPS = 1
-    WORDS_PER_EVENT = 1
-    WORDS_PER_TRIGGER = 1
-    WORD = np.dtype('<u2')
-    N_STATE = 2
+    FORMAT: WordFormat
 
     @staticmethod
     def _kernel(*args):  # pragma: no cover - replaced by every subclass
         raise NotImplementedError
 
     def __init__(self) -> None:
-        self._state = np.full(self.N_STATE, -1, np.int64)
+        self._state = np.full(self.FORMAT.n_state, -1, np.int64)
 
     def reset(self) -> None:
         """Start a new stream (the next packet begins with a TIME_HIGH)."""
@@ -97,9 +111,9 @@ class StreamEncoder:
         """Encode one packet of events (and optional trigger events) as little-endian words.
 
         ``events`` need non-decreasing ``t_us`` >= 0, not earlier than the
-        previous packet's last time, and x, y below ``MAX_SIZE``; so do the
+        previous packet's last time, and x, y below ``FORMAT.max_size``; so do the
         trigger times ``trig_t_us``. ``trig_value`` holds the edges (0/1,
-        default 1), ``trig_id`` the channels (0..``MAX_TRIG_ID``, default 0).
+        default 1), ``trig_id`` the channels (0..``FORMAT.max_trig_id``, default 0).
         Raises ValueError on inconsistent lengths, decreasing or negative
         times, or values the encoding cannot hold.
         """
@@ -114,20 +128,22 @@ class StreamEncoder:
         ntr = tr_t.shape[0]
         tr_v = _column('trig_value', trig_value, ntr, 1)
         tr_id = _column('trig_id', trig_id, ntr, 0)
-        if np.any(tr_v > 1) or np.any(tr_id > self.MAX_TRIG_ID):
-            raise ValueError(f'trigger values must be 0/1 and trigger ids 0..{self.MAX_TRIG_ID}')
+        fmt = self.FORMAT
+        if np.any(tr_v > 1) or np.any(tr_id > fmt.max_trig_id):
+            raise ValueError(f'trigger values must be 0/1 and trigger ids 0..{fmt.max_trig_id}')
         n_fill = self._fill_words(t, tr_t)
-        out = np.empty(self.WORDS_PER_EVENT * n + self.WORDS_PER_TRIGGER * ntr + n_fill + 8,
-                       self.WORD.newbyteorder('='))
+        out = np.empty(fmt.words_per_event * n + fmt.words_per_trigger * ntr + n_fill + 8,
+                       fmt.word.newbyteorder('='))
         k = self._kernel(t, x, y, p, tr_t, tr_v, tr_id, self._state, out)
-        return out[:k].astype(self.WORD, copy=False).tobytes()
+        return out[:k].astype(fmt.word, copy=False).tobytes()
 
     def _coordinates(self, name: str, a: np.ndarray, n: int) -> np.ndarray:
         """Coordinates checked against the encoding's range, as contiguous uint16."""
         a = np.asarray(a)
         _check_1d(name, a, n)
-        if n and (int(a.min()) < 0 or int(a.max()) >= self.MAX_SIZE):
-            raise ValueError(f'{self.ENCODING} coordinates must be >= 0 and < {self.MAX_SIZE} '
+        fmt = self.FORMAT
+        if n and (int(a.min()) < 0 or int(a.max()) >= fmt.max_size):
+            raise ValueError(f'{fmt.encoding} coordinates must be >= 0 and < {fmt.max_size} '
                              f'({name})')
         return np.ascontiguousarray(a, dtype=np.uint16)
 
@@ -144,4 +160,4 @@ class StreamEncoder:
             t_max = max(t_max, int(a[-1]))
         t_min = min([int(a[0]) for a in (t, tr_t) if a.shape[0]], default=0)
         start = t_min if last < 0 else last
-        return (t_max - start) // (self.TIME_HIGH_FILL_STEPS << self.LOW_BITS) + 2
+        return (t_max - start) // (self.FORMAT.fill_steps << self.FORMAT.low_bits) + 2

@@ -84,6 +84,21 @@ def _bto_ratio(acc, base, band, bounded, dp):
 
 
 @kernel_inline
+def _bto_bound(prm, band, side, p, tau):
+    """One bound of a band's occupancy p (S1): (sgn, s, e), sgn 0 when it is off.
+
+    s = p_lo - p (side 0) or p - p_hi (side 1), e = softplus_tau(s); a
+    negative bound is off.
+    """
+    bound = prm[G_PINLO + 2 * band + side]
+    if bound < 0.0:
+        return 0.0, 0.0, 0.0
+    sgn = -1.0 if side == 0 else 1.0
+    s = sgn * (p - bound)
+    return sgn, s, _softplus(s, tau)
+
+
+@kernel_inline
 def _bto_hinge(A, g, e, sig, sgn, dp, w):
     """GN terms of one bound as a squared hinge 0.5 w e^2 (ours); returns its value.
 
@@ -136,12 +151,9 @@ def _bto_add_switched(A, g, acc, prm, weight):
         for band in range(2):
             p = _bto_ratio(acc, base, band, bounded, dp)
             for side in range(2):
-                bound = prm[G_PINLO + 2 * band + side]
-                if bound < 0.0:
+                sgn, s, e = _bto_bound(prm, band, side, p, tau)
+                if sgn == 0.0:
                     continue
-                sgn = -1.0 if side == 0 else 1.0
-                s = sgn * (p - bound)
-                e = _softplus(s, tau)
                 sig = _sigmoid(s / tau)
                 if hinge:
                     value += _bto_hinge(A, g, e, sig, sgn, dp, wsec)
@@ -193,12 +205,9 @@ def _bto_add(A, g, acc, prm, weight):
                 # dp/dq = (C_core dC_band - C_band dC_core) / (C_band + C_core)^2
                 dp[k] = (cc * acc[off + k] - cb * acc[base + SEC_DC + k]) / (den * den)
             for side in range(2):
-                bound = prm[G_PINLO + 2 * band + side]
-                if bound < 0.0:
+                sgn, s, e = _bto_bound(prm, band, side, p, tau)
+                if sgn == 0.0:
                     continue
-                sgn = -1.0 if side == 0 else 1.0
-                s = sgn * (p - bound)
-                e = _softplus(s, tau)
                 de = _sigmoid(s / tau) * sgn
                 value += 0.5 * wsec * e * e
                 for i in range(6):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from helixtrack_ros.core.declared import read_table
 from helixtrack_ros.core.params import TrackerParams
 
 #: release: R = 1 / max(1e-3, kappa w_ring), i.e. sigma0^2 / max(w, eps) with
@@ -147,117 +148,9 @@ class Deviation(NamedTuple):
     preset: str = 'paper'
 
 
-#: every deviation from the paper, switchable ones first (docs/DEVIATIONS.md)
+#: every deviation from the paper, switchable ones first (deviations.json; docs/DEVIATIONS.md)
 DEVIATIONS: list[Deviation] = [
-    Deviation(
-        'q_jerk', ('q_jerk',), 'S3: q_jerk = 400', 'q_jerk = 4e6',
-        'with 400 the EKF lags the 30-80 % RPM sweeps of the simulator at 3-15 M events/s '
-        'and loses lock'),
-    Deviation(
-        'gamma_persp', ('gamma_persp',), 'S3: gamma_persp = 1.0', 'gamma_persp = 0.1',
-        'the perspective terms otherwise absorb centre errors (z ~ t p^T u) and drag the '
-        'scale'),
-    Deviation(
-        'bto_sectors', ('bto_sectors',), 'Sec. 3.5 / S1: one p_in, one p_out per batch',
-        '8 angular sectors, each with its own occupancies',
-        'one scalar fixes only the mean tip radius; sectors pin the tip ellipse (scale, '
-        'centre, perspective)'),
-    Deviation(
-        'bto_bounds', ('bto_p_in_min', 'bto_p_in_max', 'bto_p_out_min', 'bto_p_out_max'),
-        'Sec. 3.5: lower bound on p_in, upper bound on p_out (released 0.5 / 0.5 on '
-        'C_band / C_core = 1/3 on our bounded ratio)',
-        'p_in held in 0.62-0.68, p_out <= 0.09',
-        'for a density that stops at the tip, p_in peaks at the true scale: a band on it '
-        'pins the tip from both sides'),
-    Deviation(
-        'bto_bands', ('bto_sigma_core', 'bto_delta', 'bto_sigma_band', 'bto_tau',
-                      'bto_min_px'),
-        'Sec. 3.5: narrow bands at 1 - Delta, 1, 1 + Delta, softplus_tau (released: '
-        'sigma 0.06 / offset 0.03 / sigma 0.02, tau 0.05; S1 instead writes sigmoid '
-        'occupancies at r_in / r_out)',
-        'sigma 0.04 / offset 0.1 / sigma 0.04, tau 0.02, widths at least 1 px',
-        'wider, separated bands keep enough events per sector to measure p'),
-    Deviation(
-        'trust_region', ('gn_max_step',), 'Sec. 3.5: q <- q + Gamma dq',
-        'a solve moves the tip circle by at most 0.02 tip radii (|d psi| <= 0.02)',
-        'one bad batch (BTO-dominated, few events) cannot throw the pose off the rotor'),
-    Deviation(
-        'fast_step', ('pose_fast_us', 'pose_fast_rpm'),
-        'Sec. 3.5: the pose moves only at the half-turn GN solve',
-        'a translation step from the phase term every 1 ms feeds a constant-velocity '
-        'Kalman filter of the centre, at every RPM; GN then keeps tx, ty fixed, and the '
-        'centroid of the disc moves the centre while the phase is acquired',
-        "the paper's low-RPM failure (Sec. 4.4) and rotors whose image moves fast under "
-        'camera motion'),
-    Deviation(
-        'gn_subsample', ('gn_target_events',), 'Sec. 3.5: GN on every event of the batch',
-        'every k-th in-annulus event, about 3000 per batch',
-        'speed: a solve needs only a few thousand events'),
-    Deviation(
-        'ekf_polarity', ('ekf_polarity',), 'Eq. 3: one residual for both polarities',
-        'residual centred by polarity: eps -+ (c+ - c-) / 2 for ON / OFF events',
-        'a blade has two edges; the bimodal residual lets the EKF lock slide between them'),
-    Deviation(
-        'pol_adapt', ('pol_adapt',), 'Sec. 3.5: constant c+ / c- (released +-0.25)',
-        'c+ / c- follow the circular means of the ON / OFF residuals',
-        'with fixed offsets the polarity term has a non-zero mean that drags centre and '
-        'perspective'),
-    Deviation(
-        'pose_timer', ('pose_timer_us',), 'Sec. 3.5: a pose update at half a shaft turn',
-        'also every 100 ms of stream time (as the release)',
-        'a rotor that stalls or is lost still gets pose updates'),
-    Deviation(
-        'r_floor', ('r_floor',), 'Sec. 3.4: eps of R unspecified (released 1e-3 / kappa)',
-        'eps = 1e-3', 'bounds R for events far from the predicted phase'),
-    Deviation(
-        'sign_rate_search', ('sign_rpm_span',),
-        'Sec. 3.2: zeta from circular statistics over a short prefix',
-        'both signs scored on a grid of rates +-30 % around the initial rate',
-        'a rate error of a few % blurs the statistic over a window of half a turn'),
-    Deviation(
-        'release_r_without_vm', ('ekf_r_vm',), 'Sec. 3.4: R = sigma0^2 / max(w_vm w_ring, '
-        'eps) (ours too)', 'as the paper; the release drops w_vm (R = 1 / max(1e-3, kappa '
-        'w_ring)): preset release', 'w_vm in R makes off-phase events (noise, the other '
-        'edge) harmless', preset='release'),
-    Deviation(
-        'bto_squared_hinge', ('bto_hinge',),
-        "Sec. 3.5 / S1: l_BTO = softplus_tau(s), A += phi'' J J^T",
-        '0.5 softplus_tau(s)^2 per bound (Gauss-Newton form)',
-        "the paper's curvature vanishes for s >> tau, so its step explodes when the "
-        'penalty matters'),
-    Deviation(
-        'bto_weight_n', ('bto_weight_n',),
-        'Eq. loss: lambda_BTO l_BTO and lambda_reg l_reg once per batch',
-        'multiplied by the batch event count N',
-        'the p are batch means: unscaled, BTO is N times weaker than the summed data terms'),
-    Deviation(
-        'bto_ratio', ('bto_ratio',), 'Sec. 3.5: p = C_band / (C_core + eps)',
-        'p = C_band / (C_band + C_core) (a bound b of one ratio is b / (1 + b) of the other: '
-        'converted when only this switch changes)', 'unbounded when the core band empties'),
-    Deviation(
-        'psi_stiffness', ('gn_psi_stiff',), 'Sec. 3.5: plain damped GN on all six '
-        'parameters', 'psi gets the curvature of log-scale added (A[1, 1] += A[0, 0])',
-        'psi is unobservable to first order (d eps / d psi = 0); noise would spin it'),
-    Deviation(
-        'timestamp_fold', ('ekf_fold',), 'Sec. 3.4: one EKF update per event, gates '
-        're-evaluated', 'events of one timestamp folded into one update, gates at the '
-        'predicted phase', '2x faster; within one microsecond the difference is far below '
-        'the noise'),
-    Deviation(
-        'acquisition', ('sign_prefix', 'sign_lock_phase'), 'Sec. 3.2: zeta from a short '
-        'prefix; phi0 not stated (release: first 5000 in-ring events, phi0 = 0)',
-        'window of at least half a shaft turn, thinned to 5000 events; phi0 and omega '
-        'locked from the same statistic',
-        '5000 events at 30 M events/s last 0.2 ms: both signs look alike'),
-    Deviation(
-        'log_scale', ('gn_log_scale',), 'Eq. 1: q = [s, psi, tx, ty, p31, p32]',
-        'q = [log s, ...] (as the release); gamma_scale acts on log s', 'keeps s > 0'),
-    Deviation(
-        'signed_psi', (), 'Sec. 3.2: phi_eff = phi - B psi; trigger |(dphi - B dpsi) / B| '
-        '>= pi', 'phi_eff = phi - zeta B psi (and zeta in the trigger)',
-        "for zeta = -1 the paper's form breaks its own invariance d eps / d psi = 0 "
-        '(a correction; equal for zeta = +1)', 'no switch planned'),
-]
+    Deviation(**{**row, 'fields': tuple(row['fields'])}) for row in read_table('deviations.json')]
 
 
 def apply_preset(name: str, overrides: dict[str, Any] | None = None) -> TrackerParams:

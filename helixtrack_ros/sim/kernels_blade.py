@@ -207,6 +207,28 @@ def _pixel_coefs(g_knots, static, fx, fy, geo, margin_r, wtab, wr_lo, wscale, rk
     return m_any > 0.0
 
 
+@numpy_errors_inline
+def _add_pixel(g_knots, static, x, y, geo, margin_r, wtab, wr_lo, wscale, scratch, coef, px,
+               py, m):
+    """Keep pixel (x, y) as row m when the blade can cover it (:func:`_pixel_coefs`); new m.
+
+    ``scratch`` holds the four knot work arrays of :func:`_pixel_scratch`.
+    """
+    rk, bk, xk, yk = scratch
+    if _pixel_coefs(g_knots, static, float(x), float(y), geo, margin_r, wtab, wr_lo, wscale,
+                    rk, bk, xk, yk, coef, m):
+        px[m] = x
+        py[m] = y
+        return m + 1
+    return m
+
+
+@numpy_errors_inline
+def _pixel_scratch(nk):
+    """The knot work arrays (r, b, x, y per knot) that :func:`_pixel_coefs` fills."""
+    return np.empty(nk), np.empty(nk), np.empty(nk), np.empty(nk)
+
+
 @numpy_errors
 def rotor_geometry(g_knots, static, box, geo, margin_r):
     """Per-pixel edge-phase coefficients of the pixels of ``box`` that meet the blades.
@@ -221,17 +243,11 @@ def rotor_geometry(g_knots, static, box, geo, margin_r):
     px = np.empty(n_box, np.uint16)
     py = np.empty(n_box, np.uint16)
     coef = np.empty((n_box, nk - 1, N_CO))
-    rk = np.empty(nk)
-    bk = np.empty(nk)
-    xk = np.empty(nk)
-    yk = np.empty(nk)
+    scratch = _pixel_scratch(nk)
     wtab, wr_lo, wscale = _width_table(geo)
     m = 0
     for y in range(box[2], box[3]):
         for x in range(box[0], box[1]):
-            if _pixel_coefs(g_knots, static, float(x), float(y), geo, margin_r, wtab, wr_lo,
-                            wscale, rk, bk, xk, yk, coef, m):
-                px[m] = x
-                py[m] = y
-                m += 1
+            m = _add_pixel(g_knots, static, x, y, geo, margin_r, wtab, wr_lo, wscale, scratch,
+                           coef, px, py, m)
     return px[:m].copy(), py[:m].copy(), coef[:m].copy()

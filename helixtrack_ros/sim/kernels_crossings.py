@@ -39,7 +39,8 @@ from .kernels_blade import (
     GEO_TAU_US,
     N_CO,
     TWO_PI,
-    _pixel_coefs,
+    _add_pixel,
+    _pixel_scratch,
     _width_at,
     _width_table,
 )
@@ -332,10 +333,7 @@ def rotor_segment(g_knots, iv_b, fr_b, theta_b, theta_m, t_b, box, geo, margin_r
     """
     nk = g_knots.shape[0]
     q_bend = _bend(theta_b, theta_m)
-    rk = np.empty(nk)
-    bk = np.empty(nk)
-    xk = np.empty(nk)
-    yk = np.empty(nk)
+    scratch = _pixel_scratch(nk)
     coef = np.empty((TILE, nk - 1, N_CO))
     tx = np.empty(TILE, np.uint16)
     ty = np.empty(TILE, np.uint16)
@@ -347,11 +345,8 @@ def rotor_segment(g_knots, iv_b, fr_b, theta_b, theta_m, t_b, box, geo, margin_r
     m = 0
     for y in range(box[2], box[3]):
         for x in range(box[0], box[1]):
-            if _pixel_coefs(g_knots, False, float(x), float(y), geo, margin_r, wtab, wr_lo,
-                            wscale, rk, bk, xk, yk, coef, m):
-                tx[m] = x
-                ty[m] = y
-                m += 1
+            m = _add_pixel(g_knots, False, x, y, geo, margin_r, wtab, wr_lo, wscale, scratch,
+                           coef, tx, ty, m)
             if m == TILE or (m > 0 and y == box[3] - 1 and x == box[1] - 1):
                 n, ctr = _tile_events(coef, 0, m, tx, ty, iv_b, fr_b, theta_b, q_bend, t_b,
                                       geo, key, ctr, True, wtab, wr_lo, wscale, sen, rec, out_t,

@@ -12,51 +12,24 @@ keeps the rotors, their speeds and the camera motion of the plain scene and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from helixtrack_ros.core.declared import check_fields, declared
 
 
-@dataclass(frozen=True)
+@declared('variant_fields.json')
 class SimVariant:
     """Changes to a drawn scene (the defaults change nothing).
 
-    Attributes
-    ----------
-    chord_scale : float
-        Every blade chord times this (wider or narrower blades).
-    tip_chord_scale : float
-        The tip chord times this on top (taper: > 1 blunter, < 1 more pointed).
-    tip_round : float
-        Rounded tips: corner radius in half tip chords (1: semicircular tip).
-    contrast_scale : float
-        Blade contrast times this: mean events per edge crossing (at most 3).
-    pixel_spread : float
-        Threshold mismatch: sd of the log of a fixed per-pixel event gain.
-    on_gain, off_gain : float
-        Gains of the mean number of ON / OFF blade events per crossing.
-    off_delay_us : float
-        Extra latency of OFF blade events [us].
-    noise_scale : float
-        Background-activity rate times this (hot pixels unchanged).
+    The fields (blade chords, tip shape and contrast; sensor mismatch, gains,
+    OFF latency and noise) are declared in ``variant_fields.json``
+    (:mod:`helixtrack_ros.core.declared`), each with its default, range and
+    meaning.
     """
 
-    chord_scale: float = 1.0
-    tip_chord_scale: float = 1.0
-    tip_round: float = 0.0
-    contrast_scale: float = 1.0
-    pixel_spread: float = 0.0
-    on_gain: float = 1.0
-    off_gain: float = 1.0
-    off_delay_us: float = 0.0
-    noise_scale: float = 1.0
-
     def __post_init__(self) -> None:
-        for f in fields(self):
-            if not getattr(self, f.name) >= 0.0:
-                raise ValueError(f'SimVariant.{f.name} must be >= 0')
+        """Validate; raise ValueError naming the field."""
+        check_fields(self, 'SimVariant')
         if self.chord_scale * self.tip_chord_scale == 0.0:
             raise ValueError('SimVariant: blade chords must stay > 0')
-        if self.tip_round > 1.0:
-            raise ValueError('SimVariant.tip_round must be in [0, 1]')
 
     def apply(self, rotors: list, sensor) -> None:
         """Change the rotors (RotorSpec) and the sensor (SensorSpec) in place."""
