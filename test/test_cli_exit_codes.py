@@ -25,6 +25,7 @@ from helixtrack_ros.io.bags import (
     EVENT_PACKET_TYPE,
     EventBagWriter,
     ResultBagWriter,
+    TruncatedBagError,
     count_messages,
     iter_event_packets,
     typestore,
@@ -259,6 +260,59 @@ def test_events_and_detect_of_a_cut_bag_exit_3(scene, tmp_path, capsys):
     assert 'mcap recover' in one_line(capsys.readouterr().err)
 
 
+def checksummed_copy(scene: Path, dest: Path) -> tuple[Path, list[int]]:
+    """A copy of the scene's bag whose uncompressed chunks carry their CRC-32 (rosbags
+    writes 0: none); the bag and the byte offset of each chunk's records."""
+    import struct
+    import zlib
+    dest.mkdir(parents=True)
+    (src,) = (scene / 'events').glob('*.mcap')
+    data = bytearray(src.read_bytes())
+    pos, chunks = 8, []
+    while pos + 9 <= len(data):
+        op, length = struct.unpack_from('<BQ', data, pos)
+        body = pos + 9
+        if op == 0x06:
+            (n,) = struct.unpack_from('<I', data, body + 28)
+            assert n == 0   # uncompressed
+            start = body + 32 + n + 8
+            (size,) = struct.unpack_from('<Q', data, body + 32 + n)
+            struct.pack_into('<I', data, body + 24, zlib.crc32(data[start:start + size]))
+            chunks.append(start)
+        pos = body + length
+    (dest / src.name).write_bytes(bytes(data))
+    shutil.copy(scene / 'events' / 'metadata.yaml', dest / 'metadata.yaml')
+    return dest, chunks
+
+
+def test_a_chunk_failing_its_checksum_is_skipped_and_the_rest_read(scene, tmp_path, capsys):
+    """Before: rosbags stopped at the chunk, the command ended with exit 2, and the
+    packets of the batch being read before it were lost too (helper review, 2026-11-27)."""
+    bag, chunks = checksummed_copy(scene, tmp_path / 'crc')
+    full = [r.seq for r in iter_event_packets(bag)]
+    assert len(chunks) >= 3 and len(full) == 100
+    (mcap,) = bag.glob('*.mcap')
+    data = bytearray(mcap.read_bytes())
+    data[chunks[1] + 1000:chunks[1] + 5096] = bytes(4096)
+    mcap.write_bytes(bytes(data))
+    out = tmp_path / 'o'
+    assert main(['track', str(bag), '--params', str(scene / 'params.yaml'), '--out',
+                 str(out)]) == 3
+    line = one_line(capsys.readouterr().err)
+    assert 'fails its checksum' in line and 'around the damage' in line
+    n = int(re.search(r'the (\d+) intact messages', line).group(1))
+    rows = list(csv.DictReader((out / 'rpm.csv').open()))
+    # (after the gap the decoder waits for a time word: a packet or two give no row)
+    assert n - 3 <= len(rows) <= n and 40 < n < 100
+    got = []
+    with pytest.raises(TruncatedBagError) as exc:
+        for r in iter_event_packets(bag):
+            got.append(r.seq)
+    assert exc.value.read_past and len(got) == n
+    # what is read is in order, nothing twice, and the last packets are there
+    assert got == sorted(set(got)) and set(got) <= set(full) and got[-1] == full[-1]
+
+
 def test_a_bag_cut_before_its_first_message_exits_3(scene, tmp_path, capsys):
     bag = cut_copy(scene, tmp_path / 'cut', 100)
     assert main(['events', str(bag), '--out', str(tmp_path / 'e.npz')]) == 3
@@ -304,3 +358,42 @@ def test_every_command_takes_o_for_out():
                  ['detect', 'b', '-o', 'x.yaml'], ['events', 'b', '-o', 'x'],
                  ['batch', 'b', '-o', 'x'], ['sweep', 'b', '--grid', 'g', '-o', 'x']):
         assert parser.parse_args(argv).out.startswith('x'), argv
+
+
+def test_a_read_failure_keeps_the_packets_read_before_it():
+    """Before: the half-filled batch before a read failure was dropped (47 packets lost
+    before a damaged chunk in the helper's bag)."""
+    from helixtrack_ros.cli.common import CliError
+    from helixtrack_ros.cli.track import _batches
+
+    class Pkt:
+        events = b'\0' * 10
+
+    def packets():
+        yield from [Pkt()] * 5
+        raise CliError('cannot read message 5')
+
+    it = _batches(packets())
+    assert len(next(it)) == 5
+    with pytest.raises(CliError):
+        next(it)
+
+
+@pytest.mark.parametrize('content, message', [
+    (b'\x89MCAP0\r\n\xff\xfe\x00garbage', 'not a ground-truth CSV file'),   # not UTF-8
+    (b't_us,rotor,rpm\n', 'no ground-truth rows'),
+    (b'time,name\n1,2\n', 'expected columns t_us,rotor,rpm'),
+    (b't_us,rotor,rpm\n1,a,fast\n', 'line 2'),
+    (None, 'is a directory'),
+])
+def test_a_bad_ground_truth_file_is_one_line(scene, tmp_path, capsys, content, message):
+    """Before: a file that is not UTF-8 gave a UnicodeDecodeError traceback, and one
+    with only a header was blamed on the rotor centres (helper review, 2026-11-27)."""
+    gt = tmp_path / 'gt.csv'
+    if content is None:
+        gt.mkdir()
+    else:
+        gt.write_bytes(content)
+    assert main(['track', str(scene / 'events'), '--params', str(scene / 'params.yaml'),
+                 '--ground-truth', str(gt), '--out', str(tmp_path / 'o')]) == 2
+    assert message in one_line(capsys.readouterr().err)

@@ -38,7 +38,7 @@ class ExitCode(IntEnum):
     NOTHING_FOUND = 1
     #: bad command line or input (one line on stderr), nothing or little done
     USAGE = 2
-    #: an MCAP file of the bag is cut short: what precedes the damage was processed
+    #: an MCAP file of the bag is cut short or damaged: every intact message was processed
     PARTIAL_INPUT = 3
     #: Ctrl-C: the outputs hold what was processed so far
     INTERRUPTED = 130
@@ -58,10 +58,12 @@ EXIT_STATUS_HELP = """exit status:
        format than EVT 2.0/2.1/3.0, an output that cannot be written or an output
        directory that is an existing file; batch, sweep: no recording could
        be read, a bad grid file
-  3    the input is cut short: the bag's MCAP file (recorder killed; every
-       intact message before the damage was processed and written; the message
-       says how many and how to repair the file: mcap recover), or a .raw file
-       ending inside a word (every whole packet was processed); wins over 1
+  3    the input is cut short or damaged: the bag's MCAP file (recorder
+       killed; every intact message before the damage was processed and
+       written; the message says how many and how to repair the file:
+       mcap recover), an MCAP chunk that fails its checksum (skipped, the
+       messages around it processed), or a .raw file ending inside a word
+       (every whole packet was processed); wins over 1
   130  interrupted (Ctrl-C): the outputs hold what was processed"""
 
 
@@ -148,6 +150,9 @@ def damage_line(exc: TruncatedBagError, what: str) -> str:
     if hasattr(exc, 'repair'):   # a .raw file (io.raw_file.TruncatedRawError)
         return (f'{exc.file} is cut short ({exc.damage}): {what} the {exc.messages_read} '
                 f'packets before the damage. {exc.repair}')
+    if getattr(exc, 'read_past', False):   # damaged chunks skipped, the rest read
+        return (f'{exc.file} is damaged ({exc.damage}): {what} the {exc.messages_read} intact '
+                f'messages on {exc.topic} around the damage. {repair_hint(exc.file)}')
     return (f'{exc.file} is cut short ({exc.damage}): {what} the {exc.messages_read} intact '
             f'messages on {exc.topic} before the damage. {repair_hint(exc.file)}')
 

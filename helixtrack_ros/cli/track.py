@@ -347,16 +347,24 @@ def _where_seen(arrays: dict[str, Any], config: Any, detected: dict[str, tuple[i
 
 
 def _batches(packets: Any) -> Iterator[list[Any]]:
-    """Group packets into about 64 ms of a driver stream (see pipeline.process_stream)."""
+    """Group packets into about 64 ms of a driver stream (see pipeline.process_stream).
+
+    A read failure (CliError) comes after the batch of the packets read before it.
+    """
     batch: list[Any] = []
     words = 0
-    for pkt in packets:
-        batch.append(pkt)     # an io.packet_record.EventPacketRecord, taken as it is
-        words += len(pkt.events) // 2
-        if len(batch) >= BATCH_PACKETS or words >= BATCH_WORDS:
+    try:
+        for pkt in packets:
+            batch.append(pkt)     # an io.packet_record.EventPacketRecord, taken as it is
+            words += len(pkt.events) // 2
+            if len(batch) >= BATCH_PACKETS or words >= BATCH_WORDS:
+                yield batch
+                batch = []
+                words = 0
+    except CliError:
+        if batch:
             yield batch
-            batch = []
-            words = 0
+        raise
     if batch:
         yield batch
 

@@ -34,10 +34,28 @@ class GroundTruth(NamedTuple):
 
 def read_ground_truth(path: Path) -> GroundTruth:
     """Read ``t_us,rotor,rpm[,x_px,y_px][,radius_px]`` rows into per-rotor arrays."""
+    if path.is_dir():
+        raise CliError(f'{path} is a directory, not a ground-truth file')
     if not path.is_file():
         raise CliError(f'ground truth file not found: {path}')
+    try:
+        per, has_xy, has_radius = _truth_columns(path)
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise CliError(f'{path}: not a ground-truth CSV file ({exc})') from None
+    if not per:
+        raise CliError(f'{path}: no ground-truth rows below the header')
+    t = {k: np.asarray(v[0], np.int64) for k, v in per.items()}
+    rpm = {k: (t[k], np.asarray(v[1], np.float64)) for k, v in per.items()}
+    xy = ({k: (t[k], np.asarray(v[2]), np.asarray(v[3])) for k, v in per.items()}
+          if has_xy else None)
+    radius = {k: (t[k], np.asarray(v[4])) for k, v in per.items()} if has_radius else None
+    return GroundTruth(rpm, xy, radius)
+
+
+def _truth_columns(path: Path) -> tuple[dict[str, list[list[float]]], bool, bool]:
+    """Per rotor the columns t, rpm, x, y, radius; whether x / y and radius are there."""
     per: dict[str, list[list[float]]] = {}
-    with path.open() as fh:
+    with path.open(encoding='utf-8') as fh:
         reader = csv.DictReader(fh)
         if not reader.fieldnames or not {'t_us', 'rotor', 'rpm'} <= set(reader.fieldnames):
             raise CliError(f'{path}: expected columns t_us,rotor,rpm')
@@ -53,14 +71,11 @@ def read_ground_truth(path: Path) -> GroundTruth:
                     cols[3].append(float(row['y_px']))
                 if has_radius:
                     cols[4].append(float(row['radius_px']))
+        except UnicodeDecodeError:
+            raise
         except (TypeError, ValueError) as exc:
             raise CliError(f'{path}, line {reader.line_num}: {exc}') from None
-    t = {k: np.asarray(v[0], np.int64) for k, v in per.items()}
-    rpm = {k: (t[k], np.asarray(v[1], np.float64)) for k, v in per.items()}
-    xy = ({k: (t[k], np.asarray(v[2]), np.asarray(v[3])) for k, v in per.items()}
-          if has_xy else None)
-    radius = {k: (t[k], np.asarray(v[4])) for k, v in per.items()} if has_radius else None
-    return GroundTruth(rpm, xy, radius)
+    return per, has_xy, has_radius
 
 
 class Match(NamedTuple):

@@ -38,6 +38,7 @@ from helixtrack_ros.io.event_structs import StructEventReader, struct_record
 from helixtrack_ros.io.mcap_salvage import (
     McapSalvage,
     TruncatedBagError,
+    mcap_files,
     mcap_files_if_damaged,
     one_line,
     repair_hint,
@@ -199,16 +200,8 @@ def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
         store = typestore()
         structs = StructEventReader(ros1=False) if msgtype in STRUCT_EVENT_TYPES else None
         n = 0
-        it = reader.messages(connections=conns)
-        while True:
-            try:
-                item = next(it)
-            except StopIteration:
-                break
-            except Exception as err:
-                raise ValueError(f'cannot read message {n} of {topic!r} in {reader.path}: '
-                                 f'{one_line(err)}') from err
-            _, log_time_ns, raw = item
+        stream = _Messages(reader, conns, f'of {topic!r}')
+        for _, log_time_ns, raw in stream:
             n += 1
             record = None
             if msgtype == EVENT_PACKET_TYPE:   # the fast path knows EventPacket's layout
@@ -226,16 +219,60 @@ def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
                 skip_or_raise(err, on_corrupt)
                 continue
             yield record
-        _raise_if_damaged(reader, n, topic)
+        _raise_if_damaged(stream.reader, n, topic)
     finally:
-        reader.close()
+        reader.close()   # (a salvage reader holds nothing open)
+
+
+class _Messages:
+    """``reader.messages(conns)``, read on past damaged chunks of an MCAP bag.
+
+    rosbags stops at a chunk that fails its checksum. The rest is then read
+    by :class:`McapSalvage`, which skips such chunks; the messages already
+    given are not given again. ``reader`` is the reader in use (its damage
+    is raised at the end, see :func:`_raise_if_damaged`).
+    """
+
+    def __init__(self, reader: Any, conns: list[Any], what: str) -> None:
+        self.reader = reader
+        self._conns = conns
+        self._what = what
+
+    def __iter__(self) -> Iterator[tuple[Any, int, Any]]:
+        n = 0
+        it = self.reader.messages(connections=self._conns)
+        while True:
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            except Exception as err:
+                it = self._resume(err, n)
+                continue
+            n += 1
+            yield item
+
+    def _resume(self, err: Exception, n: int) -> Iterator[tuple[Any, int, Any]]:
+        """The salvage reader's messages after the first ``n`` (else the error, as one line)."""
+        files = ([] if isinstance(self.reader, McapSalvage)
+                 else mcap_files(resolve_bag_path(self.reader.path)))
+        if not files:
+            raise ValueError(f'cannot read message {n} {self._what} in {self.reader.path}: '
+                             f'{one_line(err)}') from err
+        self.reader = McapSalvage(self.reader.path, files)
+        topics = {c.topic for c in self._conns}
+        it = self.reader.messages([c for c in self.reader.connections if c.topic in topics])
+        for _ in range(n):
+            next(it, None)
+        return it
 
 
 def _raise_if_damaged(reader: Any, messages_read: int, topics: str) -> None:
-    """Raise :class:`TruncatedBagError` when ``reader`` stopped at damage."""
+    """Raise :class:`TruncatedBagError` when ``reader`` met damage."""
     damage = getattr(reader, 'damage', None)
     if damage is not None:
-        raise TruncatedBagError(reader.damaged_file, damage, messages_read, topics)
+        raise TruncatedBagError(reader.damaged_file, damage, messages_read, topics,
+                                getattr(reader, 'read_past', False))
 
 
 def iter_messages(bag_path: 'str | Path',
@@ -272,7 +309,8 @@ def iter_messages(bag_path: 'str | Path',
             if c.msgtype not in store.types:
                 raise ValueError(f'unknown message type {c.msgtype} on {c.topic!r}')
         n = 0
-        for conn, log_time_ns, raw in reader.messages(connections=conns):
+        stream = _Messages(reader, conns, 'of ' + ', '.join(sorted({c.topic for c in conns})))
+        for conn, log_time_ns, raw in stream:
             try:
                 msg = store.deserialize_cdr(raw, conn.msgtype)
             except Exception as err:
@@ -280,7 +318,8 @@ def iter_messages(bag_path: 'str | Path',
                                  f'{one_line(err)}') from err
             n += 1
             yield conn.topic, int(log_time_ns), msg
-        _raise_if_damaged(reader, n, ', '.join(sorted({c.topic for c in conns})) or 'no topic')
+        _raise_if_damaged(stream.reader, n,
+                          ', '.join(sorted({c.topic for c in conns})) or 'no topic')
     finally:
         reader.close()
 

@@ -25,21 +25,26 @@ def one_line(err: BaseException) -> str:
 
 
 class TruncatedBagError(ValueError):
-    """An MCAP file of the bag ends early (e.g. the recorder was killed).
+    """An MCAP file of the bag ends early (e.g. the recorder was killed) or has damage.
 
-    Raised by the readers after every intact message before the damage was
-    given; ``messages_read`` says how many (of the topics read), ``damage``
-    where and what the damage is, ``file`` which file holds it.
+    Raised by the readers after every intact message was given;
+    ``messages_read`` says how many (of the topics read), ``damage`` where
+    and what the damage is, ``file`` which file holds it. ``read_past``: the
+    damage lay in chunks that were skipped, and the messages after them were
+    read too (else reading stopped at the damage).
     """
 
-    def __init__(self, file: Path, damage: str, messages_read: int, topic: str) -> None:
+    def __init__(self, file: Path, damage: str, messages_read: int, topic: str,
+                 read_past: bool = False) -> None:
         self.file = Path(file)
         self.damage = damage
         self.messages_read = int(messages_read)
         self.topic = topic
+        self.read_past = read_past
+        where = 'around' if read_past else 'before'
         super().__init__(
             f'{self.file} is damaged ({damage}); read the {self.messages_read} intact '
-            f'messages on {topic} before it. {repair_hint(self.file)}')
+            f'messages on {topic} {where} it. {repair_hint(self.file)}')
 
 
 def repair_hint(file: 'str | Path') -> str:
@@ -55,18 +60,23 @@ _MCAP_CHUNK_HEAD = struct.Struct('<QQQI')       # start, end, uncompressed size,
 _MCAP_MESSAGE_HEAD = struct.Struct('<HIQQ')     # channel, sequence, log time, publish time
 
 
+def mcap_files(path: Path) -> list[Path]:
+    """The MCAP files of a bag (a file or a directory), in recording order."""
+    if not path.is_dir():
+        return [path] if path.suffix == '.mcap' else []
+
+    def order(p: Path) -> tuple:
+        m = re.search(r'(\d+)$', p.stem)
+        return (p.stem[:m.start()] if m else p.stem, int(m.group(1)) if m else -1)
+    return sorted(path.glob('*.mcap'), key=order)
+
+
 def mcap_files_if_damaged(path: Path) -> list[Path]:
     """The MCAP files of a bag (file or directory), in order, if one lacks its end magic.
 
     Empty when none does: then the bag is not truncated MCAP (and is left to rosbags).
     """
-    if path.is_dir():
-        def order(p: Path) -> tuple:
-            m = re.search(r'(\d+)$', p.stem)
-            return (p.stem[:m.start()] if m else p.stem, int(m.group(1)) if m else -1)
-        files = sorted(path.glob('*.mcap'), key=order)
-    else:
-        files = [path] if path.suffix == '.mcap' else []
+    files = mcap_files(path)
     damaged = []
     for f in files:
         with f.open('rb') as fh:
@@ -107,14 +117,17 @@ class _SalvagedConnection:
 
 
 class McapSalvage:
-    """Reads the intact records of MCAP files that end early, in file order.
+    """Reads the intact records of damaged MCAP files, in file order.
 
-    rosbags needs an MCAP file's footer and summary; a recording whose
-    recorder died has neither. This scans the records from the start
-    (chunks included, a cut-off last chunk as far as it decodes) and stops
-    at the first record that is incomplete or fails its checksum, keeping
-    where in ``damage`` and ``damaged_file``. Offers the few ``Reader``
-    members this module uses: ``path``, ``connections``, ``messages``, ``close``.
+    rosbags needs an MCAP file's footer and summary, which a recording whose
+    recorder died lacks, and stops at a chunk that fails its checksum. This
+    scans the records from the start (chunks included, a cut-off last chunk
+    as far as it decodes), skips a chunk that is all there but damaged
+    inside (the records after it are framed by its length), and stops at
+    the first record that is incomplete. ``damage`` and ``damaged_file``
+    say what and where (``read_past``: only skipped chunks). Offers the few
+    ``Reader`` members this module uses: ``path``, ``connections``,
+    ``messages``, ``close``.
     """
 
     def __init__(self, path: Path, files: list[Path]) -> None:
@@ -122,6 +135,8 @@ class McapSalvage:
         self.files = files
         self.damage: str | None = None
         self.damaged_file: Path | None = None
+        self.read_past = False
+        self._skipped: list[tuple[Path, str]] = []
         self._conns: dict[tuple[str, str], _SalvagedConnection] = {}
         for conn, _, _ in self._scan(None):
             conn.msgcount += 1
@@ -137,11 +152,26 @@ class McapSalvage:
             yield conn, log_time, bytes(raw)
 
     def _scan(self, wanted: 'set[int] | None') -> Iterator[tuple[Any, int, memoryview]]:
+        self._skipped = []
         for file in self.files:
             damage = yield from self._scan_file(file, wanted)
             if damage is not None:
-                self.damage, self.damaged_file = damage, file
+                self.damage, self.damaged_file = self._damage_text(damage), file
                 return
+        if self._skipped:
+            self.damaged_file = self._skipped[0][0]
+            self.damage, self.read_past = self._damage_text(None), True
+
+    def _damage_text(self, stop: 'str | None') -> str:
+        """The skipped chunks (the first named) and where reading stopped, in one phrase."""
+        parts = []
+        if self._skipped:
+            n = len(self._skipped)
+            parts.append(f'{self._skipped[0][1]}' + (
+                f' and {n - 1} more damaged chunks' if n > 1 else '') + ', skipped')
+        if stop is not None:
+            parts.append(stop)
+        return '; '.join(parts)
 
     def _scan_file(self, file: Path, wanted: 'set[int] | None'
                    ) -> Generator[tuple[Any, int, memoryview], None, 'str | None']:
@@ -176,7 +206,9 @@ class McapSalvage:
                         return f'malformed record (opcode {rop:#04x}) at or in byte {offset}'
                     if got is not None:
                         yield got
-                if cut is not None:
+                if cut is not None and op == 0x06 and len(body) == length:
+                    self._skipped.append((file, cut))   # damage inside a whole chunk
+                elif cut is not None:
                     return cut
 
     @staticmethod
@@ -205,6 +237,8 @@ class McapSalvage:
             pos = end
         if whole and pos == len(data):
             return records, None
+        if len(body) == length:
+            return records, f'chunk at byte {offset} holds a damaged record'
         return records, f'chunk at byte {offset} cut off after {len(body)} of {length} bytes'
 
     def _record(self, op: int, rec: memoryview, schemas: dict[int, str],
