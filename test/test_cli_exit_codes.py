@@ -397,3 +397,68 @@ def test_a_bad_ground_truth_file_is_one_line(scene, tmp_path, capsys, content, m
     assert main(['track', str(scene / 'events'), '--params', str(scene / 'params.yaml'),
                  '--ground-truth', str(gt), '--out', str(tmp_path / 'o')]) == 2
     assert message in one_line(capsys.readouterr().err)
+
+
+def test_ctrl_c_inside_a_numba_call_is_an_interrupt(monkeypatch, capsys, tmp_path):
+    """Ctrl-C in a numba kernel can come back as a SystemError chained to the
+    KeyboardInterrupt; before, that was a traceback (helper review, 2026-11-27).
+    Any other SystemError still propagates."""
+    import helixtrack_ros.cli as cli
+
+    def interrupted(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError('CPUDispatcher(<function sort_emit>) returned a result with '
+                              'an exception set') from exc
+
+    def broken(args):
+        raise SystemError('a real bug')
+
+    argv = ['simulate', '--scenario', 'lone_constant', '--duration', '0.01', '-o',
+            str(tmp_path / 's')]
+    monkeypatch.setattr(cli, 'cmd_simulate', interrupted)
+    assert main(argv) == 130
+    assert one_line(capsys.readouterr().err) == 'helixtrack: interrupted'
+    monkeypatch.setattr(cli, 'cmd_simulate', broken)
+    with pytest.raises(SystemError, match='a real bug'):
+        main(argv)
+
+
+def test_a_run_that_measures_no_rpm_exits_1_and_says_why(scene, tmp_path, capsys):
+    """Before: every row NaN (here the rotor given far off the sensor) and exit 0, as if
+    something had been measured (helper review, 2026-11-27)."""
+    import yaml
+    params = yaml.safe_load((scene / 'params.yaml').read_text())
+    rotors = params['/**']['ros__parameters']['rotors']
+    for r in rotors.values():
+        r['center_px'] = [-5000.0, 99999.0]
+    bad = tmp_path / 'far.yaml'
+    bad.write_text(yaml.safe_dump(params))
+    assert main(['track', str(scene / 'events'), '--params', str(bad), '--out',
+                 str(tmp_path / 'o')]) == 1
+    line = one_line(capsys.readouterr().err)
+    assert 'no rotor reached TRACKING' in line and 'OUTSIDE' in line
+
+
+def test_decode_errors_get_a_warning_line(scene, tmp_path, capsys):
+    """Before: millions of decode errors (a header with the wrong sensor size) were only a
+    number in the summary, with no warning (helper review, 2026-11-27)."""
+    raw = tmp_path / 'r.raw'
+    assert main(['events', str(scene / 'events'), '--out', str(tmp_path / 'e.npz')]) == 0
+    from helixtrack_ros.io.raw_file import RawFileWriter
+    ev = np.load(tmp_path / 'e.npz')
+    capsys.readouterr()
+    from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder
+    from helixtrack_ros.core.events import EventArrays
+    events = EventArrays(ev['t_us'], ev['x'], ev['y'], ev['p'])
+    with RawFileWriter(raw, 'evt3', 1280, 720) as w:
+        w.write(Evt3Encoder().encode(events))
+    data = raw.read_bytes().replace(b'width=1280', b'width=100').replace(b'height=720',
+                                                                        b'height=100')
+    raw.write_bytes(data)
+    code = main(['track', str(raw), '--params', str(scene / 'params.yaml'), '--out',
+                 str(tmp_path / 'o')])
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err and code == 1
+    assert re.search(r'warning: \d+ decode errors .*100x100 sensor', err)

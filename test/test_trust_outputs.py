@@ -474,3 +474,28 @@ def test_garbage_after_a_change_of_encoding_rolls_back_the_new_decoder(quad):
                                   k)
         assert res.error is None or 'corrupt' in res.error
     assert pipe.counters['packets_corrupt'] >= 1
+
+
+def test_a_packet_delivered_twice_is_dropped_not_tracked_again(quad):
+    """Before: a bag with every message written twice fed each packet's events twice;
+    the decoder clamped the repeated times and the rotors went LOST (helper review,
+    2026-11-27). Now the copy is refused and the outputs are those of the stream once.
+    A packet with the same seq but other bytes (a driver that does not count) is kept."""
+    scene, pkts = quad
+    inits = rotor_inits_from_scene(scene)
+    once = TrackingPipeline(PipelineConfig(rotors=inits, threads=1))
+    twice = TrackingPipeline(PipelineConfig(rotors=inits, threads=1))
+    n = 150
+    ref = once.process_packets(_raw(pkts, range(n)))
+    doubled = [r for rec in _raw(pkts, range(n)) for r in (rec, rec)]
+    got = twice.process_packets(doubled)
+    assert [r.error is not None for r in got] == [False, True] * n
+    assert twice.counters['packets_duplicate'] == n
+    assert twice.counters['seq_restarts'] == 0
+    for a, b in zip(ref, got[::2]):
+        assert [x.rpm_shaft for x in a.rotors] == pytest.approx(
+            [x.rpm_shaft for x in b.rotors], nan_ok=True)
+    same_seq = TrackingPipeline(PipelineConfig(rotors=inits, threads=1))
+    recs = [r._replace(seq=0) for r in _raw(pkts, range(20))]
+    assert all(r.error is None for r in same_seq.process_packets(recs))
+    assert same_seq.counters['packets_duplicate'] == 0

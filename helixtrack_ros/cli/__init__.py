@@ -211,3 +211,21 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print('helixtrack: interrupted', file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except SystemError as exc:
+        if not _caused_by_interrupt(exc):
+            raise
+        # Ctrl-C inside a numba call can surface as "returned a result with an exception set"
+        print('helixtrack: interrupted', file=sys.stderr)
+        return ExitCode.INTERRUPTED
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt stands in the chain of causes of ``exc``."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False

@@ -294,6 +294,8 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
             'counters': dict(pipe.counters), 'errors': run.errors, 'table': table,
             'interrupted': run.interrupted, 'out': out, 'diagnostics': pipe.diagnostics(),
             'rows': run.n_rows, 'topic': recording.topic or str(recording.path),
+            'size': (f'{recording.width}x{recording.height}' if recording.width
+                     else 'declared'),
             'auto_detect': not config.rotors,
             'truncated': packets.truncated, 'read_error': run.read_error,
             'detected': detected, 'match': match, 'overlay_labels': labels,
@@ -370,9 +372,9 @@ def _batches(packets: Any) -> Iterator[list[Any]]:
 
 
 def _nothing_tracked(info: dict[str, Any]) -> str | None:
-    """Why ``track`` produced no rotor state (None when it produced some)."""
+    """Why ``track`` measured nothing: no rotor state, or no RPM (None when it measured)."""
     if info['rows']:
-        return None
+        return _nothing_measured(info['arrays'])
     c = info['counters']
     if not info['packets']:
         return f'no EventPacket message on {info["topic"]}'
@@ -388,6 +390,18 @@ def _nothing_tracked(info: dict[str, Any]) -> str | None:
         return ('no rotor detected in the first 100 ms of events; give the rotors with '
                 '--params (helixtrack detect --at-s can look later in the bag)')
     return 'no rotor state came out of the tracker'
+
+
+def _nothing_measured(arrays: dict[str, dict[str, np.ndarray]]) -> str | None:
+    """Why no rotor ever had a measured (TRACKING) RPM, with the states it had instead."""
+    if any(np.isfinite(a['rpm']).any() for a in arrays.values()):
+        return None
+    from helixtrack_ros.core.health import RotorState
+    states = np.concatenate([a['state'] for a in arrays.values()])
+    codes, counts = np.unique(states, return_counts=True)
+    seen = ', '.join(f'{RotorState(int(c)).name} {n}' for c, n in
+                     sorted(zip(codes, counts), key=lambda cn: -cn[1]))
+    return f'no rotor reached TRACKING, every RPM is NaN (rows per state: {seen})'
 
 
 def track_status(info: dict[str, Any]) -> tuple[ExitCode, str | None]:
@@ -431,6 +445,11 @@ def _print_rotors(info: dict[str, Any]) -> None:
         print(f'helixtrack: ground truth: {match.problem}', file=sys.stderr)
 
 
+#: input counters the summary names when they are not zero
+OTHER_INPUT_COUNTERS = ('packets_dropped', 'seq_restarts', 'packets_duplicate',
+                        'camera_restarts', 'time_gaps', 'packets_corrupt')
+
+
 def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
     """Print the counts, real-time factor, error table and output paths of a run."""
     c = info['counters']
@@ -439,6 +458,13 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
           f'real-time factor {info["rtf"]:.2f}')
     print(f'decode errors {c["decode_errors"]}, refused packets {c["packets_refused"]}, '
           f'seq gaps {c["seq_gaps"]}, time backwards {c["time_backwards"]}')
+    other = [f'{key.replace("_", " ")} {c[key]}' for key in OTHER_INPUT_COUNTERS if c.get(key)]
+    if other:
+        print('also: ' + ', '.join(other))
+    if c['decode_errors']:
+        print(f'helixtrack: warning: {c["decode_errors"]} decode errors (words the decoder '
+              f'could not use, or events outside the {info["size"]} sensor): damaged data, '
+              'or a header or encoding that does not match it', file=sys.stderr)
     if info['interrupted']:
         print('interrupted: outputs hold what was processed so far')
     _print_rotors(info)

@@ -43,7 +43,8 @@ _WORDS, _UNKNOWN = COUNTER_INDEX['words'], COUNTER_INDEX['skipped_unknown']
 #: The counters of :class:`SeqCounter`.
 SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts')
 INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backwards',
-                   'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt')
+                   'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt',
+                   'packets_duplicate')
 
 
 class SeqCounter:
@@ -79,6 +80,13 @@ class SeqCounter:
         c['seq_restarts'] += 1
         self.last_restart = (last, seq)
         return False
+
+
+def _same_payload(a: EventPacketRecord, b: EventPacketRecord) -> bool:
+    """Whether two packets carry the same bytes (compared without copies)."""
+    pa = np.frombuffer(a.events, np.uint8)
+    pb = np.frombuffer(b.events, np.uint8)
+    return pa.shape == pb.shape and bool(np.array_equal(pa, pb))
 
 
 class Admission(NamedTuple):
@@ -121,6 +129,8 @@ class PacketIntake:
         #: packets were dropped or refused since the last accepted one
         self._events_lost = False
         self._decoder_stale = False
+        #: the packet before (a duplicate of it is dropped)
+        self._prev: EventPacketRecord | None = None
 
     @property
     def image_size(self) -> tuple[int, int]:
@@ -130,6 +140,13 @@ class PacketIntake:
     def admit(self, out: EventBuffer, pkt: EventPacketRecord) -> Admission:
         """Decode one packet into ``out`` and check it (see :class:`Admission`)."""
         seq = int(pkt.seq)
+        prev, self._prev = self._prev, pkt
+        if prev is not None and seq == int(prev.seq) and _same_payload(pkt, prev):
+            # a message delivered or recorded twice: its events must not be tracked again
+            self.counters['packets_duplicate'] += 1
+            self.counters['packets_refused'] += 1
+            return Admission('duplicate packet dropped (the same seq and payload as the '
+                             'packet before)')
         if self.seq.count(seq):
             self._events_lost = self._decoder_stale = True
         try:
