@@ -462,3 +462,42 @@ def test_decode_errors_get_a_warning_line(scene, tmp_path, capsys):
     err = capsys.readouterr().err
     assert 'Traceback' not in err and code == 1
     assert re.search(r'warning: \d+ decode errors .*100x100 sensor', err)
+
+
+def test_simulate_refuses_a_scene_that_would_fill_the_disk(tmp_path, capsys, monkeypatch):
+    """Before: --duration 1e9 wrote 27 MB/s with no end (helper review, 2026-11-27)."""
+    import shutil as sh
+
+    from helixtrack_ros.cli import simulate
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '1e9', '-q',
+                 '-o', str(tmp_path / 'a')]) == 2
+    assert 'at most 3600 s' in one_line(capsys.readouterr().err)
+    usage = sh.disk_usage(tmp_path)
+    monkeypatch.setattr(simulate.shutil, 'disk_usage',
+                        lambda p: usage._replace(free=50_000_000))
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '10', '-q',
+                 '-o', str(tmp_path / 'b')]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert 'GB are free' in line and 'shorter --duration' in line
+
+
+@pytest.mark.parametrize('text, message', [
+    ('rotor_names: [rotor, rotor]', "rotor_names has duplicates: ['rotor', 'rotor']"),
+    ('rotor_names: rotor', "rotor_names must be a list of strings, not 'rotor'"),
+    ('rotor_names: [front-left]', 'cannot be a topic name'),
+    ('rotor_names: [rotor', 'not valid YAML (line '),
+    ('rotor_names: [rotor]\n    tracker: {gate_rpm_max: 9000.0}',
+     'rotors.rotor.rpm=10000 is outside the plausible shaft RPM [100, 9000]'),
+])
+def test_the_command_line_refuses_rotor_names_as_the_node_does(scene, tmp_path, capsys,
+                                                               text, message):
+    """Before: the command line tracked a name given twice twice, read a string letter
+    by letter, and printed PyYAML's error over seven lines with the file named twice
+    (helper review, 2026-11-27); the node refused the first two already."""
+    params = tmp_path / 'p.yaml'
+    params.write_text('/**:\n  ros__parameters:\n    ' + text + '\n    rotors:\n      rotor: '
+                      '{center_px: [600.0, 360.0], radius_px: 100.0, rpm: 10000.0}\n')
+    assert main(['track', str(scene / 'events'), '--params', str(params), '--out',
+                 str(tmp_path / 'o')]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert message in line and line.count(str(params)) == 1

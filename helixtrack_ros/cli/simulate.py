@@ -8,6 +8,7 @@ import argparse
 import csv
 import math
 from pathlib import Path
+import shutil
 import time
 from typing import Any
 
@@ -15,6 +16,9 @@ import numpy as np
 
 from helixtrack_ros.cli.common import CliError, output_dir, remove_output
 from helixtrack_ros.cli.progress import Progress, progress_enabled
+
+#: The longest scene ``simulate`` writes [s] (an hour of a dense scene is about 100 GB).
+MAX_DURATION_S = 3600
 
 
 def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
@@ -42,8 +46,9 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     if scenario not in SCENARIOS:
         raise CliError(f'unknown scenario "{scenario}"; choose one of: '
                        + ', '.join(sorted(SCENARIOS)))
-    if not (math.isfinite(duration_s) and duration_s > 0):
-        raise CliError(f'the duration must be > 0 s, got {duration_s:g}')
+    if not (math.isfinite(duration_s) and 0 < duration_s <= MAX_DURATION_S):
+        raise CliError(f'the duration must be > 0 s and at most {MAX_DURATION_S} s, got '
+                       f'{duration_s:g}')
     output_dir(out)
     wall0 = time.perf_counter()
     scene, bag_path, writer, encoder = _scene_and_sink(scenario, duration_s, ego_level, seed,
@@ -53,7 +58,8 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
                         enabled=progress_enabled(quiet))
     with writer:
         n_events, seq = _write_packets(sim.chunks(chunk_us=10_000), writer, encoder, scene,
-                                       packet_us, np.random.default_rng(seed + 1), progress)
+                                       packet_us, np.random.default_rng(seed + 1), progress,
+                                       out)
     progress.close()
     _write_ground_truth(out / 'ground_truth.csv', scene)
     tree = rotor_params_tree(scene.initial_rotor_params(0))
@@ -66,16 +72,20 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
 
 
 def _write_packets(chunks: Any, writer: Any, encoder: Any, scene: Any, packet_us: int,
-                   rng: np.random.Generator, progress: Progress) -> tuple[int, int]:
+                   rng: np.random.Generator, progress: Progress,
+                   out: Path) -> tuple[int, int]:
     """Cut the simulated events into ``packet_us`` packets and write them; (events, packets).
 
     Header stamps are the host clock at each packet's first word plus a random
-    transfer latency, never decreasing, as the driver's are.
+    transfer latency, never decreasing, as the driver's are. After the first
+    chunk the size of the whole recording is estimated; one that would not
+    fit on the disk of ``out`` is refused (CliError).
     """
     from helixtrack_ros.codecs.evt3_encoder import packetize
     from helixtrack_ros.core.events import EventArrays
     stamp0_ns = 1_700_000_000_000_000_000
-    n_events = seq = last_stamp = 0
+    n_events = seq = last_stamp = n_bytes = 0
+    room_checked = False
     pending = None
     for chunk in chunks:
         ev = chunk if pending is None else EventArrays.concatenate([pending, chunk])
@@ -95,7 +105,11 @@ def _write_packets(chunks: Any, writer: Any, encoder: Any, scene: Any, packet_us
             writer.write(last_stamp, seq, payload, width=scene.width, height=scene.height)
             seq += 1
             n_events += len(part)
+            n_bytes += len(payload)
         t_done = int(ev.t_us[-1])
+        if not room_checked and t_done > 0:
+            _check_room(out, n_bytes * scene.duration_us / t_done)
+            room_checked = True
         progress.update(t_done // 1000, t_done * 1e-6, n_events)
     if pending is not None and len(pending):
         for start, stop in packetize(pending.t_us, packet_us):
@@ -106,6 +120,15 @@ def _write_packets(chunks: Any, writer: Any, encoder: Any, scene: Any, packet_us
             seq += 1
             n_events += len(part)
     return n_events, seq
+
+
+def _check_room(out: Path, bytes_needed: float) -> None:
+    """Refuse a recording of about ``bytes_needed`` bytes that would fill the disk of ``out``."""
+    free = shutil.disk_usage(out).free
+    if bytes_needed > 0.9 * free:
+        raise CliError(f'the recording would take about {bytes_needed / 1e9:.1f} GB and '
+                       f'{free / 1e9:.1f} GB are free where {out} lies: give a shorter '
+                       '--duration')
 
 
 def _scene_and_sink(scenario: str, duration_s: float, ego_level: int | None, seed: int,

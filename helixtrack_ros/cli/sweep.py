@@ -59,7 +59,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise CliError('no recording has ground truth beside it (ground_truth.csv in its '
                        'directory, or NAME.ground_truth.csv)')
     if left_out:
-        print(f'helixtrack: no ground truth beside {", ".join(left_out)}: left out',
+        print(f'helixtrack: warning: no ground truth beside {", ".join(left_out)}: left out',
               file=sys.stderr)
     truths = true_rotors(jobs)   # (a bad ground-truth file fails before any work)
     print(f'{len(configs)} configuration(s) x {len(jobs)} recording(s) = '

@@ -74,7 +74,9 @@ def load_config(params_path: str | None, preset: str | None = None,
         except FileNotFoundError as exc:
             raise CliError(str(exc)) from None
         except ValueError as exc:
-            raise CliError(f'{params_path}: {exc}') from None
+            text = str(exc)
+            raise CliError(text if text.startswith(str(params_path)) else
+                           f'{params_path}: {text}') from None
     if preset is not None:
         params['preset'] = preset
     params.update(overrides or {})
@@ -85,7 +87,7 @@ def load_config(params_path: str | None, preset: str | None = None,
         raise CliError(f'{origin}: {exc}') from None
     if unknown and warn:
         # the node says the same of the same file
-        print(f'helixtrack: ignoring unknown parameters in {params_path} (typo, or rotor '
+        print(f'helixtrack: warning: ignoring unknown parameters in {params_path} (typo, or rotor '
               f'not in rotor_names?): {unknown_text(unknown, known_names(params))}',
               file=sys.stderr)
     if not config.rotors and not config.auto_detect:
@@ -442,7 +444,7 @@ def _print_rotors(info: dict[str, Any]) -> None:
         for name, true_name in match.pairs.items():
             print(f'  {name} = {true_name} (centres {match.distance_px[name]:.1f} px apart)')
     if match.problem:
-        print(f'helixtrack: ground truth: {match.problem}', file=sys.stderr)
+        print(f'helixtrack: warning: ground truth: {match.problem}', file=sys.stderr)
 
 
 #: input counters the summary names when they are not zero

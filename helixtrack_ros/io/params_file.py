@@ -45,6 +45,15 @@ def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
     return tree
 
 
+def yaml_problem(exc: Exception) -> str:
+    """A YAML error in one line: where and what (PyYAML's message spans several)."""
+    mark = getattr(exc, 'problem_mark', None)
+    problem = getattr(exc, 'problem', None) or ' '.join(str(exc).split())
+    if mark is None:
+        return problem
+    return f'line {mark.line + 1}, column {mark.column + 1}: {problem}'
+
+
 def load_ros_params(path: str | Path, node_name: str = 'helixtrack') -> dict[str, Any]:
     """Read a ROS 2 parameter file and return the flat parameters for one node.
 
@@ -64,7 +73,7 @@ def load_ros_params(path: str | Path, node_name: str = 'helixtrack') -> dict[str
     try:
         doc = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise ValueError(f'{path}: not valid YAML ({exc})') from None
+        raise ValueError(f'{path}: not valid YAML ({yaml_problem(exc)})') from None
     if not isinstance(doc, dict):
         raise ValueError(f'{path}: expected a mapping of node names to ros__parameters')
     flat: dict[str, Any] = {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 import difflib
 import math
+import re
 from typing import Any, NamedTuple
 
 from helixtrack_ros.core.params import RotorInit, TrackerParams
@@ -103,6 +104,17 @@ class PipelineConfig:
     recovery_margin: float = _param(1.0, 'the search region grows the r_out circle by this',
                                     'tip radii', 0.0, 10.0)
     detect_in_background: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse a rotor whose initial RPM its plausibility gate would reject at once."""
+        for r in self.rotors:
+            lo, hi = (r.rpm_range if r.rpm_range != (0.0, 0.0) else
+                      (self.tracker.gate_rpm_min, self.tracker.gate_rpm_max))
+            if not lo <= r.rpm_shaft <= hi:
+                raise ValueError(
+                    f'rotors.{r.name}.rpm={r.rpm_shaft:g} is outside the plausible shaft RPM '
+                    f'[{lo:g}, {hi:g}] (tracker.gate_rpm_min / gate_rpm_max, or the '
+                    "rotor's rpm_range)")
 
     @staticmethod
     def from_ros_params(params: dict[str, Any],
@@ -240,9 +252,34 @@ def _is_rotor_key(key: str, params: dict[str, Any]) -> bool:
             and parts[2] in ROTOR_FIELDS)
 
 
+_NAME_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
+
+
+def check_rotor_name(name: str) -> None:
+    """Refuse rotor names that cannot be part of a topic or parameter name."""
+    if not _NAME_RE.match(name) or '__' in name:
+        raise ValueError(f'rotor name "{name}" cannot be a topic name: use letters, '
+                         'digits and single underscores, starting with a letter')
+
+
+def check_rotor_names(names: Any) -> list[str]:
+    """``rotor_names`` as a list, refused unless it is a list of distinct valid names.
+
+    The one check of the node and the command line (a string would otherwise be
+    read letter by letter, and a name given twice tracked twice).
+    """
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f'rotor_names must be a list of strings, not {names!r}')
+    if len(set(names)) != len(names):
+        raise ValueError(f'rotor_names has duplicates: {list(names)}')
+    for name in names:
+        check_rotor_name(name)
+    return list(names)
+
+
 def _rotors_from_params(params: dict[str, Any]) -> list[RotorInit]:
     """The RotorInits of ``rotor_names``, each field checked by :func:`coerce_rotor_field`."""
-    names = list(params.get('rotor_names', []) or [])
+    names = check_rotor_names(params.get('rotor_names', []) or [])
     rotors = []
     for name in names:
         values = {}

@@ -22,6 +22,7 @@ from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValu
 from rclpy.executors import ExternalShutdownException
 from rclpy.logging import get_logger
 
+from helixtrack_ros.io.params_file import yaml_problem
 from helixtrack_ros.pipeline.config import ParamSpec
 from helixtrack_ros.ros.executors import freeze_startup_objects, spin
 from helixtrack_ros.ros.node import NODE_NAME, HelixtrackNode
@@ -65,10 +66,7 @@ def params_file_problem(argv: list[str]) -> str | None:
         except UnicodeDecodeError:
             return f'parameter file {path}: not UTF-8 text'
         except yaml.YAMLError as exc:
-            mark = getattr(exc, 'problem_mark', None)
-            where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark else ''
-            what = getattr(exc, 'problem', None) or ' '.join(str(exc).split())
-            return f'parameter file {path} is not valid YAML: {what}{where}'
+            return f'parameter file {path} is not valid YAML: {yaml_problem(exc)}'
     return None
 
 

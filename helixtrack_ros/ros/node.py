@@ -25,7 +25,7 @@ from rclpy.parameter import Parameter
 
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.latency import LatencyHistogram, PeriodCounters
-from helixtrack_ros.pipeline.config import ParamSpec, unknown_text
+from helixtrack_ros.pipeline.config import ParamSpec, check_rotor_name, unknown_text
 from helixtrack_ros.pipeline.intake import SEQ_COUNTERS
 from helixtrack_ros.pipeline.records import PacketResult
 from helixtrack_ros.process_memory import HeapTrimmer, rss_mb
@@ -34,7 +34,7 @@ from helixtrack_ros.ros.executors import events_executor
 from helixtrack_ros.ros.inputs import EventInput
 from helixtrack_ros.ros.messages import arrival_ns, diagnostic_array, unpack_event_packet
 from helixtrack_ros.ros.outputs import OUTPUT_QOS, RotorPublishers, no_event_callbacks
-from helixtrack_ros.ros.parameters import NodeParameters, check_rotor_name
+from helixtrack_ros.ros.parameters import NodeParameters
 from helixtrack_ros.ros.pipeline_api import PipelineApi
 
 #: Default node name.

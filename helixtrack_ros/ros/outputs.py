@@ -24,7 +24,7 @@ from std_msgs.msg import Float64, Float64MultiArray, MultiArrayDimension
 
 from helixtrack_ros.io.cdr_patch import PatchableCdr, sentinels
 from helixtrack_ros.io.health_cdr import HealthCdrCache, health_message
-from helixtrack_ros.ros.parameters import check_rotor_name
+from helixtrack_ros.pipeline.config import check_rotor_name
 
 try:                                    # Iron and newer
     from rclpy.event_handler import PublisherEventCallbacks

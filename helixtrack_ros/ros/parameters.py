@@ -15,7 +15,6 @@ so that only the values a parameter file gives override it, as in the CLI.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
@@ -27,6 +26,7 @@ from helixtrack_ros.pipeline.config import (
     ROTOR_FIELDS,
     ParamSpec,
     check_choice,
+    check_rotor_names,
     check_value,
     coerce_rotor_field,
 )
@@ -60,16 +60,6 @@ NODE_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
                  '"single_threaded"'),
 }
 NODE_READ_ONLY = ('diagnostics_period_s', 'executor', 'events_type')
-
-_NAME_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
-
-
-def check_rotor_name(name: str) -> None:
-    """Refuse rotor names that cannot be part of a topic or parameter name."""
-    if not _NAME_RE.match(name) or '__' in name:
-        raise ValueError(f'rotor name "{name}" cannot be a topic name: use letters, '
-                         'digits and single underscores, starting with a letter')
-
 
 def _descriptor(spec: ParamSpec, read_only: bool) -> ParameterDescriptor:
     """A descriptor with the spec's label and range; dynamic typing so that YAML 400
@@ -136,13 +126,8 @@ class NodeParameters:
             description='names of the rotors to track; each one needs '
             'rotors.<name>.{center_px, radius_px, rpm}', read_only=True,
             dynamic_typing=True)).value or []
-        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
-            raise ValueError(f'rotor_names must be a list of strings, not {names!r}')
-        if len(set(names)) != len(names):
-            raise ValueError(f'rotor_names has duplicates: {list(names)}')
+        names = check_rotor_names(names)
         self._rotor_values: dict[str, Any] = {}
-        for name in names:
-            check_rotor_name(name)
         for name in names:
             for field, (default, text) in ROTOR_FIELDS.items():
                 key = f'rotors.{name}.{field}'
