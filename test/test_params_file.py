@@ -69,3 +69,17 @@ def test_cli_names_unknown_parameters_with_the_closest_known_one(tmp_path, capsy
                         ('tracker.kapa', 'tracker.kappa'), ('max_strid', 'max_stride')):
         assert f'{typo} (did you mean {known}?)' in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_number_yaml_read_as_text_gets_a_hint():
+    """PyYAML (YAML 1.1) reads 1e12 as text; before, the message said only "bad value"."""
+    import yaml
+
+    from helixtrack_ros.pipeline.config import coerce_rotor_field
+    value = yaml.safe_load('radius_px: 1e12')['radius_px']
+    assert value == '1e12'
+    with pytest.raises(ValueError, match=r"bad value: '1e12' \(text to YAML: write 1.0e\+12\)"):
+        coerce_rotor_field('rotors.a.radius_px', value)
+    assert yaml.safe_load('radius_px: 1.0e+12')['radius_px'] == 1e12
+    with pytest.raises(ValueError, match=r"bad value: 'big'$"):
+        coerce_rotor_field('rotors.a.radius_px', 'big')

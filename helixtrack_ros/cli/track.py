@@ -432,10 +432,13 @@ def track_outcome(info: dict[str, Any]) -> int:
 
 def _print_rotors(info: dict[str, Any]) -> None:
     """The rotors start-up detection found, and how ground truth was matched to them."""
-    if info['detected']:
+    if info['detected'] and info['auto_detect']:
         print(f'{len(info["detected"])} rotor(s) detected at start-up{NAMING}:')
-        for name, (_, r) in info['detected'].items():
-            print(rotor_line(name, r))
+    elif info['detected']:   # rotors given: these came from re-detections after a loss
+        print(f'{len(info["detected"])} rotor(s) re-detected after a loss (the first '
+              're-detection of each):')
+    for name, (_, r) in info['detected'].items():
+        print(rotor_line(name, r))
     match = info['match']
     if match is None:
         return

@@ -44,7 +44,9 @@ def _open(path: 'str | Path') -> Reader:
         reader = Reader(path)
         reader.open()
     except Exception as err:  # rosbags raises its own ReaderError, and OSError
-        raise ValueError(f'cannot read ROS 1 bag {path}: {one_line(err)}') from err
+        hint = ('; a bag cut short (recorder killed) can be re-indexed: rosbag reindex '
+                f'{path.name}' if 'index' in str(err).lower() else '')
+        raise ValueError(f'cannot read ROS 1 bag {path}: {one_line(err)}{hint}') from err
     return reader
 
 

@@ -207,7 +207,7 @@ def check_choice(key: str, value: Any) -> str | None:
 def check_range(value: Any, lo: float | None, hi: float | None) -> str | None:
     """Why ``value`` is not a finite number within [lo, hi] (None when it is)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f'must be a number, not {value!r}'
+        return f'must be a number, not {value!r}{_text_number_hint(value)}'
     if not math.isfinite(float(value)):
         return f'must be finite, not {value!r}'
     if lo is not None and value < lo:
@@ -234,7 +234,21 @@ def coerce_rotor_field(key: str, value: Any) -> Any:
             return int(_number(value))
         return _number(value)
     except (TypeError, ValueError):
-        raise ValueError(f'parameter {key} has a bad value: {value!r}') from None
+        raise ValueError(f'parameter {key} has a bad value: {value!r}'
+                         f'{_text_number_hint(value)}') from None
+
+
+def _text_number_hint(value: Any) -> str:
+    """A hint when YAML read a number as text (``1e12`` is a string to YAML 1.1)."""
+    if not isinstance(value, str):
+        return ''
+    try:
+        number = float(value)
+    except ValueError:
+        return ''
+    mantissa, _, exponent = f'{number:e}'.partition('e')
+    written = f'{float(mantissa)!r}e{int(exponent):+d}' if abs(number) >= 1e5 else repr(number)
+    return f' (text to YAML: write {written})'
 
 
 def _number(value: Any) -> float:
