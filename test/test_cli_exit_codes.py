@@ -501,3 +501,37 @@ def test_the_command_line_refuses_rotor_names_as_the_node_does(scene, tmp_path, 
                  str(tmp_path / 'o')]) == 2
     line = one_line(capsys.readouterr().err)
     assert message in line and line.count(str(params)) == 1
+
+
+@pytest.mark.parametrize('compression', ['none', 'bz2'])
+def test_a_cut_ros1_bag_keeps_what_precedes_the_damage_and_exits_3(scene, tmp_path, capsys,
+                                                                 compression):
+    """Before: rosbags refused a ROS 1 bag without its index ("Bag index looks damaged",
+    exit 2, nothing read; helper review, 2026-11-27)."""
+    from rosbags.rosbag1 import Writer as Ros1Writer
+
+    from helixtrack_ros.io.ros1_bags import Ros1EventBagWriter, iter_ros1_event_packets
+    full = list(iter_event_packets(scene / 'events'))
+    bag = tmp_path / 'full.bag'
+    writer = Ros1EventBagWriter(bag)
+    if compression == 'bz2':
+        writer._writer.set_compression(Ros1Writer.CompressionFormat.BZ2)
+        writer._writer.chunk_threshold = 200_000
+    with writer as w:
+        for r in full:
+            w.write(r.stamp_ns, r.seq, r.events, r.width, r.height, r.encoding)
+    cut = tmp_path / 'cut.bag'
+    cut.write_bytes(bag.read_bytes()[:int(bag.stat().st_size * 0.45)])
+    out = tmp_path / 'o'
+    assert main(['track', str(cut), '--params', str(scene / 'params.yaml'), '--out',
+                 str(out)]) == 3
+    line = one_line(capsys.readouterr().err)
+    assert 'cut short' in line and 'rosbag reindex' in line
+    n = int(re.search(r'the (\d+) intact messages', line).group(1))
+    assert 10 < n < 100 and len(list(csv.DictReader((out / 'rpm.csv').open()))) == n
+    got = []
+    with pytest.raises(TruncatedBagError):
+        for r in iter_ros1_event_packets(cut):
+            got.append(r)
+    assert [r.seq for r in got] == [r.seq for r in full[:n]]
+    assert all(bytes(a.events) == bytes(b.events) for a, b in zip(got, full))

@@ -63,8 +63,9 @@ EXIT_STATUS_HELP = """exit status:
        killed; every intact message before the damage was processed and
        written; the message says how many and how to repair the file:
        mcap recover), an MCAP chunk that fails its checksum (skipped, the
-       messages around it processed), or a .raw file ending inside a word
-       (every whole packet was processed); wins over 1
+       messages around it processed), a ROS 1 bag without its index (read
+       up to the damage; rosbag reindex), or a .raw file ending inside a
+       word (every whole packet was processed); wins over 1
   130  interrupted (Ctrl-C): the outputs hold what was processed"""
 
 

@@ -48,8 +48,10 @@ class TruncatedBagError(ValueError):
 
 
 def repair_hint(file: 'str | Path') -> str:
-    """One sentence on how to repair a truncated MCAP file with the mcap CLI."""
+    """One sentence on how to repair a truncated bag file (MCAP: the mcap CLI; ROS 1)."""
     file = Path(file)
+    if file.suffix == '.bag':
+        return f'To repair it: rosbag reindex {file} (ROS 1)'
     return (f'To repair it: mcap recover {file} -o {file.stem}_recovered.mcap '
             '(the mcap CLI, github.com/foxglove/mcap)')
 

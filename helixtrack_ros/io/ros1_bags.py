@@ -18,12 +18,13 @@ import numpy as np
 from rosbags.rosbag1 import Reader, Writer
 
 from helixtrack_ros.io.event_structs import StructEventReader, struct_record
-from helixtrack_ros.io.mcap_salvage import one_line
+from helixtrack_ros.io.mcap_salvage import TruncatedBagError, one_line
 from helixtrack_ros.io.packet_record import (
     EventPacketRecord,
     record_of_serialized,
     skip_or_raise,
 )
+from helixtrack_ros.io.ros1_salvage import MAGIC, Ros1Salvage
 from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,
     EVENT_ARRAY_TYPE,
@@ -36,7 +37,8 @@ from helixtrack_ros.io.ros_types import (
 _NS_PER_S = 1_000_000_000
 
 
-def _open(path: 'str | Path') -> Reader:
+def _open(path: 'str | Path') -> 'Reader | Ros1Salvage':
+    """The bag's reader; a bag rosbags cannot open (no index) as a :class:`Ros1Salvage`."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f'bag not found: {path}')
@@ -44,9 +46,10 @@ def _open(path: 'str | Path') -> Reader:
         reader = Reader(path)
         reader.open()
     except Exception as err:  # rosbags raises its own ReaderError, and OSError
-        hint = ('; a bag cut short (recorder killed) can be re-indexed: rosbag reindex '
-                f'{path.name}' if 'index' in str(err).lower() else '')
-        raise ValueError(f'cannot read ROS 1 bag {path}: {one_line(err)}{hint}') from err
+        with path.open('rb') as fh:
+            if fh.read(len(MAGIC)) == MAGIC and path.stat().st_size > len(MAGIC):
+                return Ros1Salvage(path)   # e.g. no index: the recorder was killed
+        raise ValueError(f'cannot read ROS 1 bag {path}: {one_line(err)}') from err
     return reader
 
 
@@ -77,6 +80,8 @@ def iter_ros1_event_packets(path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC
     ValueError
         If it cannot be read, the topic is missing or of another type, or a
         message cannot be deserialized.
+    TruncatedBagError
+        (a ValueError) After the last intact message of a bag cut short.
     """
     reader = _open(path)
     try:
@@ -90,6 +95,7 @@ def iter_ros1_event_packets(path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC
                              f'{" or ".join(READABLE_EVENT_TYPES)}')
         store = ros1_typestore()
         structs = StructEventReader(ros1=True) if msgtype in STRUCT_EVENT_TYPES else None
+        read = 0
         for n, (_, log_time_ns, raw) in enumerate(reader.messages(connections=conns)):
             try:
                 if structs is not None:
@@ -101,6 +107,9 @@ def iter_ros1_event_packets(path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC
                 skip_or_raise(err, on_corrupt)
                 continue
             yield record
+            read += 1
+        if getattr(reader, 'damage', None) is not None:
+            raise TruncatedBagError(path, reader.damage, read, topic)
     finally:
         reader.close()
 
