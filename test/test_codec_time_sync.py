@@ -42,11 +42,32 @@ def test_restart_on_sensor_clock_reset_and_api():
     m.update(10_000_000_000, 5_000_000)       # offset 5 s
     assert m.offset_ns == 5_000_000_000
     m.update(10_001_000_000, 5_001_000)
-    m.update(10_002_000_000, 2_000)           # sensor restarted: offset jumps by ~5 s
-    assert m.n_restarts == 1 and m.offset_ns == 10_002_000_000 - 2_000_000
+    # the host clock set 10 s ahead: followed once the jump lasted 100 ms of sensor time
+    for k in range(100):
+        assert not m.update(20_002_000_000 + k * 1_000_000, 5_002_000 + k * 1000)
+    assert m.offset_ns == 5_000_000_000 and m.n_set_aside == 100
+    assert m.update(20_102_000_000, 5_102_000)
+    assert m.n_restarts == 1 and m.offset_ns == 15_000_000_000
     np.testing.assert_array_equal(m.to_ros_ns_array(np.array([2_000, 3_000])),
-                                  [10_002_000_000, 10_003_000_000])
+                                  [15_002_000_000, 15_003_000_000])
     m.reset()
     assert not m.has_estimate and m.n_updates == 0
     with pytest.raises(ValueError):
         TimeMapper(creep_ns_per_s=-1)
+
+
+@pytest.mark.parametrize('glitch_ns', [-10_000_000_000, -100_000_000_000,
+                                       1_000_000_000_000_000])
+def test_a_header_stamp_glitch_is_set_aside(glitch_ns):
+    """Before: a stamp of 0 or 100 s back went into the estimate at once (the minimum
+    took it), so outputs were stamped 1970 or 100 s early, then jumped back; a stamp
+    days ahead restarted it (node review, 2026-11-27)."""
+    m = TimeMapper()
+    for k in range(5):
+        m.update(10_000_000_000 + k * 1_000_000, 5_000_000 + k * 1000)
+    offset = m.offset_ns
+    stamp = 10_005_000_000 + glitch_ns if glitch_ns > -10_005_000_000 else 0
+    assert not m.update(max(stamp, 0), 5_005_000)
+    assert m.offset_ns == offset and m.n_set_aside == 1
+    assert m.update(10_006_000_000, 5_006_000)     # the next sample is normal again
+    assert m.offset_ns == offset and m.n_restarts == 0

@@ -178,6 +178,13 @@ def test_packet_handling_counts_problems(context):
         assert pubs[0][1][0] == pytest.approx(2 * math.pi * 100)
         status = node.node_status()
         assert status['level'] == 1 and status['values']['packets_dropped'] == '7'
+        # a bug outside the pipeline call (before: it left the callback, and the
+        # executor stopped the node; node review, 2026-11-27) costs the packet only
+        node._pipe.process_packet = real
+        node._say_seq_jumps = lambda: 1 / 0
+        (late,) = F.fake_packets(1, seq0=2)
+        node._on_packet(late)
+        assert node.counters['internal_errors'] == 2
     finally:
         node.destroy_node()
 

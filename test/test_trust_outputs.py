@@ -499,3 +499,32 @@ def test_a_packet_delivered_twice_is_dropped_not_tracked_again(quad):
     recs = [r._replace(seq=0) for r in _raw(pkts, range(20))]
     assert all(r.error is None for r in same_seq.process_packets(recs))
     assert same_seq.counters['packets_duplicate'] == 0
+
+
+def test_refused_and_empty_packets_do_not_leave_a_rotor_tracking(quad):
+    """Before: while only refused packets (garbage) or only empty packets arrived, the
+    node published nothing new or repeated TRACKING with the last RPM for seconds
+    (node review, 2026-11-27). Now a refused packet's outputs are NaN, DEGRADED
+    (events lost in transport), and an empty packet a health window (5 ms of header
+    time) after the last event turns a rotor STARVED, NaN."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    good = pipe.process_packets(_raw(pkts, range(150)))
+    assert all(r.state == RotorState.TRACKING for r in good[-1].rotors)
+    garbage = _raw(pkts, [150])[0]._replace(
+        events=np.random.default_rng(3).integers(0, 256, 4000, np.uint8).tobytes())
+    refused = pipe.process_packets([garbage])[0]
+    assert refused.error is not None and len(refused.rotors) == 4
+    for r in refused.rotors:
+        assert r.state == RotorState.DEGRADED and r.cause == R_GAP
+        assert math.isnan(r.rpm_shaft) and math.isnan(r.phase_rad)
+    last = _raw(pkts, [151])[0]
+    empty = [last._replace(seq=152 + k, events=b'', stamp_ns=last.stamp_ns + k * 1_000_000)
+             for k in range(1, 9)]
+    out = pipe.process_packets(_raw(pkts, [151]) + empty)
+    # right after events: the states of the packet before (nothing new measured)
+    assert out[1].rotors == out[0].rotors
+    late = out[-1]
+    assert all(r.state == RotorState.STARVED and math.isnan(r.rpm_shaft)
+               for r in late.rotors)
+    assert late.stamp_ns == out[0].stamp_ns   # no output time beyond the last event

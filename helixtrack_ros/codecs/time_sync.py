@@ -25,8 +25,12 @@ Why this choice:
 The residual error is about the smallest latency seen recently (a constant
 bias common to all packets, typically well under a millisecond on USB), plus
 the creep accumulated between low-latency packets. A sample more than
-``reset_ns`` (default 1 s) above the estimate means the sensor clock was
-restarted (or a bag looped): the estimate restarts from that sample.
+``reset_ns`` (default 1 s) off the estimate, either way, is a jump: a header
+stamp of 0 or days off (a driver or host clock glitch) is set aside, and
+only when such samples, agreeing with one another, went on for
+``confirm_us`` of sensor time (the host clock was set, a bag looped) the
+estimate restarts from the last one. A restarted sensor clock is told by
+the sensor times themselves (the caller resets the mapper).
 """
 
 import numpy as np
@@ -40,24 +44,34 @@ class TimeMapper:
     creep_ns_per_s : float
         Upward drift allowed for the offset estimate [ns per s of ROS time].
     reset_ns : int
-        A sample this much above the estimate restarts the estimate [ns].
+        A sample this much off the estimate is a jump [ns].
+    confirm_us : int
+        Sensor time over which jumps in a row, agreeing within ``reset_ns``,
+        restart the estimate [us].
     """
 
-    def __init__(self, creep_ns_per_s: float = 100_000.0, reset_ns: int = 1_000_000_000) -> None:
+    def __init__(self, creep_ns_per_s: float = 100_000.0, reset_ns: int = 1_000_000_000,
+                 confirm_us: int = 100_000) -> None:
         if creep_ns_per_s < 0:
             raise ValueError(f'creep_ns_per_s must be >= 0, got {creep_ns_per_s}')
         if reset_ns <= 0:
             raise ValueError(f'reset_ns must be > 0, got {reset_ns}')
+        if confirm_us < 0:
+            raise ValueError(f'confirm_us must be >= 0, got {confirm_us}')
         self.creep_ns_per_s = float(creep_ns_per_s)
         self.reset_ns = int(reset_ns)
+        self.confirm_us = int(confirm_us)
         self.reset()
 
     def reset(self) -> None:
         """Forget all samples."""
         self._offset_ns: int | None = None
         self._last_stamp_ns = 0
+        self._jump: tuple[int, int] | None = None   # (first sensor time, last sample)
         self.n_updates = 0
         self.n_restarts = 0
+        #: samples set aside as jumps that did not persist
+        self.n_set_aside = 0
 
     @property
     def has_estimate(self) -> bool:
@@ -71,8 +85,8 @@ class TimeMapper:
             raise RuntimeError('TimeMapper has no estimate yet: call update() first')
         return self._offset_ns
 
-    def update(self, stamp_ns: int, t_first_us: int) -> None:
-        """Add one packet's sample.
+    def update(self, stamp_ns: int, t_first_us: int) -> bool:
+        """Add one packet's sample; False when it was set aside as a jump (so far).
 
         Parameters
         ----------
@@ -86,15 +100,28 @@ class TimeMapper:
         self.n_updates += 1
         if self._offset_ns is None:
             self._offset_ns = sample
+            self._last_stamp_ns = stamp_ns
+            return True
+        dt_ns = max(stamp_ns - self._last_stamp_ns, 0)
+        crept = self._offset_ns + int(self.creep_ns_per_s * dt_ns * 1e-9)
+        if abs(sample - crept) <= self.reset_ns:
+            self._jump = None
+            self._offset_ns = min(sample, crept)
+            self._last_stamp_ns = stamp_ns
+            return True
+        t_us = int(t_first_us)
+        if self._jump is None or abs(sample - self._jump[1]) > self.reset_ns:
+            self._jump = (t_us, sample)    # a new run of jumps
         else:
-            dt_ns = max(stamp_ns - self._last_stamp_ns, 0)
-            crept = self._offset_ns + int(self.creep_ns_per_s * dt_ns * 1e-9)
-            if sample - crept > self.reset_ns:
-                self.n_restarts += 1
-                self._offset_ns = sample
-            else:
-                self._offset_ns = min(sample, crept)
+            self._jump = (self._jump[0], sample)
+        if t_us - self._jump[0] < self.confirm_us:
+            self.n_set_aside += 1
+            return False
+        self.n_restarts += 1
+        self._offset_ns = sample
+        self._jump = None
         self._last_stamp_ns = stamp_ns
+        return True
 
     def to_ros_ns(self, t_us: int) -> int:
         """Return the ROS time [ns] of a sensor time [us]."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays, EventBuffer
+from helixtrack_ros.pipeline.outputs import nothing_measured
 from helixtrack_ros.pipeline.records import PacketResult, RotorOutput
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,8 +46,9 @@ class Pending:
     results: list[Any]                   # the result list of its batch ...
     index: int                           # ... and its place there
     ev: EventArrays
-    t_last: int                          # -1: an empty packet
+    t_last: int                          # -1: an empty or refused packet
     stamp_ns: int
+    error: str | None = None             # why the packet was refused
 
 
 class Jobs:
@@ -278,16 +280,28 @@ class BatchQueue:
         if pending:
             self._inflight = bank.start(pending, stride, self.events)
 
+    def _unmeasured(self, pk: Pending) -> PacketResult:
+        """The result of an empty or refused packet: the states before it, with their time
+        and stamp (nothing new was measured), no longer TRACKING when it was refused or
+        when no event came for a health window (:func:`nothing_measured`)."""
+        outputs = self.last_outputs
+        silent_ns = pk.stamp_ns - self.last_stamp_ns
+        window_ns = self.bank.config.tracker.health_window_us * 1000
+        if pk.error is not None or (self.last_stamp_ns and silent_ns > window_ns):
+            # (kept as the last outputs too: /diagnostics says the same)
+            outputs = self.last_outputs = nothing_measured(outputs, pk.error is not None,
+                                                           silent_ns)
+        return PacketResult(stamp_ns=self.last_stamp_ns, t_us=self.last_t_us, n_events=0,
+                            rotors=outputs, error=pk.error)
+
     def _finish(self, inf: Inflight, stride: int) -> None:
-        """Phase 2 of a batch, then one result per packet (an empty packet repeats the
-        states before it, with their time and stamp: nothing new was measured)."""
+        """Phase 2 of a batch, then one result per packet (:meth:`_unmeasured` for those
+        without events)."""
         rows = self.bank.rows(inf, stride) if inf.ev is not None else []
         k = 0
         for pk in inf.pending:
             if pk.t_last < 0:
-                pk.results[pk.index] = PacketResult(
-                    stamp_ns=self.last_stamp_ns, t_us=self.last_t_us, n_events=0,
-                    rotors=self.last_outputs)
+                pk.results[pk.index] = self._unmeasured(pk)
                 continue
             outputs = rows[k] if rows else []
             k += 1

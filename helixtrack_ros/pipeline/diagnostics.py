@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from helixtrack_ros.core.detection import DetectedRotor
+from helixtrack_ros.core.health import RotorState
 from helixtrack_ros.pipeline.outputs import ordinal
 from helixtrack_ros.pipeline.realtime import StridePolicy
 from helixtrack_ros.pipeline.records import OK, WARN, RotorOutput
@@ -77,9 +78,11 @@ def rotor_statuses(bank: RotorBank, policy: StridePolicy, last_outputs: list[Rot
         level, message = (last.level, last.message) if last else (WARN, 'no data yet')
         if stopped(idle_s):
             level, message = WARN, f'stream stopped (last: {message})'
+        # (the estimate only while it is published: a LOST rotor's is no measurement)
+        measured = last is not None and last.state == RotorState.TRACKING
         values = {
-            'rpm_shaft': f'{st.rpm_shaft:.1f}',
-            'rpm_shaft_std': f'{st.rpm_shaft_std:.1f}',
+            'rpm_shaft': f'{st.rpm_shaft:.1f}' if measured else 'nan',
+            'rpm_shaft_std': f'{st.rpm_shaft_std:.1f}' if measured else 'nan',
             'events_per_s': f'{st.events_in / sensor_s:.0f}',
             'pose_updates': str(st.pose_updates),
             'direction': str(st.direction),

@@ -41,19 +41,23 @@ _ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_b
 _WORDS, _UNKNOWN = COUNTER_INDEX['words'], COUNTER_INDEX['skipped_unknown']
 
 #: The counters of :class:`SeqCounter`.
-SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts')
+SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts', 'seq_repeats')
+#: A forward jump of more packets than this is no loss (100 s of 1 ms packets): a restart.
+MAX_SEQ_GAP = 100_000
 INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backwards',
                    'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt',
-                   'packets_duplicate')
+                   'packets_duplicate', 'stamp_jumps')
 
 
 class SeqCounter:
     """Counts the packets of a stream and the jumps of their sequence numbers.
 
     A jump forward is a gap: ``seq_gaps`` and ``packets_dropped`` (lost in
-    transport). Any other jump (back, or the same number again) is a
-    ``seq_restarts`` (a camera or driver restart). ``last_gap`` and
-    ``last_restart`` keep the latest of each as (seq before, seq after).
+    transport), unless it is more than :data:`MAX_SEQ_GAP` packets. That, or
+    a jump back, is a ``seq_restarts`` (a camera or driver restart, a
+    glitch). The same number again is a ``seq_repeats`` (a driver that does
+    not count; a copy of the packet before is dropped earlier). ``last_gap``
+    and ``last_restart`` keep the latest of each as (seq before, seq after).
     """
 
     def __init__(self, counters: dict[str, int]) -> None:
@@ -72,7 +76,10 @@ class SeqCounter:
         last, self.last = self.last, seq
         if last is None or seq == last + 1:
             return False
-        if seq > last:
+        if seq == last:
+            c['seq_repeats'] += 1
+            return False
+        if last < seq <= last + MAX_SEQ_GAP:
             c['seq_gaps'] += 1
             c['packets_dropped'] += seq - last - 1
             self.last_gap = (last, seq)
@@ -220,10 +227,15 @@ class PacketIntake:
         if self._events_lost:
             self._events_lost = False
             gap_us = t_first - self.last_t_us if self.last_t_us is not None else 0
-        self.time.update(stamp_ns, t_first)
-        # the header stamp of the packet whose events ended at last_t_us (the leap check
-        # compares the two over the same packets, however many empty ones came between)
-        self._last_stamp_ns = stamp_ns
+        if self.time.update(stamp_ns, t_first):
+            # the header stamp of the packet whose events ended at last_t_us (the leap
+            # check compares the two over the same packets, however many empty ones came
+            # between)
+            self._last_stamp_ns = stamp_ns
+        else:
+            # a header stamp far off the sensor clock (0, days off): set aside, the
+            # outputs keep the sensor clock's time
+            self.counters['stamp_jumps'] += 1
         self.last_t_us = int(ev.t_us[-1])
         if self.first_t_us is None:
             self.first_t_us = t_first

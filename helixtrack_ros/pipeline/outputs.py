@@ -18,10 +18,13 @@ import numpy as np
 from helixtrack_ros.core import tracker_layout as layout
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.health import (
+    DEGRADED,
     HI_CAUSE,
     HI_LEVEL,
     LOST,
+    R_GAP,
     R_STARVED,
+    STATE_LEVELS,
     TRACKING,
     RotorState,
     rotor_state,
@@ -73,6 +76,27 @@ def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: 
     if stride > 1:
         return WARN, f'degraded: every {ordinal(stride)} event (real-time policy)', state
     return OK, 'tracking', state
+
+
+def nothing_measured(outputs: list[RotorOutput], refused: bool,
+                     silent_ns: int) -> list[RotorOutput]:
+    """The outputs of a packet that measured nothing, after the last ones ``outputs``.
+
+    A refused packet: a rotor that was measured turns DEGRADED, events lost
+    in transport (the next packets re-validate it). An empty packet
+    ``silent_ns`` after the last event: TRACKING or DEGRADED turn STARVED.
+    Numbers are NaN either way; a rotor already not measured keeps its state.
+    """
+    measured = (RotorState.TRACKING, RotorState.DEGRADED)
+    if refused:
+        state, cause, text = RotorState.DEGRADED, R_GAP, 'packet refused: nothing measured'
+    else:   # (a rotor starved by the silence so far gets the new length of it)
+        state, cause = RotorState.STARVED, R_STARVED
+        text = f'no events for {silent_ns / 1e6:.0f} ms'
+        measured += (RotorState.STARVED,)
+    return [withheld(r.name, r.t_us, 0, STATE_LEVELS[state], text, max(r.health, DEGRADED),
+                     state, cause) if r.state in measured else r
+            for r in outputs]
 
 
 def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> RotorOutput:

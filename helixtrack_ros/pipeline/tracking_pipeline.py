@@ -34,6 +34,9 @@ from helixtrack_ros.pipeline.records import PacketResult, RotorOutput, StreamBat
 from helixtrack_ros.pipeline.rotors import RotorBank
 from helixtrack_ros.pipeline.startup import StartupDetector, rotor_inits
 
+#: the events of a refused packet
+_NO_EVENTS = EventArrays.empty()
+
 #: Every counter of a pipeline, in the order diagnostics list them.
 COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'seq_restarts',
             'events_in', 'events_routed', 'time_backwards', 'time_gaps', 'camera_restarts',
@@ -229,7 +232,9 @@ class TrackingPipeline:
         for i, pkt in enumerate(packets):
             adm = self._intake.admit(events, pkt)
             if adm.error is not None:
+                # (its outputs say that nothing was measured, in order with the others)
                 results[i] = PacketResult(error=adm.error)
+                self._batches.add(Pending(results, i, _NO_EVENTS, -1, 0, adm.error))
                 continue
             if adm.restart:
                 self._flush()

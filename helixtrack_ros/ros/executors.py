@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import gc
+import threading
 from typing import Any
 
 import rclpy
@@ -50,8 +51,10 @@ def freeze_startup_objects() -> None:
     gc.set_threshold(GC_THRESHOLD_0, 10, 10)
 
 
-def spin(node: Node, kind: str, on_take_error: Callable[[Exception], None]) -> None:
-    """Spin until shutdown; a message that fails to convert costs only itself.
+def spin(node: Node, kind: str, on_take_error: Callable[[Exception], None],
+         stop: threading.Event | None = None) -> None:
+    """Spin until shutdown or ``stop`` is set; a message that fails to convert costs only
+    itself.
 
     rclpy raises RuntimeError from ``take_message`` when a message cannot be
     turned into Python, and also when Ctrl-C lands while it is converting one
@@ -61,7 +64,7 @@ def spin(node: Node, kind: str, on_take_error: Callable[[Exception], None]) -> N
     executor = make_executor(kind)
     executor.add_node(node)
     try:
-        while rclpy.ok():
+        while rclpy.ok() and not (stop is not None and stop.is_set()):
             try:
                 executor.spin_once(timeout_sec=0.25)
             except RuntimeError as exc:

@@ -9,18 +9,22 @@ never a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+import contextlib
 from dataclasses import replace
 import os
 import re
+import signal
 import sys
 import tempfile
+import threading
 from typing import Any
 
 import rclpy
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import ExternalShutdownException
 from rclpy.logging import get_logger
+from rclpy.signals import SignalHandlerOptions
 
 from helixtrack_ros.io.params_file import yaml_problem
 from helixtrack_ros.pipeline.config import ParamSpec
@@ -82,7 +86,9 @@ def init_rclpy(args: list[str] | None) -> str | None:
         saved = os.dup(2)
         os.dup2(held.fileno(), 2)
         try:
-            rclpy.init(args=args)
+            # SIGINT / SIGTERM are the node's own (see main): rclpy's handlers would shut
+            # the context down under a running callback
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         except RuntimeError as exc:   # rclpy's RCLError
             # rcl appends ', at <source file>:<line>' for every layer
             return re.sub(r', at \S+:\d+', '', ' '.join(str(exc).split()))
@@ -133,6 +139,20 @@ def _wants_help(argv: list[str]) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Ctrl-C and SIGTERM set ``stop`` (the spin loop ends after the callback it is in)
+    instead of raising inside a callback; the previous handlers come back after."""
+    def handler(signum: int, frame: Any) -> None:
+        stop.set()
+    saved = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+
+
 def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
     """Run the node until Ctrl-C or shutdown; return the exit code.
 
@@ -151,10 +171,12 @@ def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
         return 1
     node = None
     code = 0
+    stop = threading.Event()
     try:
         node = HelixtrackNode(**node_kwargs)
         freeze_startup_objects()
-        spin(node, node.executor_kind, node.on_take_error)
+        with _stop_on_signals(stop):
+            spin(node, node.executor_kind, node.on_take_error, stop)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except (ValueError, FileNotFoundError, InvalidParameterTypeException,

@@ -102,6 +102,7 @@ class HelixtrackNode(Node):
         self._last_rotors: list[Any] = []
         self._counts = {k: 0 for k in _NODE_COUNTERS if k not in SEQ_COUNTERS}
         self._gaps_said = self._restarts_said = 0     # the pipeline's seq jumps logged
+        self._stamps_said = 0
         self._win = PeriodCounters()
         #: packet-in -> ~/rotors published, since start
         self._latency = LatencyHistogram()
@@ -191,8 +192,18 @@ class HelixtrackNode(Node):
         behind, the queued packets are tracked in one call, which removes
         per-packet costs of threads and Python. Results are published per
         packet either way. ``info`` (rclpy's MessageInfo, where passed) dates
-        the packet's arrival for the latency statistics.
+        the packet's arrival for the latency statistics. No error leaves the
+        callback (the executor would stop the node): it is counted and said.
         """
+        try:
+            self._track_queued(msg, info)
+        except Exception as exc:  # noqa: BLE001 - a bug must cost a packet, not the node
+            self._counts['internal_errors'] += 1
+            self._log.error(f'packet callback failed: {type(exc).__name__}: {exc}',
+                            throttle_duration_sec=5.0)
+
+    def _track_queued(self, msg: bytes | EventPacket, info: dict | None) -> None:
+        """:meth:`_on_packet`'s work."""
         t0 = time.perf_counter()
         now_ns = time.time_ns()
         limit = self._max_batch_packets
@@ -233,7 +244,8 @@ class HelixtrackNode(Node):
             return None
 
     def _say_seq_jumps(self) -> None:
-        """Say when the pipeline counted packets lost or a sequence restart."""
+        """Say when the pipeline counted packets lost, a sequence restart or repeat, or a
+        header stamp set aside."""
         c, seq = self._pipe.counters, self._pipe.sequence
         if c['seq_gaps'] != self._gaps_said and seq.last_gap is not None:
             self._gaps_said = c['seq_gaps']
@@ -245,6 +257,14 @@ class HelixtrackNode(Node):
             self._log.warning(f'sequence restarted: {seq.last_restart[0]} -> '
                               f'{seq.last_restart[1]} (camera restart?)',
                               throttle_duration_sec=5.0)
+        if c.get('seq_repeats'):
+            self._log.warning("the packets' seq does not advance (a driver that does not "
+                              'count them?): lost packets cannot be counted', once=True)
+        if c.get('stamp_jumps', 0) != self._stamps_said:
+            self._stamps_said = c['stamp_jumps']
+            self._log.warning(f'header stamps far off the sensor clock set aside '
+                              f'({c["stamp_jumps"]} so far): the outputs keep the sensor '
+                              "clock's time", throttle_duration_sec=5.0)
 
     def _handle_result(self, pkt: EventPacketRecord, res: PacketResult,
                        arrival_ns: int | None = None) -> None:
@@ -254,25 +274,32 @@ class HelixtrackNode(Node):
             c['packets_refused'] += 1
             self._log.warning(f'packet {pkt.seq} refused ({c["packets_refused"]} so far): '
                               f'{res.error}', throttle_duration_sec=5.0)
+            self._publish_guarded(pkt, res)   # the rotors' states: nothing measured
             return
         self._frame_id = pkt.frame_id
         if pkt.width and pkt.height:
             self._size = (pkt.width, pkt.height)
         c['events'] += int(res.n_events)
-        try:
-            self._publish(res)
+        if self._publish_guarded(pkt, res):
             if arrival_ns is not None:
                 latency_us = (time.time_ns() - arrival_ns) // 1000
                 self._latency.add(latency_us)
                 self._win.latency.add(latency_us)
             self._debug.add(res.events, self._debug_window_us)
-        except Exception as exc:  # noqa: BLE001 - e.g. a result not shaped as announced
-            c['internal_errors'] += 1
-            self._log.error(f'packet {pkt.seq}: publishing failed: {type(exc).__name__}: '
-                            f'{exc}', throttle_duration_sec=5.0)
         self._win.count_packet(res.t_us, res.n_events, self._last_t_us)
         if res.n_events:
             self._last_t_us = int(res.t_us)
+
+    def _publish_guarded(self, pkt: EventPacketRecord, res: PacketResult) -> bool:
+        """Publish a packet's outputs; a failure is counted and said (False), never raised."""
+        try:
+            self._publish(res)
+        except Exception as exc:  # noqa: BLE001 - e.g. a result not shaped as announced
+            self._counts['internal_errors'] += 1
+            self._log.error(f'packet {pkt.seq}: publishing failed: {type(exc).__name__}: '
+                            f'{exc}', throttle_duration_sec=5.0)
+            return False
+        return True
 
     def _publish(self, res: PacketResult) -> None:
         rotors = res.rotors
