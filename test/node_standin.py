@@ -71,6 +71,7 @@ class FakePipeline:
         self.counters = {'packets_refused': 0, 'decode_errors': 0, 'time_backwards': 0,
                          'events_in': 0}
         self.sequence = SeqCounter(self.counters)
+        self.format_change: tuple[str, str] | None = None   # (one encoding, one size)
         self._last_t: int | None = None
         self.closed = False
         self.batches: list[int] = []

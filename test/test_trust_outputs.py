@@ -528,3 +528,18 @@ def test_refused_and_empty_packets_do_not_leave_a_rotor_tracking(quad):
     assert all(r.state == RotorState.STARVED and math.isnan(r.rpm_shaft)
                for r in late.rotors)
     assert late.stamp_ns == out[0].stamp_ns   # no output time beyond the last event
+
+
+def test_a_mislabelled_encoding_is_counted_and_measures_nothing(quad):
+    """Before: EVT3 packets labelled evt2 decoded to no event, silently, and the last
+    TRACKING value was repeated for each (node review, 2026-11-27). Now the change is
+    counted and named, and the rotors turn STARVED once a health window passed."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    pipe.process_packets(_raw(pkts, range(150)))
+    wrong = [r._replace(encoding='evt2') for r in _raw(pkts, range(150, 170))]
+    out = pipe.process_packets(wrong)
+    assert pipe.counters['format_changes'] == 1
+    assert pipe.format_change == ('evt3 1280x720', 'evt2 1280x720')
+    assert all(math.isnan(r.rpm_shaft) and r.state != RotorState.TRACKING
+               for r in out[-1].rotors)

@@ -452,7 +452,8 @@ def _print_rotors(info: dict[str, Any]) -> None:
 
 #: input counters the summary names when they are not zero
 OTHER_INPUT_COUNTERS = ('packets_dropped', 'seq_restarts', 'packets_duplicate',
-                        'camera_restarts', 'time_gaps', 'packets_corrupt', 'stamp_jumps')
+                        'camera_restarts', 'time_gaps', 'packets_corrupt', 'stamp_jumps',
+                        'format_changes')
 
 
 def print_track_summary(info: dict[str, Any], skip_s: float) -> None:

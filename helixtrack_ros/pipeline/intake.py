@@ -46,7 +46,7 @@ SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts', 'seq_r
 MAX_SEQ_GAP = 100_000
 INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backwards',
                    'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt',
-                   'packets_duplicate', 'stamp_jumps')
+                   'packets_duplicate', 'stamp_jumps', 'format_changes')
 
 
 class SeqCounter:
@@ -87,6 +87,11 @@ class SeqCounter:
         c['seq_restarts'] += 1
         self.last_restart = (last, seq)
         return False
+
+
+def _format_text(key: tuple[str, int, int]) -> str:
+    """'evt3 1280x720' of a decoder key (encoding, width, height)."""
+    return f'{key[0]} {key[1]}x{key[2]}'
 
 
 def _same_payload(a: EventPacketRecord, b: EventPacketRecord) -> bool:
@@ -138,6 +143,8 @@ class PacketIntake:
         self._decoder_stale = False
         #: the packet before (a duplicate of it is dropped)
         self._prev: EventPacketRecord | None = None
+        #: the latest change of encoding or sensor size: (before, after) as text
+        self.last_format_change: tuple[str, str] | None = None
 
     @property
     def image_size(self) -> tuple[int, int]:
@@ -244,7 +251,12 @@ class PacketIntake:
     def _get_decoder(self, encoding: str, width: int, height: int) -> Any:
         key = (encoding, width, height)
         if key != self.decoder_key:
-            self.decoder = make_decoder(encoding, width, height)
+            decoder = make_decoder(encoding, width, height)   # (ValueError: refused)
+            if self.decoder_key is not None:
+                # a stream whose encoding or sensor size changes: said, it may be mislabelled
+                self.counters['format_changes'] += 1
+                self.last_format_change = (_format_text(self.decoder_key), _format_text(key))
+            self.decoder = decoder
             self.decoder_key = key
             self._trusted = None
         return self.decoder

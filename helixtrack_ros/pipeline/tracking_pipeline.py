@@ -76,6 +76,11 @@ class TrackingPipeline:
         return self._intake.seq
 
     @property
+    def format_change(self) -> tuple[str, str] | None:
+        """The latest change of the stream's encoding or sensor size (before, after)."""
+        return self._intake.last_format_change
+
+    @property
     def stride(self) -> int:
         """The event stride k of the real-time policy (1: every event)."""
         return self._policy.stride
@@ -96,13 +101,15 @@ class TrackingPipeline:
         return self._bank.detections
 
     @staticmethod
-    def warmup() -> float:
-        """Compile every numba kernel the pipeline uses; return seconds taken."""
+    def warmup(encodings: Sequence[str] = ('evt3',)) -> float:
+        """Compile (or load) the tracker's kernels and the decoders of ``encodings``
+        (the live node: all, as a camera may send any); return seconds taken."""
         t0 = time.perf_counter()
         HelixTracker.warmup()
-        # numba compiles writable and read-only payloads apart; packets come as bytes
-        make_decoder('evt3', 1280, 720).decode(np.zeros(2, np.uint8))
-        make_decoder('evt3', 1280, 720).decode(bytes(2))
+        for encoding in encodings:
+            # numba compiles writable and read-only payloads apart; packets come as bytes
+            make_decoder(encoding, 1280, 720).decode(np.zeros(16, np.uint8))
+            make_decoder(encoding, 1280, 720).decode(bytes(16))
         return time.perf_counter() - t0
 
     def close(self) -> None:

@@ -42,8 +42,14 @@ def default_pipeline_api() -> tuple[Callable, Callable, dict[str, ParamSpec]]:
         config = PipelineConfig.from_ros_params(params)
         return TrackingPipeline(replace(config, detect_in_background=True))
 
+    def warmup() -> float:
+        # every decoder: a camera may send any encoding, and the first packet of one
+        # must not wait for its kernel
+        from helixtrack_ros.codecs import SUPPORTED_ENCODINGS
+        return TrackingPipeline.warmup(SUPPORTED_ENCODINGS)
+
     table = parameter_table(PipelineConfig(realtime_stride=True))
-    return factory, TrackingPipeline.warmup, table
+    return factory, warmup, table
 
 
 def params_file_problem(argv: list[str]) -> str | None:

@@ -102,7 +102,7 @@ class HelixtrackNode(Node):
         self._last_rotors: list[Any] = []
         self._counts = {k: 0 for k in _NODE_COUNTERS if k not in SEQ_COUNTERS}
         self._gaps_said = self._restarts_said = 0     # the pipeline's seq jumps logged
-        self._stamps_said = 0
+        self._stamps_said = self._formats_said = 0
         self._win = PeriodCounters()
         #: packet-in -> ~/rotors published, since start
         self._latency = LatencyHistogram()
@@ -260,6 +260,12 @@ class HelixtrackNode(Node):
         if c.get('seq_repeats'):
             self._log.warning("the packets' seq does not advance (a driver that does not "
                               'count them?): lost packets cannot be counted', once=True)
+        change = self._pipe.format_change
+        if c.get('format_changes', 0) != self._formats_said and change is not None:
+            self._formats_said = c['format_changes']
+            self._log.warning(f'the stream changed from {change[0]} to {change[1]} '
+                              f'({c["format_changes"]} changes so far)',
+                              throttle_duration_sec=5.0)
         if c.get('stamp_jumps', 0) != self._stamps_said:
             self._stamps_said = c['stamp_jumps']
             self._log.warning(f'header stamps far off the sensor clock set aside '

@@ -17,12 +17,17 @@ class PipelineApi(Protocol):
     """Packets in, per-packet results out, plus control and diagnostics."""
 
     rotor_names: list[str]
-    #: the pipeline's counters; the node reports those of SEQ_COUNTERS as its own
+    #: the pipeline's counters (INTAKE_COUNTERS; the node reports those of SEQ_COUNTERS as
+    #: its own)
     counters: dict[str, int]
 
     @property
     def sequence(self) -> SeqCounter:
         """The packets' sequence numbers: the last one, the last gap and restart."""
+
+    @property
+    def format_change(self) -> tuple[str, str] | None:
+        """The latest change of the stream's encoding or sensor size (before, after)."""
 
     def process_packets(self, packets: Sequence[EventPacketRecord]) -> list[PacketResult]:
         """Track consecutive packets; one result each, in order."""
