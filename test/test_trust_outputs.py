@@ -543,3 +543,25 @@ def test_a_mislabelled_encoding_is_counted_and_measures_nothing(quad):
     assert pipe.format_change == ('evt3 1280x720', 'evt2 1280x720')
     assert all(math.isnan(r.rpm_shaft) and r.state != RotorState.TRACKING
                for r in out[-1].rotors)
+
+
+def test_a_late_packet_is_dropped_not_read_as_a_restart(quad):
+    """Before: packets swapped in pairs counted as 100 dropped and 50 camera restarts,
+    ~110 ms of NaN, and an output stamp going back (node review, 2026-11-27). Now a
+    packet that comes after a later one is dropped as late (its events are older than
+    those tracked), no longer counted as dropped, and no output goes back in time."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    order = list(range(200))
+    for k in range(120, 140, 2):
+        order[k], order[k + 1] = order[k + 1], order[k]
+    out = []
+    for k in range(0, 200, 5):
+        out += pipe.process_packets(_raw(pkts, order[k:k + 5]))
+    c = pipe.counters
+    assert c['packets_late'] == 10 and c['packets_dropped'] == 0
+    assert c['seq_restarts'] == 0 and c['camera_restarts'] == 0
+    stamps = [r.stamp_ns for r in out if r.rotors]
+    assert stamps == sorted(stamps)
+    assert sum(r.error is not None for r in out) == 10
+    assert all(x.state == RotorState.TRACKING for x in out[-1].rotors)

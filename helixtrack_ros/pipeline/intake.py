@@ -41,7 +41,10 @@ _ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_b
 _WORDS, _UNKNOWN = COUNTER_INDEX['words'], COUNTER_INDEX['skipped_unknown']
 
 #: The counters of :class:`SeqCounter`.
-SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts', 'seq_repeats')
+SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts', 'seq_repeats',
+                'packets_late')
+#: A packet at most this many behind the last one arrived late (reordered in transport).
+LATE_SEQ = 16
 #: A forward jump of more packets than this is no loss (100 s of 1 ms packets): a restart.
 MAX_SEQ_GAP = 100_000
 INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backwards',
@@ -56,8 +59,11 @@ class SeqCounter:
     transport), unless it is more than :data:`MAX_SEQ_GAP` packets. That, or
     a jump back, is a ``seq_restarts`` (a camera or driver restart, a
     glitch). The same number again is a ``seq_repeats`` (a driver that does
-    not count; a copy of the packet before is dropped earlier). ``last_gap``
-    and ``last_restart`` keep the latest of each as (seq before, seq after).
+    not count; a copy of the packet before is dropped earlier). A packet up to
+    :data:`LATE_SEQ` behind the last one arrived late (reordered in
+    transport): ``packets_late`` (:attr:`late`), no longer counted dropped,
+    and the last number stays. ``last_gap`` and ``last_restart`` keep the
+    latest of each as (seq before, seq after).
     """
 
     def __init__(self, counters: dict[str, int]) -> None:
@@ -68,12 +74,20 @@ class SeqCounter:
         self.last: int | None = None
         self.last_gap: tuple[int, int] | None = None
         self.last_restart: tuple[int, int] | None = None
+        #: the packet just counted came late (reordered)
+        self.late = False
 
     def count(self, seq: int) -> bool:
         """Count packet ``seq``; True when packets were lost just before it."""
         c = self.counters
         c['packets'] += 1
-        last, self.last = self.last, seq
+        last = self.last
+        self.late = last is not None and last - LATE_SEQ <= seq < last
+        if self.late:
+            c['packets_late'] += 1
+            c['packets_dropped'] = max(c['packets_dropped'] - 1, 0)   # it came after all
+            return False
+        self.last = seq
         if last is None or seq == last + 1:
             return False
         if seq == last:
@@ -163,6 +177,10 @@ class PacketIntake:
                              'packet before)')
         if self.seq.count(seq):
             self._events_lost = self._decoder_stale = True
+        if self.seq.late:
+            # its events are older than those tracked: counted lost when it was skipped
+            self.counters['packets_refused'] += 1
+            return Admission('late packet (reordered in transport): dropped')
         try:
             decoder = self._get_decoder(pkt.encoding, int(pkt.width), int(pkt.height))
         except UnsupportedEncodingError as exc:
