@@ -230,18 +230,23 @@ def test_a_cut_mcap_file_reads_every_intact_packet_before_the_damage(scene, tmp_
     assert [r.seq for r in iter_event_packets(bag)] == [r.seq for r in full]
 
 
-def test_track_of_a_cut_bag_keeps_what_precedes_the_damage_and_exits_3(scene, tmp_path,
-                                                                     capsys):
-    bag = cut_copy(scene, tmp_path / 'cut', 0.45)
-    out = tmp_path / 'o'
+def track_damaged(bag: Path, scene: Path, out: Path, capsys) -> tuple[str, int, list]:
+    """``track`` of a damaged bag: exit 3 and one line; (the line, the intact messages it
+    names, the rpm.csv rows)."""
     assert main(['track', str(bag), '--params', str(scene / 'params.yaml'), '--out',
                  str(out)]) == 3
     line = one_line(capsys.readouterr().err)
-    assert 'cut short' in line and 'mcap recover' in line
     n = int(re.search(r'the (\d+) intact messages', line).group(1))
-    rows = list(csv.DictReader((out / 'rpm.csv').open()))
+    return line, n, list(csv.DictReader((out / 'rpm.csv').open()))
+
+
+def test_track_of_a_cut_bag_keeps_what_precedes_the_damage_and_exits_3(scene, tmp_path,
+                                                                     capsys):
+    bag = cut_copy(scene, tmp_path / 'cut', 0.45)
+    line, n, rows = track_damaged(bag, scene, tmp_path / 'o', capsys)
+    assert 'cut short' in line and 'mcap recover' in line
     assert 10 < n < 100 and len(rows) == n   # one rotor: one row per packet
-    assert (out / 'rpm.png').exists()
+    assert (tmp_path / 'o' / 'rpm.png').exists()
 
 
 def test_events_and_detect_of_a_cut_bag_exit_3(scene, tmp_path, capsys):
@@ -295,13 +300,8 @@ def test_a_chunk_failing_its_checksum_is_skipped_and_the_rest_read(scene, tmp_pa
     data = bytearray(mcap.read_bytes())
     data[chunks[1] + 1000:chunks[1] + 5096] = bytes(4096)
     mcap.write_bytes(bytes(data))
-    out = tmp_path / 'o'
-    assert main(['track', str(bag), '--params', str(scene / 'params.yaml'), '--out',
-                 str(out)]) == 3
-    line = one_line(capsys.readouterr().err)
+    line, n, rows = track_damaged(bag, scene, tmp_path / 'o', capsys)
     assert 'fails its checksum' in line and 'around the damage' in line
-    n = int(re.search(r'the (\d+) intact messages', line).group(1))
-    rows = list(csv.DictReader((out / 'rpm.csv').open()))
     # (after the gap the decoder waits for a time word: a packet or two give no row)
     assert n - 3 <= len(rows) <= n and 40 < n < 100
     got = []
@@ -522,13 +522,9 @@ def test_a_cut_ros1_bag_keeps_what_precedes_the_damage_and_exits_3(scene, tmp_pa
             w.write(r.stamp_ns, r.seq, r.events, r.width, r.height, r.encoding)
     cut = tmp_path / 'cut.bag'
     cut.write_bytes(bag.read_bytes()[:int(bag.stat().st_size * 0.45)])
-    out = tmp_path / 'o'
-    assert main(['track', str(cut), '--params', str(scene / 'params.yaml'), '--out',
-                 str(out)]) == 3
-    line = one_line(capsys.readouterr().err)
+    line, n, rows = track_damaged(cut, scene, tmp_path / 'o', capsys)
     assert 'cut short' in line and 'rosbag reindex' in line
-    n = int(re.search(r'the (\d+) intact messages', line).group(1))
-    assert 10 < n < 100 and len(list(csv.DictReader((out / 'rpm.csv').open()))) == n
+    assert 10 < n < 100 and len(rows) == n
     got = []
     with pytest.raises(TruncatedBagError):
         for r in iter_ros1_event_packets(cut):
