@@ -48,6 +48,7 @@ class FakeResult:
         self.rotors = rotors or []
         self.error = error
         self.events = None
+        self.dropped = None
 
 
 class FakePipeline:

@@ -81,5 +81,6 @@ def test_a_number_yaml_read_as_text_gets_a_hint():
     with pytest.raises(ValueError, match=r"bad value: '1e12' \(text to YAML: write 1.0e\+12\)"):
         coerce_rotor_field('rotors.a.radius_px', value)
     assert yaml.safe_load('radius_px: 1.0e+12')['radius_px'] == 1e12
-    with pytest.raises(ValueError, match=r"bad value: 'big'$"):
-        coerce_rotor_field('rotors.a.radius_px', 'big')
+    for text in ('big', 'inf', '-Infinity', 'nan'):   # (inf: review, 2026-11-27)
+        with pytest.raises(ValueError, match=rf"rotors.a.radius_px has a bad value: '{text}'$"):
+            coerce_rotor_field('rotors.a.radius_px', text)

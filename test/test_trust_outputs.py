@@ -489,7 +489,8 @@ def test_a_packet_delivered_twice_is_dropped_not_tracked_again(quad):
     ref = once.process_packets(_raw(pkts, range(n)))
     doubled = [r for rec in _raw(pkts, range(n)) for r in (rec, rec)]
     got = twice.process_packets(doubled)
-    assert [r.error is not None for r in got] == [False, True] * n
+    assert [r.dropped is not None for r in got] == [False, True] * n
+    assert all(r.error is None and not (r.dropped and r.rotors) for r in got)
     assert twice.counters['packets_duplicate'] == n
     assert twice.counters['seq_restarts'] == 0
     for a, b in zip(ref, got[::2]):
@@ -505,8 +506,8 @@ def test_refused_and_empty_packets_do_not_leave_a_rotor_tracking(quad):
     """Before: while only refused packets (garbage) or only empty packets arrived, the
     node published nothing new or repeated TRACKING with the last RPM for seconds
     (node review, 2026-11-27). Now a refused packet's outputs are NaN, DEGRADED
-    (events lost in transport), and an empty packet a health window (5 ms of header
-    time) after the last event turns a rotor STARVED, NaN."""
+    (events lost in transport), and an empty packet two health windows (10 ms of header
+    time) after the last packet with events turns a rotor STARVED, NaN."""
     scene, pkts = quad
     pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
     good = pipe.process_packets(_raw(pkts, range(150)))
@@ -520,7 +521,7 @@ def test_refused_and_empty_packets_do_not_leave_a_rotor_tracking(quad):
         assert math.isnan(r.rpm_shaft) and math.isnan(r.phase_rad)
     last = _raw(pkts, [151])[0]
     empty = [last._replace(seq=152 + k, events=b'', stamp_ns=last.stamp_ns + k * 1_000_000)
-             for k in range(1, 9)]
+             for k in range(1, 13)]
     out = pipe.process_packets(_raw(pkts, [151]) + empty)
     # right after events: the states of the packet before (nothing new measured)
     assert out[1].rotors == out[0].rotors
@@ -563,5 +564,37 @@ def test_a_late_packet_is_dropped_not_read_as_a_restart(quad):
     assert c['seq_restarts'] == 0 and c['camera_restarts'] == 0
     stamps = [r.stamp_ns for r in out if r.rotors]
     assert stamps == sorted(stamps)
-    assert sum(r.error is not None for r in out) == 10
+    assert sum(r.dropped is not None for r in out) == 10 and c['packets_refused'] == 0
     assert all(x.state == RotorState.TRACKING for x in out[-1].rotors)
+
+
+def test_a_small_sequence_reset_is_a_restart_not_late_packets(quad):
+    """A driver that starts counting again at 0 soon after it started is no run of late
+    packets (review, 2026-11-27: the first late rule dropped 9 good packets here)."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    recs = _raw(pkts, range(40))
+    recs = recs[:10] + [r._replace(seq=k) for k, r in enumerate(recs[10:])]
+    out = pipe.process_packets(recs)
+    c = pipe.counters
+    assert c['packets_late'] == 0 and c['seq_restarts'] == 1 and c['packets_dropped'] == 0
+    assert all(r.dropped is None and r.error is None for r in out)
+
+
+def test_header_stamps_of_zero_and_jitter_do_not_break_the_outputs(quad):
+    """Stamps of 0 (sim time before its clock runs) give outputs stamped 0, not an
+    error; an empty packet whose stamp came 6 ms late (host jitter) starves no rotor
+    (review, 2026-11-27: the first empty-packet rule compared the header stamp with
+    the mapped one, and turned such rotors STARVED)."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    zero = [r._replace(stamp_ns=0) for r in _raw(pkts, range(5))]
+    out = pipe.process_packets(zero)
+    assert all(r.error is None and r.stamp_ns == 0 for r in out)
+    out = pipe.process_packets(_raw(pkts, range(5, 150)))
+    assert out[-1].stamp_ns > STAMP0_NS
+    assert all(r.state == RotorState.TRACKING for r in out[-1].rotors)
+    last = _raw(pkts, [149])[0]
+    late_empty = last._replace(seq=150, events=b'', stamp_ns=last.stamp_ns + 6_000_000)
+    (res,) = pipe.process_packets([late_empty])
+    assert res.rotors == out[-1].rotors

@@ -451,9 +451,9 @@ def _print_rotors(info: dict[str, Any]) -> None:
 
 
 #: input counters the summary names when they are not zero
-OTHER_INPUT_COUNTERS = ('packets_dropped', 'seq_restarts', 'packets_duplicate',
-                        'camera_restarts', 'time_gaps', 'packets_corrupt', 'stamp_jumps',
-                        'format_changes')
+OTHER_INPUT_COUNTERS = ('packets_dropped', 'seq_restarts', 'seq_repeats', 'packets_duplicate',
+                        'packets_late', 'camera_restarts', 'time_gaps', 'packets_corrupt',
+                        'stamp_jumps', 'format_changes')
 
 
 def print_track_summary(info: dict[str, Any], skip_s: float) -> None:

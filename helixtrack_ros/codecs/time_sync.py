@@ -30,7 +30,10 @@ stamp of 0 or days off (a driver or host clock glitch) is set aside, and
 only when such samples, agreeing with one another, went on for
 ``confirm_us`` of sensor time (the host clock was set, a bag looped) the
 estimate restarts from the last one. A restarted sensor clock is told by
-the sensor times themselves (the caller resets the mapper).
+the sensor times themselves (the caller resets the mapper). While the
+estimate is younger than ``confirm_us`` a jump is taken at once (a first
+packet that came late, or stamped before a clock ran). A stamp of 0 is no
+stamp.
 """
 
 import numpy as np
@@ -68,6 +71,7 @@ class TimeMapper:
         self._offset_ns: int | None = None
         self._last_stamp_ns = 0
         self._jump: tuple[int, int] | None = None   # (first sensor time, last sample)
+        self._start_us = 0                # sensor time at which the estimate (re)started
         self.n_updates = 0
         self.n_restarts = 0
         #: samples set aside as jumps that did not persist
@@ -96,20 +100,28 @@ class TimeMapper:
             Sensor time of the packet's first event [us].
         """
         stamp_ns = int(stamp_ns)
-        sample = stamp_ns - int(t_first_us) * 1000
+        t_us = int(t_first_us)
+        if stamp_ns == 0:
+            # no stamp at all (e.g. sim time before the first clock message)
+            self.n_set_aside += 1
+            return False
+        sample = stamp_ns - t_us * 1000
         self.n_updates += 1
         if self._offset_ns is None:
-            self._offset_ns = sample
-            self._last_stamp_ns = stamp_ns
-            return True
+            self._start_us = t_us
+            return self._take(sample, stamp_ns)
         dt_ns = max(stamp_ns - self._last_stamp_ns, 0)
         crept = self._offset_ns + int(self.creep_ns_per_s * dt_ns * 1e-9)
-        if abs(sample - crept) <= self.reset_ns:
+        young = t_us - self._start_us < self.confirm_us
+        if abs(sample - crept) <= self.reset_ns or (young and sample < crept):
+            # (a young estimate follows lower samples at once: a first packet that came
+            # late must not hold the offset for confirm_us)
             self._jump = None
-            self._offset_ns = min(sample, crept)
-            self._last_stamp_ns = stamp_ns
-            return True
-        t_us = int(t_first_us)
+            return self._take(min(sample, crept), stamp_ns)
+        if young:
+            self.n_restarts += 1
+            self._start_us = t_us
+            return self._take(sample, stamp_ns)
         if self._jump is None or abs(sample - self._jump[1]) > self.reset_ns:
             self._jump = (t_us, sample)    # a new run of jumps
         else:
@@ -118,7 +130,12 @@ class TimeMapper:
             self.n_set_aside += 1
             return False
         self.n_restarts += 1
-        self._offset_ns = sample
+        self._start_us = t_us
+        return self._take(sample, stamp_ns)
+
+    def _take(self, offset_ns: int, stamp_ns: int) -> bool:
+        """Make ``offset_ns`` the estimate, as of header stamp ``stamp_ns``; True."""
+        self._offset_ns = offset_ns
         self._jump = None
         self._last_stamp_ns = stamp_ns
         return True

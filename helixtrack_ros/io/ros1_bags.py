@@ -47,8 +47,9 @@ def _open(path: 'str | Path') -> 'Reader | Ros1Salvage':
         reader.open()
     except Exception as err:  # rosbags raises its own ReaderError, and OSError
         with path.open('rb') as fh:
-            if fh.read(len(MAGIC)) == MAGIC and path.stat().st_size > len(MAGIC):
-                return Ros1Salvage(path)   # e.g. no index: the recorder was killed
+            bag = fh.read(len(MAGIC)) == MAGIC and path.stat().st_size > len(MAGIC)
+        if bag and 'index' in str(err).lower():
+            return Ros1Salvage(path)   # no index: the recorder was killed
         raise ValueError(f'cannot read ROS 1 bag {path}: {one_line(err)}') from err
     return reader
 

@@ -13,6 +13,7 @@ the ``Reader`` members :mod:`helixtrack_ros.io.ros1_bags` uses.
 import bz2
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+import mmap
 from pathlib import Path
 import struct
 from typing import Any
@@ -40,7 +41,7 @@ def _fields(header: bytes) -> dict[str, bytes]:
     while pos + 4 <= len(header):
         (n,) = _U32.unpack_from(header, pos)
         name, _, value = header[pos + 4:pos + 4 + n].partition(b'=')
-        out[name.decode()] = value
+        out[name.decode(errors='replace')] = value
         pos += 4 + n
     return out
 
@@ -107,8 +108,14 @@ class Ros1Salvage:
         yield from self._scan({c.id for c in connections})
 
     def _scan(self, wanted: 'set[int] | None') -> Iterator[tuple[Any, int, bytes]]:
-        data = self.path.read_bytes()
-        if not data.startswith(MAGIC):
+        with self.path.open('rb') as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) \
+                as data:
+            yield from self._scan_data(data, wanted)
+
+    def _scan_data(self, data: Any, wanted: 'set[int] | None'
+                   ) -> Iterator[tuple[Any, int, bytes]]:
+        """:meth:`_scan` over the file's bytes (mapped: a bag can be many GB)."""
+        if data[:len(MAGIC)] != MAGIC:
             self.damage = 'no ROS 1 bag header'
             return
         pos = len(MAGIC)
@@ -118,15 +125,16 @@ class Ros1Salvage:
                 self.damage = f'the bag ends at byte {len(data)} inside a record header'
                 return
             fields, body, end = rec
-            if fields.get('op', b'\0')[:1] == bytes([_OP_CHUNK]):
-                try:   # (a cut-off chunk gives the records that arrived whole)
+            try:
+                if fields.get('op', b'\0')[:1] == bytes([_OP_CHUNK]):
+                    # (a cut-off chunk gives the records that arrived whole)
                     inner = _decompress(body, fields.get('compression', b'none'))
-                except Exception as err:   # bz2 / lz4 errors of a damaged chunk
-                    self.damage = f'the chunk at byte {pos} does not decompress: {one_line(err)}'
-                    return
-                yield from self._take(_records(inner), wanted)
-            elif end <= len(data):
-                yield from self._take([(fields, body)], wanted)
+                    yield from self._take(_records(inner), wanted)
+                elif end <= len(data):
+                    yield from self._take([(fields, body)], wanted)
+            except Exception as err:  # bz2 / lz4 / struct errors, bad fields, bad text
+                self.damage = f'the record at byte {pos} is damaged: {one_line(err)}'
+                return
             if end > len(data):
                 self.damage = f'the bag ends at byte {len(data)} inside the record at byte {pos}'
                 return

@@ -49,6 +49,7 @@ class Pending:
     t_last: int                          # -1: an empty or refused packet
     stamp_ns: int
     error: str | None = None             # why the packet was refused
+    silent_ns: int = 0                   # an empty packet: header time since the last events
 
 
 class Jobs:
@@ -283,14 +284,14 @@ class BatchQueue:
     def _unmeasured(self, pk: Pending) -> PacketResult:
         """The result of an empty or refused packet: the states before it, with their time
         and stamp (nothing new was measured), no longer TRACKING when it was refused or
-        when no event came for a health window (:func:`nothing_measured`)."""
+        when no event came for two health windows of header time (:func:`nothing_measured`)."""
         outputs = self.last_outputs
-        silent_ns = pk.stamp_ns - self.last_stamp_ns
-        window_ns = self.bank.config.tracker.health_window_us * 1000
-        if pk.error is not None or (self.last_stamp_ns and silent_ns > window_ns):
+        # two health windows: the stamps' own jitter must not starve a rotor
+        window_ns = 2 * self.bank.config.tracker.health_window_us * 1000
+        if pk.error is not None or pk.silent_ns > window_ns:
             # (kept as the last outputs too: /diagnostics says the same)
             outputs = self.last_outputs = nothing_measured(outputs, pk.error is not None,
-                                                           silent_ns)
+                                                           pk.silent_ns)
         return PacketResult(stamp_ns=self.last_stamp_ns, t_us=self.last_t_us, n_events=0,
                             rotors=outputs, error=pk.error)
 

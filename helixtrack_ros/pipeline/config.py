@@ -246,6 +246,8 @@ def _text_number_hint(value: Any) -> str:
         number = float(value)
     except ValueError:
         return ''
+    if not math.isfinite(number):
+        return ''
     mantissa, _, exponent = f'{number:e}'.partition('e')
     written = f'{float(mantissa)!r}e{int(exponent):+d}' if abs(number) >= 1e5 else repr(number)
     return f' (text to YAML: write {written})'

@@ -43,7 +43,7 @@ _WORDS, _UNKNOWN = COUNTER_INDEX['words'], COUNTER_INDEX['skipped_unknown']
 #: The counters of :class:`SeqCounter`.
 SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts', 'seq_repeats',
                 'packets_late')
-#: A packet at most this many behind the last one arrived late (reordered in transport).
+#: Of the numbers a gap skipped, the last this many may still come, late (reordered).
 LATE_SEQ = 16
 #: A forward jump of more packets than this is no loss (100 s of 1 ms packets): a restart.
 MAX_SEQ_GAP = 100_000
@@ -59,11 +59,11 @@ class SeqCounter:
     transport), unless it is more than :data:`MAX_SEQ_GAP` packets. That, or
     a jump back, is a ``seq_restarts`` (a camera or driver restart, a
     glitch). The same number again is a ``seq_repeats`` (a driver that does
-    not count; a copy of the packet before is dropped earlier). A packet up to
-    :data:`LATE_SEQ` behind the last one arrived late (reordered in
-    transport): ``packets_late`` (:attr:`late`), no longer counted dropped,
-    and the last number stays. ``last_gap`` and ``last_restart`` keep the
-    latest of each as (seq before, seq after).
+    not count; a copy of the packet before is dropped earlier). A packet whose
+    number a recent gap skipped (one of the last :data:`LATE_SEQ` of it)
+    arrived late (reordered in transport): ``packets_late`` (:attr:`late`),
+    no longer counted dropped, and the last number stays. ``last_gap`` and
+    ``last_restart`` keep the latest of each as (seq before, seq after).
     """
 
     def __init__(self, counters: dict[str, int]) -> None:
@@ -76,16 +76,18 @@ class SeqCounter:
         self.last_restart: tuple[int, int] | None = None
         #: the packet just counted came late (reordered)
         self.late = False
+        self._missing: set[int] = set()   # recently skipped numbers (a late one is one)
 
     def count(self, seq: int) -> bool:
         """Count packet ``seq``; True when packets were lost just before it."""
         c = self.counters
         c['packets'] += 1
         last = self.last
-        self.late = last is not None and last - LATE_SEQ <= seq < last
+        self.late = seq in self._missing
         if self.late:
+            self._missing.remove(seq)
             c['packets_late'] += 1
-            c['packets_dropped'] = max(c['packets_dropped'] - 1, 0)   # it came after all
+            c['packets_dropped'] -= 1   # taken for lost when it was skipped: it came late
             return False
         self.last = seq
         if last is None or seq == last + 1:
@@ -97,10 +99,15 @@ class SeqCounter:
             c['seq_gaps'] += 1
             c['packets_dropped'] += seq - last - 1
             self.last_gap = (last, seq)
+            # the latest skipped numbers may still come, late
+            self._missing = {*self._missing, *range(max(last + 1, seq - LATE_SEQ), seq)}
+            self._missing = {m for m in self._missing if m > seq - 4 * LATE_SEQ}
             return True
         c['seq_restarts'] += 1
         self.last_restart = (last, seq)
-        return False
+        self._missing = set()
+        # a jump forward too far to be a loss still loses the decoder's stream state
+        return seq > last
 
 
 def _format_text(key: tuple[str, int, int]) -> str:
@@ -121,7 +128,10 @@ class Admission(NamedTuple):
     ``restart``: the trackers start over from their estimates (camera restart
     or a long gap); ``gap_us`` (not None): events were lost before this
     packet, the trackers skip that much time; ``stamp_ns``: the ROS time of
-    the packet's last event (events) or its header stamp (empty packet).
+    the packet's last event (events) or its header stamp (empty packet);
+    ``silent_ns`` (empty packet): header time since the last packet with
+    events; ``dropped``: why a packet that is no error (a copy, a late one)
+    was left out.
     """
 
     error: str | None
@@ -129,6 +139,8 @@ class Admission(NamedTuple):
     restart: bool = False
     gap_us: int | None = None
     stamp_ns: int = 0
+    silent_ns: int = 0
+    dropped: str | None = None
 
 
 class PacketIntake:
@@ -172,15 +184,13 @@ class PacketIntake:
         if prev is not None and seq == int(prev.seq) and _same_payload(pkt, prev):
             # a message delivered or recorded twice: its events must not be tracked again
             self.counters['packets_duplicate'] += 1
-            self.counters['packets_refused'] += 1
-            return Admission('duplicate packet dropped (the same seq and payload as the '
-                             'packet before)')
+            return Admission(None, dropped='a copy of the packet before (the same seq and '
+                                           'payload)')
         if self.seq.count(seq):
             self._events_lost = self._decoder_stale = True
         if self.seq.late:
-            # its events are older than those tracked: counted lost when it was skipped
-            self.counters['packets_refused'] += 1
-            return Admission('late packet (reordered in transport): dropped')
+            # its events are older than those tracked: it was taken for lost when skipped
+            return Admission(None, dropped='late (reordered in transport)')
         try:
             decoder = self._get_decoder(pkt.encoding, int(pkt.width), int(pkt.height))
         except UnsupportedEncodingError as exc:
@@ -228,8 +238,10 @@ class PacketIntake:
             self.last_t_us = None
         self.counters['events_in'] += len(ev)
         if len(ev) == 0:
-            # (no evidence either way: a run of suspect packets goes on)
-            return Admission(None, ev, restart, None, stamp_ns)
+            # (no evidence either way: a run of suspect packets goes on); the silence in
+            # header time, stamp against stamp
+            silent_ns = 0 if self._last_stamp_ns is None else stamp_ns - self._last_stamp_ns
+            return Admission(None, ev, restart, None, stamp_ns, silent_ns)
         self._suspect_run = self._leap_run = 0
         self._trusted = self.decoder.snapshot()
         return self._accept(ev, restart, stamp_ns)
@@ -264,7 +276,9 @@ class PacketIntake:
         self.last_t_us = int(ev.t_us[-1])
         if self.first_t_us is None:
             self.first_t_us = t_first
-        return Admission(None, ev, restart, gap_us, self.time.to_ros_ns(self.last_t_us))
+        # (no estimate yet: only stamps of 0 so far, which the outputs then keep)
+        stamp_out = self.time.to_ros_ns(self.last_t_us) if self.time.has_estimate else stamp_ns
+        return Admission(None, ev, restart, gap_us, stamp_out)
 
     def _get_decoder(self, encoding: str, width: int, height: int) -> Any:
         key = (encoding, width, height)

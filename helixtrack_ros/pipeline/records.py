@@ -71,6 +71,9 @@ class PacketResult:
     error: str | None = None
     #: the packet's decoded events (e.g. for the node's debug image)
     events: EventArrays | None = None
+    #: why a packet that is no error (a copy of the one before, a late one) was left out:
+    #: it has no outputs
+    dropped: str | None = None
 
 
 class StreamBatch(NamedTuple):

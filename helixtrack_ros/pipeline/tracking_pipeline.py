@@ -238,6 +238,9 @@ class TrackingPipeline:
         events = self._batches.new_batch(sum(len(pkt.events) for pkt in packets))
         for i, pkt in enumerate(packets):
             adm = self._intake.admit(events, pkt)
+            if adm.dropped is not None:
+                results[i] = PacketResult(dropped=adm.dropped)
+                continue
             if adm.error is not None:
                 # (its outputs say that nothing was measured, in order with the others)
                 results[i] = PacketResult(error=adm.error)
@@ -254,7 +257,8 @@ class TrackingPipeline:
             ev = adm.events
             if len(ev) == 0:
                 # the rotors' states of the packet before (filled in when tracked)
-                self._batches.add(Pending(results, i, ev, -1, adm.stamp_ns))
+                self._batches.add(Pending(results, i, ev, -1, adm.stamp_ns,
+                                          silent_ns=adm.silent_ns))
                 continue
             if not self._bank.trackers and self.config.auto_detect:
                 self._flush()

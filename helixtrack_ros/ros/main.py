@@ -178,6 +178,8 @@ def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
     node = None
     code = 0
     stop = threading.Event()
+    # until the spin loop runs, SIGTERM interrupts as Ctrl-C does (rclpy's handlers are off)
+    term = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         node = HelixtrackNode(**node_kwargs)
         freeze_startup_objects()
@@ -190,6 +192,7 @@ def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
         get_logger(NODE_NAME).fatal(f'cannot start: {exc}')
         code = 1
     finally:
+        signal.signal(signal.SIGTERM, term)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()

@@ -276,6 +276,10 @@ class HelixtrackNode(Node):
                        arrival_ns: int | None = None) -> None:
         """Publish one packet's result (or count why it was refused)."""
         c = self._counts
+        if res.dropped is not None:   # (counted by the pipeline; no outputs)
+            self._log.info(f'packet {pkt.seq} left out: {res.dropped}',
+                           throttle_duration_sec=5.0)
+            return
         if res.error is not None:
             c['packets_refused'] += 1
             self._log.warning(f'packet {pkt.seq} refused ({c["packets_refused"]} so far): '
