@@ -36,6 +36,7 @@ from helixtrack_ros.ros.messages import arrival_ns, diagnostic_array, unpack_eve
 from helixtrack_ros.ros.outputs import OUTPUT_QOS, RotorPublishers, no_event_callbacks
 from helixtrack_ros.ros.parameters import NodeParameters
 from helixtrack_ros.ros.pipeline_api import PipelineApi
+from helixtrack_ros.ros.stream_notes import StreamNotes
 
 #: Default node name.
 NODE_NAME = 'helixtrack'
@@ -101,8 +102,7 @@ class HelixtrackNode(Node):
         self._size = (1280, 720)
         self._last_rotors: list[Any] = []
         self._counts = {k: 0 for k in _NODE_COUNTERS if k not in SEQ_COUNTERS}
-        self._gaps_said = self._restarts_said = 0     # the pipeline's seq jumps logged
-        self._stamps_said = self._formats_said = 0
+        self._notes = StreamNotes(self._log)           # the stream's counts, said
         self._win = PeriodCounters()
         #: packet-in -> ~/rotors published, since start
         self._latency = LatencyHistogram()
@@ -244,33 +244,8 @@ class HelixtrackNode(Node):
             return None
 
     def _say_seq_jumps(self) -> None:
-        """Say when the pipeline counted packets lost, a sequence restart or repeat, or a
-        header stamp set aside."""
-        c, seq = self._pipe.counters, self._pipe.sequence
-        if c['seq_gaps'] != self._gaps_said and seq.last_gap is not None:
-            self._gaps_said = c['seq_gaps']
-            self._log.warning(f'packets lost: seq {seq.last_gap[0]} -> {seq.last_gap[1]} '
-                              f'({c["packets_dropped"]} dropped so far)',
-                              throttle_duration_sec=5.0)
-        if c['seq_restarts'] != self._restarts_said and seq.last_restart is not None:
-            self._restarts_said = c['seq_restarts']
-            self._log.warning(f'sequence restarted: {seq.last_restart[0]} -> '
-                              f'{seq.last_restart[1]} (camera restart?)',
-                              throttle_duration_sec=5.0)
-        if c.get('seq_repeats'):
-            self._log.warning("the packets' seq does not advance (a driver that does not "
-                              'count them?): lost packets cannot be counted', once=True)
-        change = self._pipe.format_change
-        if c.get('format_changes', 0) != self._formats_said and change is not None:
-            self._formats_said = c['format_changes']
-            self._log.warning(f'the stream changed from {change[0]} to {change[1]} '
-                              f'({c["format_changes"]} changes so far)',
-                              throttle_duration_sec=5.0)
-        if c.get('stamp_jumps', 0) != self._stamps_said:
-            self._stamps_said = c['stamp_jumps']
-            self._log.warning(f'header stamps far off the sensor clock set aside '
-                              f'({c["stamp_jumps"]} so far): the outputs keep the sensor '
-                              "clock's time", throttle_duration_sec=5.0)
+        """Say what the pipeline counted of the stream (lost packets, restarts, ...)."""
+        self._notes.say(self._pipe)
 
     def _handle_result(self, pkt: EventPacketRecord, res: PacketResult,
                        arrival_ns: int | None = None) -> None:
