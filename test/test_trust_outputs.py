@@ -598,3 +598,47 @@ def test_header_stamps_of_zero_and_jitter_do_not_break_the_outputs(quad):
     late_empty = last._replace(seq=150, events=b'', stamp_ns=last.stamp_ns + 6_000_000)
     (res,) = pipe.process_packets([late_empty])
     assert res.rotors == out[-1].rotors
+
+
+def test_a_failed_batch_leaves_nothing_queued(quad, monkeypatch):
+    """A failure inside process_packets (a bug) left the packets admitted before it
+    queued, pointing into batch memory the next call reuses (review, 2026-11-27); now
+    they are dropped, and the next packets track as usual."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    pipe.process_packets(_raw(pkts, range(100)))
+    real = pipe._intake.admit
+    calls = []
+
+    def broken(*args):
+        calls.append(1)
+        if len(calls) == 3:         # after two packets were queued
+            raise RuntimeError('a bug')
+        return real(*args)
+    monkeypatch.setattr(pipe._intake, 'admit', broken)
+    with pytest.raises(RuntimeError):
+        pipe.process_packets(_raw(pkts, range(100, 105)))
+    assert not pipe._batches._pending and pipe._batches._inflight is None
+    monkeypatch.setattr(pipe._intake, 'admit', real)
+    out = pipe.process_packets(_raw(pkts, range(105, 200)))
+    assert all(r.error is None for r in out)
+    assert all(r.state == RotorState.TRACKING for r in out[-1].rotors)
+
+
+def test_a_search_follows_a_change_of_sensor_size(quad):
+    """A search that began while packets said 640x480 kept its region clipped to that
+    image, and re-detected a rotor outside it only ~400 ms after the true size came
+    back (node review, 2026-11-27); now the region follows the image."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    pipe.process_packets(_raw(pkts, range(100)))
+    small = [r._replace(width=640, height=480) for r in _raw(pkts, range(100, 130))]
+    pipe.process_packets(small)
+    back = 130
+    out = []
+    for k in range(back, 400, 10):
+        out += pipe.process_packets(_raw(pkts, range(k, min(k + 10, 400))))
+    t_back = pkts[back][1]
+    for i, rotor in enumerate(scene.rotors):
+        first = next((r.t_us for r in out if r.rotors[i].state == RotorState.TRACKING), None)
+        assert first is not None and first - t_back < 200_000, (rotor.name, first)

@@ -253,6 +253,11 @@ class BatchQueue:
         """Queue a decoded packet."""
         self._pending.append(pending)
 
+    def drop_queued(self) -> None:
+        """Forget the queued packets and the batch in flight (after a failure)."""
+        self._pending = []
+        self._inflight = None
+
     def flush(self, stride: int) -> None:
         """Finish the batch in flight, then track the queued packets."""
         if self._inflight is not None:

@@ -56,6 +56,7 @@ class RotorRecovery:
         self.good_dir = 0
         self.searching = False                  # LOST: buffering events of the search region
         self.region: tuple[int, int, int, int] = (0, 0, 0, 0)
+        self.region_size = (0, 0)      # the image size the region was clipped to
         self.buf: list[EventArrays] = []
         self.next_try_us = 0
         self.reset = False                      # re-initialised, not TRACKING yet
@@ -121,8 +122,7 @@ class RotorRecovery:
             self.buf = []
             last = self.last_good(bank.inits[r])
             self.last_centre = last.center_px
-            self.region = _search_region(last, bank.image_size(), cfg.tracker.r_out
-                                         + cfg.recovery_margin)
+            self._clip_region(bank, r)
             self.next_try_us = t_last + _min_span_us(last, cfg)
             return
         if self.detecting is not None:
@@ -131,6 +131,8 @@ class RotorRecovery:
                 found, self.detecting = self.detecting.result(), None
                 self.apply(bank, r, found, t_last)
             return
+        if bank.image_size() != self.region_size:
+            self._clip_region(bank, r)    # the sensor size changed during the search
         events = self._buffer(bank, r, ev, t_last)
         if self.may_resume and self.region_quiet and self.buf:
             # its events are back: where it was (resume), or elsewhere (re-detect)
@@ -148,6 +150,12 @@ class RotorRecovery:
                                                     region=self.region)
             return
         self.apply(bank, r, detect_rotors(events, w, h, region=self.region), t_last)
+
+    def _clip_region(self, bank: RotorBank, r: int) -> None:
+        """The search region around the last good pose, in the image as it is now."""
+        self.region_size = bank.image_size()
+        self.region = _search_region(self.last_good(bank.inits[r]), self.region_size,
+                                     bank.config.tracker.r_out + bank.config.recovery_margin)
 
     def _buffer(self, bank: RotorBank, r: int, ev: EventArrays,
                 t_last: int) -> EventArrays | None:

@@ -170,8 +170,14 @@ class TrackingPipeline:
         """
         wall0 = time.perf_counter()
         t_before = self._intake.last_t_us
-        results = self._admit_all(packets)
-        self._flush()
+        try:
+            results = self._admit_all(packets)
+            self._flush()
+        except Exception:
+            # (the caller counts the failure and goes on: no queued packet may point into
+            # memory the next batch reuses)
+            self._batches.drop_queued()
+            raise
         self._account_batch(time.perf_counter() - wall0, t_before)
         self._last_packet_wall = time.monotonic()
         return results
