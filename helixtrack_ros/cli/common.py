@@ -56,16 +56,18 @@ EXIT_STATUS_HELP = """exit status:
        duration <= 0 (--skip, --at-s < 0), missing recording or topic, a topic
        not of type EventPacket or EventArray, a bag with no event topic or with
        several and no --topic, a .raw file without a header or of another
-       format than EVT 2.0/2.1/3.0, an output that cannot be written or an output
-       directory that is an existing file; batch, sweep: no recording could
-       be read, a bad grid file
+       format than EVT 2.0/2.1/3.0, a .dat file of other than CD events, an
+       output that cannot be written or an output directory that is an
+       existing file; batch, sweep: no recording could be read, a bad grid
+       file
   3    the input is cut short or damaged: the bag's MCAP file (recorder
        killed; every intact message before the damage was processed and
        written; the message says how many and how to repair the file:
        mcap recover), an MCAP chunk that fails its checksum (skipped, the
        messages around it processed), a ROS 1 bag without its index (read
        up to the damage; rosbag reindex), or a .raw file ending inside a
-       word (every whole packet was processed); wins over 1
+       word or a .dat file inside an event (every whole packet was
+       processed); wins over 1
   130  interrupted (Ctrl-C): the outputs hold what was processed"""
 
 

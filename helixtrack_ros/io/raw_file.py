@@ -183,15 +183,18 @@ def read_raw_header(path: 'str | Path') -> RawHeader:
     if width is None or height is None:
         raise RawFileError(f'{path}: the header gives no sensor size (no width/height in '
                            "'% format' and no '% geometry' line)")
-    date_ns = 0
-    if 'date' in fields:
-        try:
-            date = datetime.strptime(fields['date'], '%Y-%m-%d %H:%M:%S')
-            date_ns = int(date.replace(tzinfo=timezone.utc).timestamp()) * 1_000_000_000
-        except ValueError:
-            date_ns = 0
+    date_ns = utc_date_ns(fields.get('date', ''))
     return RawHeader(RAW_FORMATS[name], _size(width, path, 'width'),
                      _size(height, path, 'height'), offset, date_ns, fields, geo)
+
+
+def utc_date_ns(text: str) -> int:
+    """A Metavision header's ``YYYY-MM-DD HH:MM:SS`` as UTC nanoseconds (0 when unreadable)."""
+    try:
+        date = datetime.strptime(text.strip(), '%Y-%m-%d %H:%M:%S')
+    except ValueError:
+        return 0
+    return int(date.replace(tzinfo=timezone.utc).timestamp()) * 1_000_000_000
 
 
 @kernel_inline

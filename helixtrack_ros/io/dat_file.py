@@ -1,0 +1,160 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Prophesee DAT files: decoded CD events, as Metavision tools and older datasets store them.
+
+Layout (Prophesee's "DAT File Format" page): text header lines ``% key
+value`` (``Width``, ``Height``, ``Date`` among them), then two bytes, the
+event type (0 Event2d or 12 EventCD) and the event size (8), then
+little-endian 8-byte events: the time in microseconds (32 bits), and a
+32-bit word with x in bits 0..13, y in bits 14..27 and the polarity in
+bits 28..31. The time wraps every 2**32 us (71.6 min): a step back of more
+than half of that is a wrap.
+
+:func:`iter_dat_packets` cuts the events into packets of ``packet_us`` as
+the driver would and gives each as a ``mono`` packet record (the encoding
+the EventArray readers use too), stamped from the header's date. The file
+is mapped, not read whole. A file that ends inside an event gives every
+whole event, then :class:`~helixtrack_ros.io.raw_file.TruncatedRawError`.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+import mmap
+from pathlib import Path
+
+import numpy as np
+
+from helixtrack_ros.codecs.evt3_encoder import packetize
+from helixtrack_ros.codecs.mono import mono_words
+from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.io.raw_file import RawFileError, TruncatedRawError, utc_date_ns
+
+#: The event types whose 8-byte events are CD events.
+CD_TYPES = {0: 'Event2d', 12: 'EventCD'}
+_EVENT = np.dtype([('t', '<u4'), ('w', '<u4')])
+#: Events read at a time (8 MB).
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class DatHeader:
+    """What a DAT file's header says, and where its events are."""
+
+    width: int
+    height: int
+    #: byte offset of the first event, and the number of whole events
+    data_offset: int
+    n_events: int
+    #: bytes after the last whole event (a file cut inside one)
+    tail_bytes: int
+    #: ROS time of sensor time 0 [ns]: the ``Date`` line as UTC, else 0
+    date_ns: int
+
+
+def read_dat_header(path: 'str | Path') -> DatHeader:
+    """The header of a DAT file; RawFileError (one line) when it is none or not CD events.
+
+    Without ``Width`` / ``Height`` lines the size is that of the events (the
+    largest x and y plus one).
+    """
+    path = Path(path)
+    with path.open('rb') as fh:
+        fields: dict[str, str] = {}
+        while fh.peek(1)[:1] == b'%':
+            words = fh.readline().decode('latin-1')[1:].split(None, 1)
+            if words:
+                fields[words[0].lower()] = words[1].strip() if len(words) > 1 else ''
+        kind = fh.read(2)
+        offset = fh.tell()
+        size = fh.seek(0, 2)
+    if len(kind) < 2 or not fields:
+        raise RawFileError(f'{path}: not a DAT file (no "%" header and event type)')
+    if kind[0] not in CD_TYPES or kind[1] != _EVENT.itemsize:
+        raise RawFileError(f'{path}: DAT events of type {kind[0]} and size {kind[1]}: only CD '
+                           f'events (type 0 or 12, size 8) can be tracked')
+    n, tail = divmod(size - offset, _EVENT.itemsize)
+    width, height = _size(fields, 'width'), _size(fields, 'height')
+    if (width is None or height is None) and n:
+        w = _events(path, offset, n)['w']
+        width = width or int((w & 0x3FFF).max()) + 1
+        height = height or int(((w >> 14) & 0x3FFF).max()) + 1
+    return DatHeader(width or 1, height or 1, offset, n, tail,
+                     utc_date_ns(fields.get('date', '')))
+
+
+def _size(fields: dict[str, str], key: str) -> int | None:
+    """A positive integer header value, or None."""
+    try:
+        value = int(fields.get(key, ''))
+    except ValueError:
+        return None
+    return value if 0 < value <= 1 << 14 else None
+
+
+def _events(path: Path, offset: int, n: int) -> np.ndarray:
+    """The file's ``n`` events from ``offset``, mapped (read-only)."""
+    with path.open('rb') as fh:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    return np.frombuffer(mm, _EVENT, count=n, offset=offset)
+
+
+def iter_dat_packets(path: 'str | Path', packet_us: int = 1000) -> Iterator[EventPacketRecord]:
+    """Stream a DAT file's CD events as ``mono`` packet records of ``packet_us`` each."""
+    path = Path(path)
+    head = read_dat_header(path)
+    events = _events(path, head.data_offset, head.n_events) if head.n_events else None
+    seq, last_stamp, wraps, prev_t = 0, 0, 0, -1
+    pending: EventArrays | None = None
+    for lo in range(0, head.n_events, _CHUNK):
+        chunk = events[lo:lo + _CHUNK]
+        t32 = chunk['t'].astype(np.int64)
+        back = np.flatnonzero(np.diff(t32, prepend=prev_t if prev_t >= 0 else t32[0])
+                              < -(1 << 31))
+        step = np.zeros(len(t32), np.int64)
+        step[back] = 1 << 32
+        t_us = t32 + (wraps << 32) + np.cumsum(step)
+        wraps += len(back)
+        prev_t = int(t32[-1])
+        w = chunk['w']
+        ev = EventArrays(t_us, (w & 0x3FFF).astype(np.uint16),
+                         ((w >> 14) & 0x3FFF).astype(np.uint16),
+                         ((w >> 28) != 0).astype(np.uint8))
+        if pending is not None:
+            ev = EventArrays.concatenate([pending, ev])
+        cuts = packetize(ev.t_us, packet_us)
+        last_whole = len(cuts) - 1 if lo + _CHUNK < head.n_events else len(cuts)
+        for a, b in cuts[:last_whole]:
+            part = ev.slice(a, b)
+            pkt = _packet(head, part, seq, last_stamp)
+            seq, last_stamp = seq + 1, pkt.stamp_ns
+            yield pkt
+        pending = ev.slice(cuts[-1][0], len(ev)) if last_whole < len(cuts) else None
+    if head.tail_bytes:
+        raise TruncatedRawError(path, f'the file ends {head.tail_bytes} bytes into an event',
+                                seq)
+
+
+def _packet(head: DatHeader, ev: EventArrays, seq: int, last_stamp: int) -> EventPacketRecord:
+    """One packet's ``mono`` record: its time base its first event's (``mono`` needs the
+    events within 4.29 s of it), stamped from the header's date, never decreasing."""
+    base_ns = int(ev.t_us.min()) * 1000
+    words = mono_words(ev.x, ev.y, ev.p, np.asarray(ev.t_us, np.int64) * 1000 - base_ns)
+    stamp = max(head.date_ns + int(ev.t_us[0]) * 1000, last_stamp + 1 if seq else 0)
+    return EventPacketRecord(stamp, '', head.height, head.width, seq, base_ns, 'mono', False,
+                             words.view(np.uint8), stamp)
+
+
+def write_dat(path: 'str | Path', events: EventArrays, width: int, height: int,
+              date: str = '2026-01-01 00:00:00') -> None:
+    """Write CD events as a DAT file (tests, conversions); times must fit 32 bits."""
+    t = np.asarray(events.t_us, np.int64)
+    if t.size and (t.min() < 0 or t.max() >= 1 << 32):
+        raise ValueError('DAT event times must lie within 0..2**32-1 us')
+    data = np.empty(len(t), _EVENT)
+    data['t'] = t
+    data['w'] = (np.asarray(events.x, np.uint32) | (np.asarray(events.y, np.uint32) << 14)
+                 | ((np.asarray(events.p) != 0).astype(np.uint32) << 28))
+    header = (f'% Data file containing CD events\n% Date {date}\n% Version 2\n'
+              f'% Width {width}\n% Height {height}\n').encode()
+    Path(path).write_bytes(header + bytes([12, _EVENT.itemsize]) + data.tobytes())

@@ -1,0 +1,108 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Prophesee DAT files: header, events, the 32-bit time's wrap, packets, the command line."""
+
+import csv
+
+from cli_scenes import simulated
+import numpy as np
+import pytest
+
+from helixtrack_ros.cli import main
+from helixtrack_ros.codecs import make_decoder
+from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.io.bags import iter_event_packets
+from helixtrack_ros.io.dat_file import iter_dat_packets, read_dat_header, write_dat
+from helixtrack_ros.io.raw_file import RawFileError, TruncatedRawError
+
+
+def _events(n: int, seed: int = 0, t0: int = 0) -> EventArrays:
+    rng = np.random.default_rng(seed)
+    t = t0 + np.sort(rng.integers(0, 5000, n)).astype(np.int64)
+    return EventArrays(t, rng.integers(0, 1280, n).astype(np.uint16),
+                       rng.integers(0, 720, n).astype(np.uint16),
+                       rng.integers(0, 2, n).astype(np.uint8))
+
+
+def _decoded(path) -> EventArrays:
+    dec, parts = None, []
+    for pkt in iter_dat_packets(path):
+        assert pkt.encoding == 'mono' and (pkt.width, pkt.height) == (1280, 720)
+        dec = dec or make_decoder('mono', pkt.width, pkt.height)
+        parts.append(dec.decode(pkt.events, time_base=pkt.time_base).events)
+    return EventArrays.concatenate(parts)
+
+
+def test_events_come_back_in_1_ms_packets(tmp_path):
+    ev = _events(20_000)
+    write_dat(tmp_path / 'a.dat', ev, 1280, 720)
+    head = read_dat_header(tmp_path / 'a.dat')
+    assert (head.width, head.height, head.n_events, head.tail_bytes) == (1280, 720, 20_000, 0)
+    got = _decoded(tmp_path / 'a.dat')
+    for k in ('t_us', 'x', 'y', 'p'):
+        assert np.array_equal(getattr(got, k), getattr(ev, k)), k
+    pkts = list(iter_dat_packets(tmp_path / 'a.dat'))
+    assert [p.seq for p in pkts] == list(range(len(pkts))) and 4 <= len(pkts) <= 6
+    stamps = [p.stamp_ns for p in pkts]
+    assert stamps == sorted(stamps) and stamps[0] > 1.7e18    # the header's date
+
+
+def test_the_32_bit_time_wraps_into_a_longer_time(tmp_path):
+    """Times go on past 2**32 us (71.6 min); the file stores them modulo 2**32."""
+    ev = _events(5000, t0=(1 << 32) - 2500)
+    path = tmp_path / 'w.dat'
+    wrapped = EventArrays(ev.t_us % (1 << 32), ev.x, ev.y, ev.p)
+    write_dat(path, wrapped, 1280, 720)
+    assert np.array_equal(_decoded(path).t_us, ev.t_us)
+
+
+def test_a_header_without_size_takes_it_from_the_events(tmp_path):
+    ev = _events(1000)
+    path = tmp_path / 's.dat'
+    write_dat(path, ev, 1280, 720)
+    data = path.read_bytes().replace(b'% Width 1280\n', b'').replace(b'% Height 720\n', b'')
+    path.write_bytes(data)
+    head = read_dat_header(path)
+    assert (head.width, head.height) == (int(ev.x.max()) + 1, int(ev.y.max()) + 1)
+
+
+@pytest.mark.parametrize('change, message', [
+    (lambda d: d.replace(bytes([12, 8]), bytes([14, 8]), 1), 'only CD events'),
+    (lambda d: d[d.index(bytes([12, 8])):], 'not a DAT file'),
+])
+def test_a_file_of_other_events_or_no_header_is_refused(tmp_path, change, message):
+    path = tmp_path / 'x.dat'
+    write_dat(path, _events(100), 1280, 720)
+    path.write_bytes(change(path.read_bytes()))
+    with pytest.raises(RawFileError, match=message):
+        read_dat_header(path)
+
+
+def test_a_cut_file_gives_its_whole_events_then_says_so(tmp_path):
+    path = tmp_path / 'c.dat'
+    write_dat(path, _events(3000), 1280, 720)
+    path.write_bytes(path.read_bytes()[:-3])
+    got = []
+    with pytest.raises(TruncatedRawError, match='5 bytes into an event'):
+        for pkt in iter_dat_packets(path):
+            got.append(pkt)
+    assert sum(len(p.events) // 8 for p in got) == 2999
+
+
+def test_track_of_a_dat_file_equals_track_of_the_bag(tmp_path_factory, tmp_path):
+    """The same events as a DAT file and as the driver's bag give the same rotor rows
+    (the stamps aside: the DAT file's come from its date)."""
+    scene = simulated(tmp_path_factory, 'lone_constant', 0.1, 5)
+    parts, dec = [], None
+    for pkt in iter_event_packets(scene / 'events'):
+        dec = dec or make_decoder(pkt.encoding, pkt.width, pkt.height)
+        parts.append(dec.decode(pkt.events).events)
+    write_dat(tmp_path / 'scene.dat', EventArrays.concatenate(parts), 1280, 720)
+    rows = {}
+    for name, rec in (('bag', scene / 'events'), ('dat', tmp_path / 'scene.dat')):
+        out = tmp_path / name
+        assert main(['track', str(rec), '--params', str(scene / 'params.yaml'), '-q',
+                     '--out', str(out)]) == 0
+        rows[name] = [{k: v for k, v in r.items() if k != 'stamp_ns'}
+                      for r in csv.DictReader((out / 'rpm.csv').open())]
+    assert rows['dat'] == rows['bag'] and len(rows['bag']) == 100
