@@ -7,7 +7,8 @@ any other ``--out`` is a directory that receives ``events_000000.npz``,
 ``events_000001.npz``, ... of at most :data:`CHUNK_EVENTS` events each as
 decoding goes, so memory stays bounded however long the recording is.
 Every file has the arrays ``t_us``, ``x``, ``y``, ``p``, ``trig_t_us``,
-``trig_value``, ``trig_id``; chunks concatenate in name order.
+``trig_value``, ``trig_id`` and the sensor's ``width`` and ``height``;
+chunks concatenate in name order. ``helixtrack track FILE.npz`` reads one.
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ CHUNK_EVENTS = 4_000_000
 class _NpzSink:
     """Decoded packets to one npz file, or (``chunk_events``) to numbered chunk files."""
 
-    def __init__(self, out: Path, chunk_events: int | None) -> None:
+    def __init__(self, out: Path, chunk_events: int | None,
+                 size: tuple[int | None, int | None]) -> None:
         self.out = out
         self.chunk_events = chunk_events
+        self.size = size
         self.files: list[Path] = []
         self.n_events = self.n_triggers = 0
         self._parts: list[Any] = []
@@ -69,7 +72,8 @@ class _NpzSink:
             return
         ev = EventArrays.concatenate(self._parts)
         trig = self._trig
-        np.savez(path, t_us=ev.t_us, x=ev.x, y=ev.y, p=ev.p,
+        width, height = (int(v or 0) for v in self.size)
+        np.savez(path, t_us=ev.t_us, x=ev.x, y=ev.y, p=ev.p, width=width, height=height,
                  trig_t_us=np.concatenate([t[0] for t in trig]) if trig
                  else np.empty(0, np.int64),
                  trig_value=np.concatenate([t[1] for t in trig]) if trig
@@ -94,7 +98,8 @@ def cmd_events(args: argparse.Namespace) -> int:
     single = args.out.lower().endswith('.npz')
     out = output_file(Path(args.out)) if single else output_dir(Path(args.out))
     recording = open_or_fail(args.bag, args.topic)
-    sink = _NpzSink(out, None if single else CHUNK_EVENTS)
+    sink = _NpzSink(out, None if single else CHUNK_EVENTS,
+                    (recording.width, recording.height))
     decoder = None
     progress = Progress(recording.count, 'decoding', enabled=progress_enabled(args.quiet))
     t_first = None

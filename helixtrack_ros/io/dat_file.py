@@ -24,9 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from helixtrack_ros.codecs.evt3_encoder import packetize
-from helixtrack_ros.codecs.mono import mono_words
 from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.io.event_packets import mono_packets
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.io.raw_file import RawFileError, TruncatedRawError, utc_date_ns
 
@@ -103,46 +102,34 @@ def iter_dat_packets(path: 'str | Path', packet_us: int = 1000) -> Iterator[Even
     """Stream a DAT file's CD events as ``mono`` packet records of ``packet_us`` each."""
     path = Path(path)
     head = read_dat_header(path)
-    events = _events(path, head.data_offset, head.n_events) if head.n_events else None
-    seq, last_stamp, wraps, prev_t = 0, 0, 0, -1
-    pending: EventArrays | None = None
+    packets = mono_packets(_unwrapped(path, head), head.width, head.height, head.date_ns,
+                           packet_us)
+    n = 0
+    for pkt in packets:
+        yield pkt
+        n += 1
+    if head.tail_bytes:
+        raise TruncatedRawError(path, f'the file ends {head.tail_bytes} bytes into an event', n)
+
+
+def _unwrapped(path: Path, head: DatHeader) -> Iterator[EventArrays]:
+    """The file's events in chunks, their 32-bit time unwrapped (a step back of more than
+    2**31 us is a wrap)."""
+    if not head.n_events:
+        return
+    events = _events(path, head.data_offset, head.n_events)
+    wraps, prev_t = 0, None
     for lo in range(0, head.n_events, _CHUNK):
         chunk = events[lo:lo + _CHUNK]
         t32 = chunk['t'].astype(np.int64)
-        back = np.flatnonzero(np.diff(t32, prepend=prev_t if prev_t >= 0 else t32[0])
-                              < -(1 << 31))
-        step = np.zeros(len(t32), np.int64)
-        step[back] = 1 << 32
-        t_us = t32 + (wraps << 32) + np.cumsum(step)
-        wraps += len(back)
+        back = np.diff(t32, prepend=t32[0] if prev_t is None else prev_t) < -(1 << 31)
+        t_us = t32 + ((wraps + np.cumsum(back)) << 32)
+        wraps += int(back.sum())
         prev_t = int(t32[-1])
         w = chunk['w']
-        ev = EventArrays(t_us, (w & 0x3FFF).astype(np.uint16),
-                         ((w >> 14) & 0x3FFF).astype(np.uint16),
-                         ((w >> 28) != 0).astype(np.uint8))
-        if pending is not None:
-            ev = EventArrays.concatenate([pending, ev])
-        cuts = packetize(ev.t_us, packet_us)
-        last_whole = len(cuts) - 1 if lo + _CHUNK < head.n_events else len(cuts)
-        for a, b in cuts[:last_whole]:
-            part = ev.slice(a, b)
-            pkt = _packet(head, part, seq, last_stamp)
-            seq, last_stamp = seq + 1, pkt.stamp_ns
-            yield pkt
-        pending = ev.slice(cuts[-1][0], len(ev)) if last_whole < len(cuts) else None
-    if head.tail_bytes:
-        raise TruncatedRawError(path, f'the file ends {head.tail_bytes} bytes into an event',
-                                seq)
-
-
-def _packet(head: DatHeader, ev: EventArrays, seq: int, last_stamp: int) -> EventPacketRecord:
-    """One packet's ``mono`` record: its time base its first event's (``mono`` needs the
-    events within 4.29 s of it), stamped from the header's date, never decreasing."""
-    base_ns = int(ev.t_us.min()) * 1000
-    words = mono_words(ev.x, ev.y, ev.p, np.asarray(ev.t_us, np.int64) * 1000 - base_ns)
-    stamp = max(head.date_ns + int(ev.t_us[0]) * 1000, last_stamp + 1 if seq else 0)
-    return EventPacketRecord(stamp, '', head.height, head.width, seq, base_ns, 'mono', False,
-                             words.view(np.uint8), stamp)
+        yield EventArrays(t_us, (w & 0x3FFF).astype(np.uint16),
+                          ((w >> 14) & 0x3FFF).astype(np.uint16),
+                          ((w >> 28) != 0).astype(np.uint8))
 
 
 def write_dat(path: 'str | Path', events: EventArrays, width: int, height: int,

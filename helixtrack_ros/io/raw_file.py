@@ -291,7 +291,8 @@ def _cut_words(words, fmt, base, packet_us, max_words, state, cuts, starts):  # 
 
 def _packet(header: RawHeader, payload: np.ndarray, start_us: int, seq: int,
             last_stamp: int) -> EventPacketRecord:
-    stamp = max(header.date_ns + max(start_us, 0) * 1000, last_stamp + 1 if seq else 0)
+    # (at least 1 ns: a stamp of 0 means "no stamp" to the time mapping)
+    stamp = max(header.date_ns + max(start_us, 0) * 1000, last_stamp + 1 if seq else 1)
     return EventPacketRecord(stamp, '', header.height, header.width, seq, 0, header.encoding,
                              False, payload, stamp)
 

@@ -9,6 +9,8 @@ the path is decides how it is read:
   :mod:`~helixtrack_ros.io.raw_file`);
 - a file ending in ``.dat``: a Prophesee DAT file of CD events
   (:mod:`~helixtrack_ros.io.dat_file`);
+- a file ending in ``.npz``: numpy arrays of decoded events
+  (:mod:`~helixtrack_ros.io.npz_events`, as ``helixtrack events`` writes them);
 - a file ending in ``.bag``: a ROS 1 bag (:mod:`~helixtrack_ros.io.ros1_bags`);
 - a directory, or a file ending in ``.mcap`` or ``.db3``: a rosbag2
   (:mod:`~helixtrack_ros.io.bags`).
@@ -28,7 +30,7 @@ from typing import Any
 from helixtrack_ros.io.packet_record import EventPacketRecord
 
 #: Kinds of recording :func:`open_recording` reads.
-KINDS = ('raw', 'dat', 'rosbag2', 'rosbag1')
+KINDS = ('raw', 'dat', 'npz', 'rosbag2', 'rosbag1')
 #: Formats :func:`open_event_sink` writes.
 SINK_FORMATS = ('rosbag2', 'raw-evt3', 'raw-evt2', 'raw-evt21')
 
@@ -70,6 +72,9 @@ class Recording:
         if self.kind == 'dat':
             from helixtrack_ros.io.dat_file import iter_dat_packets
             return iter_dat_packets(self.path)
+        if self.kind == 'npz':
+            from helixtrack_ros.io.npz_events import iter_npz_packets
+            return iter_npz_packets(self.path)
         if self.kind == 'rosbag1':
             from helixtrack_ros.io.ros1_bags import iter_ros1_event_packets
             return iter_ros1_event_packets(self.path, self.topic, on_corrupt)
@@ -78,8 +83,8 @@ class Recording:
 
 
 def recording_kind(path: 'str | Path') -> str:
-    """``'raw'``, ``'dat'``, ``'rosbag1'`` or ``'rosbag2'`` by the path (see the module
-    docstring)."""
+    """``'raw'``, ``'dat'``, ``'npz'``, ``'rosbag1'`` or ``'rosbag2'`` by the path (see the
+    module docstring)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f'recording not found: {path}')
@@ -88,12 +93,12 @@ def recording_kind(path: 'str | Path') -> str:
         return 'rosbag2'
     if suffix == '.raw':
         return 'raw'
-    if suffix == '.dat':
-        return 'dat'
+    if suffix in ('.dat', '.npz'):
+        return suffix[1:]
     if suffix == '.bag':
         return 'rosbag1'
-    raise RecordingError(f'{path}: not a known recording (expected a .raw or .dat file, a ROS 1 '
-                         '.bag, or a rosbag2 directory, .mcap or .db3 file)')
+    raise RecordingError(f'{path}: not a known recording (expected a .raw, .dat or .npz file, a '
+                         'ROS 1 .bag, or a rosbag2 directory, .mcap or .db3 file)')
 
 
 def choose_topic(path: Path, topics: dict[str, str], topic: str | None) -> str:
@@ -118,8 +123,8 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
     Parameters
     ----------
     path : str or pathlib.Path
-        A ``.raw`` or ``.dat`` file, a ROS 1 ``.bag``, a rosbag2 directory or
-        ``.mcap``/``.db3`` file.
+        A ``.raw``, ``.dat`` or ``.npz`` file, a ROS 1 ``.bag``, a rosbag2 directory
+        or ``.mcap``/``.db3`` file.
     topic : str, optional
         The event topic of a bag; needed only when it has several.
 
@@ -144,6 +149,10 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
         from helixtrack_ros.io.dat_file import read_dat_header
         dat = read_dat_header(path)
         return Recording(path, kind, None, 'dat cd', None, dat.width, dat.height)
+    if kind == 'npz':
+        from helixtrack_ros.io.npz_events import read_npz_events
+        _, width, height = read_npz_events(path)
+        return Recording(path, kind, None, 'npz events', None, width, height)
     if kind == 'rosbag1':
         from helixtrack_ros.io.ros1_bags import ros1_topics
         info = ros1_topics(path)

@@ -1,0 +1,59 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""numpy .npz files of events: what ``helixtrack events`` writes, tracked back."""
+
+import csv
+
+from cli_scenes import simulated
+import numpy as np
+import pytest
+
+from helixtrack_ros.cli import main
+from helixtrack_ros.io.npz_events import NpzEventsError, iter_npz_packets, read_npz_events
+
+
+def test_events_written_by_the_events_command_track_as_the_bag(tmp_path_factory, tmp_path,
+                                                               capsys):
+    """``events`` keeps the sensor size; ``track`` of its file gives the bag's rotor rows
+    (the stamps aside) and no stamp set aside (a first stamp of 0 would be one)."""
+    scene = simulated(tmp_path_factory, 'lone_constant', 0.1, 6)
+    assert main(['events', str(scene / 'events'), '-o', str(tmp_path / 'e.npz')]) == 0
+    ev, width, height = read_npz_events(tmp_path / 'e.npz')
+    assert (width, height) == (1280, 720) and len(ev) > 100_000
+    rows = {}
+    for name, rec in (('bag', scene / 'events'), ('npz', tmp_path / 'e.npz')):
+        out = tmp_path / name
+        assert main(['track', str(rec), '--params', str(scene / 'params.yaml'), '-q',
+                     '--out', str(out)]) == 0
+        rows[name] = [{k: v for k, v in r.items() if k != 'stamp_ns'}
+                      for r in csv.DictReader((out / 'rpm.csv').open())]
+        assert 'stamp jumps' not in capsys.readouterr().out
+    assert rows['npz'] == rows['bag'] and len(rows['bag']) == 100
+
+
+def test_unsorted_events_are_sorted_and_the_size_comes_from_them(tmp_path):
+    rng = np.random.default_rng(2)
+    t = rng.integers(0, 3000, 500)
+    np.savez(tmp_path / 'u.npz', t_us=t, x=rng.integers(0, 300, 500),
+             y=rng.integers(0, 200, 500), p=rng.integers(0, 2, 500))
+    ev, width, height = read_npz_events(tmp_path / 'u.npz')
+    assert np.array_equal(ev.t_us, np.sort(t))
+    assert (width, height) == (int(ev.x.max()) + 1, int(ev.y.max()) + 1)
+    pkts = list(iter_npz_packets(tmp_path / 'u.npz'))
+    assert sum(len(p.events) // 8 for p in pkts) == 500 and pkts[0].stamp_ns >= 1
+
+
+@pytest.mark.parametrize('write, message', [
+    (lambda p: np.savez(p, t_us=np.arange(3), x=np.arange(3)), 'no y, p array'),
+    (lambda p: np.savez(p, t_us=np.arange(3), x=np.arange(3), y=np.arange(2),
+                        p=np.arange(3)), 'one length'),
+    (lambda p: p.write_bytes(b'not a zip'), 'not a numpy .npz file'),
+])
+def test_a_bad_npz_file_is_one_line(tmp_path, capsys, write, message):
+    path = tmp_path / 'bad.npz'
+    write(path)
+    with pytest.raises(NpzEventsError, match=message):
+        read_npz_events(path)
+    assert main(['track', str(path), '-o', str(tmp_path / 'o')]) == 2
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err and message in err
