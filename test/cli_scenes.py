@@ -16,3 +16,13 @@ def simulated(tmp_path_factory: pytest.TempPathFactory, scenario: str, duration_
     assert main(['simulate', '--scenario', scenario, '--duration', str(duration_s),
                  '--seed', str(seed), '--out', str(out)]) == 0
     return out
+
+
+def rotor_rows(recording: Path, scene: Path, out: Path) -> list[dict[str, str]]:
+    """``track`` of ``recording`` with the scene's rotors: its rpm.csv rows without the
+    stamps (which differ between formats of the same events)."""
+    import csv
+    assert main(['track', str(recording), '--params', str(scene / 'params.yaml'), '-q',
+                 '--out', str(out)]) == 0
+    return [{k: v for k, v in r.items() if k != 'stamp_ns'}
+            for r in csv.DictReader((out / 'rpm.csv').open())]

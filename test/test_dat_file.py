@@ -2,13 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Prophesee DAT files: header, events, the 32-bit time's wrap, packets, the command line."""
 
-import csv
-
-from cli_scenes import simulated
+from cli_scenes import rotor_rows, simulated
 import numpy as np
 import pytest
 
-from helixtrack_ros.cli import main
 from helixtrack_ros.codecs import make_decoder
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.io.bags import iter_event_packets
@@ -98,11 +95,6 @@ def test_track_of_a_dat_file_equals_track_of_the_bag(tmp_path_factory, tmp_path)
         dec = dec or make_decoder(pkt.encoding, pkt.width, pkt.height)
         parts.append(dec.decode(pkt.events).events)
     write_dat(tmp_path / 'scene.dat', EventArrays.concatenate(parts), 1280, 720)
-    rows = {}
-    for name, rec in (('bag', scene / 'events'), ('dat', tmp_path / 'scene.dat')):
-        out = tmp_path / name
-        assert main(['track', str(rec), '--params', str(scene / 'params.yaml'), '-q',
-                     '--out', str(out)]) == 0
-        rows[name] = [{k: v for k, v in r.items() if k != 'stamp_ns'}
-                      for r in csv.DictReader((out / 'rpm.csv').open())]
-    assert rows['dat'] == rows['bag'] and len(rows['bag']) == 100
+    bag = rotor_rows(scene / 'events', scene, tmp_path / 'bag')
+    assert rotor_rows(tmp_path / 'scene.dat', scene, tmp_path / 'dat') == bag
+    assert len(bag) == 100
