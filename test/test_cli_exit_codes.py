@@ -230,12 +230,16 @@ def test_a_cut_mcap_file_reads_every_intact_packet_before_the_damage(scene, tmp_
     assert [r.seq for r in iter_event_packets(bag)] == [r.seq for r in full]
 
 
-def track_damaged(bag: Path, scene: Path, out: Path, capsys) -> tuple[str, int, list]:
-    """``track`` of a damaged bag: exit 3 and one line; (the line, the intact messages it
-    names, the rpm.csv rows)."""
+def track_damaged(bag: Path, scene: Path, out: Path, capsys,
+                  warned: bool = False) -> tuple[str, int, list]:
+    """``track`` of a damaged bag: exit 3 and one line (after ``warning:`` lines, where
+    ``warned``); (the line, the intact messages it names, the rpm.csv rows)."""
     assert main(['track', str(bag), '--params', str(scene / 'params.yaml'), '--out',
                  str(out)]) == 3
-    line = one_line(capsys.readouterr().err)
+    err = capsys.readouterr().err
+    if warned:
+        err = '\n'.join(x for x in err.splitlines() if 'warning:' not in x)
+    line = one_line(err)
     n = int(re.search(r'the (\d+) intact messages', line).group(1))
     return line, n, list(csv.DictReader((out / 'rpm.csv').open()))
 
@@ -531,3 +535,42 @@ def test_a_cut_ros1_bag_keeps_what_precedes_the_damage_and_exits_3(scene, tmp_pa
             got.append(r)
     assert [r.seq for r in got] == [r.seq for r in full[:n]]
     assert all(bytes(a.events) == bytes(b.events) for a, b in zip(got, full))
+
+
+def test_a_damaged_first_chunk_loses_only_its_own_messages(scene, tmp_path, capsys):
+    """The channels stand in the first chunk and in the summary; before, a bad first
+    chunk lost every message of the bag (input review, 2026-11-27)."""
+    bag, chunks = checksummed_copy(scene, tmp_path / 'crc')
+    (mcap,) = bag.glob('*.mcap')
+    data = bytearray(mcap.read_bytes())
+    data[chunks[0] + 1000:chunks[0] + 5096] = bytes(4096)
+    mcap.write_bytes(bytes(data))
+    # (the words before the stream's first time word then are decode errors: a warning)
+    line, n, rows = track_damaged(bag, scene, tmp_path / 'o', capsys, warned=True)
+    assert 'fails its checksum' in line and 50 < n < 100 and n - 3 <= len(rows) <= n
+
+
+@pytest.mark.parametrize('compression', ['none', 'bz2'])
+def test_a_ros1_bag_with_a_damaged_chunk_is_read_around_it(scene, tmp_path, capsys,
+                                                          compression):
+    """An indexed ROS 1 bag with 64 kB zeroed inside: before, a ReaderError traceback
+    or exit 2, and nothing kept (input review, 2026-11-27); now exit 3 with the
+    messages before the damage (and after it, where the damage lies inside a chunk)."""
+    from rosbags.rosbag1 import Writer as Ros1Writer
+
+    from helixtrack_ros.io.ros1_bags import Ros1EventBagWriter
+    bag = tmp_path / 'full.bag'
+    writer = Ros1EventBagWriter(bag)
+    if compression == 'bz2':
+        writer._writer.set_compression(Ros1Writer.CompressionFormat.BZ2)
+    writer._writer.chunk_threshold = 200_000
+    with writer as w:
+        for r in iter_event_packets(scene / 'events'):
+            w.write(r.stamp_ns, r.seq, r.events, r.width, r.height, r.encoding)
+    data = bytearray(bag.read_bytes())
+    at = len(data) * 3 // 10
+    data[at:at + 65536] = bytes(65536)
+    bag.write_bytes(bytes(data))
+    line, n, rows = track_damaged(bag, scene, tmp_path / 'o', capsys)
+    # (where the zeros hit the records between chunks the reading stops there)
+    assert 'rosbag reindex' in line and 20 < n < 100 and n - 3 <= len(rows) <= n

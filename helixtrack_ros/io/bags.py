@@ -200,7 +200,8 @@ def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
         store = typestore()
         structs = StructEventReader(ros1=False) if msgtype in STRUCT_EVENT_TYPES else None
         n = 0
-        stream = _Messages(reader, conns, f'of {topic!r}')
+        stream = ResumableMessages(reader, conns, f'of {topic!r}',
+                                   lambda: _mcap_salvage(reader.path))
         for _, log_time_ns, raw in stream:
             n += 1
             record = None
@@ -224,19 +225,22 @@ def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
         reader.close()   # (a salvage reader holds nothing open)
 
 
-class _Messages:
-    """``reader.messages(conns)``, read on past damaged chunks of an MCAP bag.
+class ResumableMessages:
+    """``reader.messages(conns)``, read on by a salvage reader when the first one fails.
 
-    rosbags stops at a chunk that fails its checksum. The rest is then read
-    by :class:`McapSalvage`, which skips such chunks; the messages already
-    given are not given again. ``reader`` is the reader in use (its damage
-    is raised at the end, see :func:`_raise_if_damaged`).
+    rosbags stops at a chunk that fails its checksum (MCAP) or that does not
+    decompress or parse (ROS 1). ``salvage()`` then gives a reader of the
+    intact records (None: none can be made, the error is raised as one line);
+    the messages already given are not given again. ``reader`` is the reader
+    in use (its damage is raised at the end, see :func:`_raise_if_damaged`).
     """
 
-    def __init__(self, reader: Any, conns: list[Any], what: str) -> None:
+    def __init__(self, reader: Any, conns: list[Any], what: str,
+                 salvage: Callable[[], Any]) -> None:
         self.reader = reader
         self._conns = conns
         self._what = what
+        self._salvage = salvage
 
     def __iter__(self) -> Iterator[tuple[Any, int, Any]]:
         n = 0
@@ -254,17 +258,22 @@ class _Messages:
 
     def _resume(self, err: Exception, n: int) -> Iterator[tuple[Any, int, Any]]:
         """The salvage reader's messages after the first ``n`` (else the error, as one line)."""
-        files = ([] if isinstance(self.reader, McapSalvage)
-                 else mcap_files(resolve_bag_path(self.reader.path)))
-        if not files:
+        salvage = None if getattr(self.reader, 'salvaged', False) else self._salvage()
+        if salvage is None:
             raise ValueError(f'cannot read message {n} {self._what} in {self.reader.path}: '
                              f'{one_line(err)}') from err
-        self.reader = McapSalvage(self.reader.path, files)
+        self.reader = salvage
         topics = {c.topic for c in self._conns}
         it = self.reader.messages([c for c in self.reader.connections if c.topic in topics])
         for _ in range(n):
             next(it, None)
         return it
+
+
+def _mcap_salvage(path: Path) -> 'McapSalvage | None':
+    """A salvage reader of the bag's MCAP files (None: the bag has none)."""
+    files = mcap_files(resolve_bag_path(path))
+    return McapSalvage(path, files) if files else None
 
 
 def _raise_if_damaged(reader: Any, messages_read: int, topics: str) -> None:
@@ -309,7 +318,9 @@ def iter_messages(bag_path: 'str | Path',
             if c.msgtype not in store.types:
                 raise ValueError(f'unknown message type {c.msgtype} on {c.topic!r}')
         n = 0
-        stream = _Messages(reader, conns, 'of ' + ', '.join(sorted({c.topic for c in conns})))
+        stream = ResumableMessages(reader, conns,
+                                   'of ' + ', '.join(sorted({c.topic for c in conns})),
+                                   lambda: _mcap_salvage(reader.path))
         for conn, log_time_ns, raw in stream:
             try:
                 msg = store.deserialize_cdr(raw, conn.msgtype)

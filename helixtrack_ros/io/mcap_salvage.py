@@ -60,6 +60,7 @@ _MCAP_MAGIC = b'\x89MCAP0\r\n'
 _MCAP_RECORD_HEAD = struct.Struct('<BQ')          # opcode, record length
 _MCAP_CHUNK_HEAD = struct.Struct('<QQQI')       # start, end, uncompressed size, crc
 _MCAP_MESSAGE_HEAD = struct.Struct('<HIQQ')     # channel, sequence, log time, publish time
+_MCAP_FOOTER = struct.Struct('<QQI')            # summary start, summary offset start, crc
 
 
 def mcap_files(path: Path) -> list[Path]:
@@ -132,6 +133,9 @@ class McapSalvage:
     ``messages``, ``close``.
     """
 
+    #: a salvage reader (not to be salvaged again)
+    salvaged = True
+
     def __init__(self, path: Path, files: list[Path]) -> None:
         self.path = path
         self.files = files
@@ -185,6 +189,9 @@ class McapSalvage:
             fh.seek(0)
             if fh.read(len(_MCAP_MAGIC)) != _MCAP_MAGIC:
                 return 'no MCAP magic at its start'
+            # (the channels also stand in the summary: a damaged first chunk loses none)
+            self._summary_channels(fh, size, schemas, channels)
+            fh.seek(len(_MCAP_MAGIC))
             while True:
                 offset = fh.tell()
                 head = fh.read(_MCAP_RECORD_HEAD.size)
@@ -212,6 +219,34 @@ class McapSalvage:
                     self._skipped.append((file, cut))   # damage inside a whole chunk
                 elif cut is not None:
                     return cut
+
+    def _summary_channels(self, fh: Any, size: int, schemas: dict[int, str],
+                          channels: dict[int, _SalvagedConnection]) -> None:
+        """Take in the schema and channel records of the file's summary, where its footer
+        is intact (best effort: anything unreadable is left to the scan)."""
+        footer = len(_MCAP_MAGIC) + _MCAP_RECORD_HEAD.size + _MCAP_FOOTER.size
+        if size < footer + len(_MCAP_MAGIC):
+            return
+        fh.seek(size - footer)
+        op, length = _MCAP_RECORD_HEAD.unpack(fh.read(_MCAP_RECORD_HEAD.size))
+        start, offsets, _ = _MCAP_FOOTER.unpack(fh.read(_MCAP_FOOTER.size))
+        end = offsets or size - footer
+        if op != 0x02 or length != _MCAP_FOOTER.size or not 0 < start < end <= size - footer:
+            return
+        fh.seek(start)
+        data = memoryview(fh.read(end - start))
+        pos = 0
+        while pos + _MCAP_RECORD_HEAD.size <= len(data):
+            rop, rlen = _MCAP_RECORD_HEAD.unpack_from(data, pos)
+            body = data[pos + _MCAP_RECORD_HEAD.size:pos + _MCAP_RECORD_HEAD.size + rlen]
+            if len(body) < rlen:
+                return
+            if rop in (0x03, 0x04):
+                try:
+                    self._record(rop, body, schemas, channels, None)
+                except (struct.error, UnicodeDecodeError):
+                    return
+            pos += _MCAP_RECORD_HEAD.size + rlen
 
     @staticmethod
     def _chunk_records(body: memoryview, length: int, offset: int) -> tuple[list, 'str | None']:

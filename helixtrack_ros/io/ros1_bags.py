@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from rosbags.rosbag1 import Reader, Writer
 
+from helixtrack_ros.io.bags import ResumableMessages
 from helixtrack_ros.io.event_structs import StructEventReader, struct_record
 from helixtrack_ros.io.mcap_salvage import TruncatedBagError, one_line
 from helixtrack_ros.io.packet_record import (
@@ -48,8 +49,8 @@ def _open(path: 'str | Path') -> 'Reader | Ros1Salvage':
     except Exception as err:  # rosbags raises its own ReaderError, and OSError
         with path.open('rb') as fh:
             bag = fh.read(len(MAGIC)) == MAGIC and path.stat().st_size > len(MAGIC)
-        if bag and 'index' in str(err).lower():
-            return Ros1Salvage(path)   # no index: the recorder was killed
+        if bag:   # no index (the recorder was killed), or damage rosbags stops at
+            return Ros1Salvage(path)
         raise ValueError(f'cannot read ROS 1 bag {path}: {one_line(err)}') from err
     return reader
 
@@ -97,7 +98,9 @@ def iter_ros1_event_packets(path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC
         store = ros1_typestore()
         structs = StructEventReader(ros1=True) if msgtype in STRUCT_EVENT_TYPES else None
         read = 0
-        for n, (_, log_time_ns, raw) in enumerate(reader.messages(connections=conns)):
+        stream = ResumableMessages(reader, conns, f'of {topic!r}',
+                                   lambda: Ros1Salvage(Path(path)))
+        for n, (_, log_time_ns, raw) in enumerate(stream):
             try:
                 if structs is not None:
                     record = struct_record(structs, raw, log_time_ns, n, topic, path)
@@ -109,8 +112,9 @@ def iter_ros1_event_packets(path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC
                 continue
             yield record
             read += 1
-        if getattr(reader, 'damage', None) is not None:
-            raise TruncatedBagError(path, reader.damage, read, topic)
+        if getattr(stream.reader, 'damage', None) is not None:
+            raise TruncatedBagError(path, stream.reader.damage, read, topic,
+                                    getattr(stream.reader, 'read_past', False))
     finally:
         reader.close()
 

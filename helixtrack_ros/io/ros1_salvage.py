@@ -21,7 +21,7 @@ from typing import Any
 from helixtrack_ros.io.mcap_salvage import one_line
 
 MAGIC = b'#ROSBAG V2.0\n'
-_OP_MESSAGE, _OP_CHUNK, _OP_CONNECTION = 0x02, 0x05, 0x07
+_OP_MESSAGE, _OP_INDEX, _OP_CHUNK, _OP_CHUNK_INFO, _OP_CONNECTION = 0x02, 0x04, 0x05, 0x06, 0x07
 _U32 = struct.Struct('<I')
 
 
@@ -59,12 +59,14 @@ def _record_at(data: bytes, pos: int) -> 'tuple[dict[str, bytes], bytes, int] | 
     return _fields(data[pos + 4:pos + 4 + hlen]), data[pos + 8 + hlen:end], end
 
 
-def _records(data: bytes) -> Iterator[tuple[dict[str, bytes], bytes]]:
-    """(header fields, data) of each whole record in ``data``; stops at a cut-off one."""
-    pos = 0
+def _records(data: bytes) -> tuple[list[tuple[dict[str, bytes], bytes]], bool]:
+    """(header fields, data) of each whole record in ``data``, and whether they fill it
+    (False: a record is cut off or its lengths are garbage)."""
+    out, pos = [], 0
     while (rec := _record_at(data, pos)) is not None and rec[2] <= len(data):
-        yield rec[0], rec[1]
+        out.append((rec[0], rec[1]))
         pos = rec[2]
+    return out, pos == len(data)
 
 
 def _decompress(data: bytes, compression: bytes) -> bytes:
@@ -85,6 +87,9 @@ class Ros1Salvage:
     ``damage`` says where reading stopped, or that the bag ends without its
     index; ``damaged_file`` is the bag.
     """
+
+    #: a salvage reader (not to be salvaged again)
+    salvaged = True
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -119,27 +124,46 @@ class Ros1Salvage:
             self.damage = 'no ROS 1 bag header'
             return
         pos = len(MAGIC)
+        self._notes: list[str] = []
+        indexed = False
         while pos < len(data):
             rec = _record_at(data, pos)
             if rec is None:
                 self.damage = f'the bag ends at byte {len(data)} inside a record header'
                 return
             fields, body, end = rec
+            op = fields.get('op', b'\0')[:1]
             try:
-                if fields.get('op', b'\0')[:1] == bytes([_OP_CHUNK]):
+                if op == bytes([_OP_CHUNK]):
                     # (a cut-off chunk gives the records that arrived whole)
                     inner = _decompress(body, fields.get('compression', b'none'))
-                    yield from self._take(_records(inner), wanted)
+                    records, whole = _records(inner)
+                    yield from self._take(records, wanted)
+                    if not whole and end <= len(data):    # damage inside: read on after it
+                        self._notes.append(f'the chunk at byte {pos} holds a damaged record')
                 elif end <= len(data):
+                    indexed = indexed or op in (bytes([_OP_INDEX]), bytes([_OP_CHUNK_INFO]))
                     yield from self._take([(fields, body)], wanted)
             except Exception as err:  # bz2 / lz4 / struct errors, bad fields, bad text
-                self.damage = f'the record at byte {pos} is damaged: {one_line(err)}'
-                return
+                what = f'the record at byte {pos} is damaged: {one_line(err)}'
+                if op != bytes([_OP_CHUNK]) or end > len(data):
+                    self.damage = self._damage(what)
+                    return
+                self._notes.append(what)    # a whole chunk: read on after it
             if end > len(data):
-                self.damage = f'the bag ends at byte {len(data)} inside the record at byte {pos}'
+                self.damage = self._damage(f'the bag ends at byte {len(data)} inside the record '
+                                           f'at byte {pos}')
                 return
             pos = end
-        self.damage = 'it ends without its index (the recorder did not close it)'
+        self.damage = self._damage(None if indexed else
+                                   'it ends without its index (the recorder did not close it)')
+
+    def _damage(self, stop: 'str | None') -> 'str | None':
+        """The damaged chunks read past (the first named) and where reading stopped."""
+        parts = self._notes[:1] + ([f'{len(self._notes) - 1} more damaged chunks']
+                                   if len(self._notes) > 1 else [])
+        self.read_past = bool(self._notes) and stop is None
+        return '; '.join(parts + ([stop] if stop else [])) or None
 
     def _take(self, records: Iterable[tuple[dict[str, bytes], bytes]],
               wanted: 'set[int] | None') -> Iterator[tuple[Any, int, bytes]]:
