@@ -507,23 +507,29 @@ def test_the_command_line_refuses_rotor_names_as_the_node_does(scene, tmp_path, 
     assert message in line and line.count(str(params)) == 1
 
 
+def ros1_copy(scene: Path, bag: Path, compression: str) -> Path:
+    """The scene's packets as a ROS 1 bag (``compression`` none or bz2, 200 kB chunks)."""
+    from rosbags.rosbag1 import Writer as Ros1Writer
+
+    from helixtrack_ros.io.ros1_bags import Ros1EventBagWriter
+    writer = Ros1EventBagWriter(bag)
+    if compression == 'bz2':
+        writer._writer.set_compression(Ros1Writer.CompressionFormat.BZ2)
+    writer._writer.chunk_threshold = 200_000
+    with writer as w:
+        for r in iter_event_packets(scene / 'events'):
+            w.write(r.stamp_ns, r.seq, r.events, r.width, r.height, r.encoding)
+    return bag
+
+
 @pytest.mark.parametrize('compression', ['none', 'bz2'])
 def test_a_cut_ros1_bag_keeps_what_precedes_the_damage_and_exits_3(scene, tmp_path, capsys,
                                                                  compression):
     """Before: rosbags refused a ROS 1 bag without its index ("Bag index looks damaged",
     exit 2, nothing read; helper review, 2026-11-27)."""
-    from rosbags.rosbag1 import Writer as Ros1Writer
-
-    from helixtrack_ros.io.ros1_bags import Ros1EventBagWriter, iter_ros1_event_packets
+    from helixtrack_ros.io.ros1_bags import iter_ros1_event_packets
     full = list(iter_event_packets(scene / 'events'))
-    bag = tmp_path / 'full.bag'
-    writer = Ros1EventBagWriter(bag)
-    if compression == 'bz2':
-        writer._writer.set_compression(Ros1Writer.CompressionFormat.BZ2)
-        writer._writer.chunk_threshold = 200_000
-    with writer as w:
-        for r in full:
-            w.write(r.stamp_ns, r.seq, r.events, r.width, r.height, r.encoding)
+    bag = ros1_copy(scene, tmp_path / 'full.bag', compression)
     cut = tmp_path / 'cut.bag'
     cut.write_bytes(bag.read_bytes()[:int(bag.stat().st_size * 0.45)])
     line, n, rows = track_damaged(cut, scene, tmp_path / 'o', capsys)
@@ -556,17 +562,7 @@ def test_a_ros1_bag_with_a_damaged_chunk_is_read_around_it(scene, tmp_path, caps
     """An indexed ROS 1 bag with 64 kB zeroed inside: before, a ReaderError traceback
     or exit 2, and nothing kept (input review, 2026-11-27); now exit 3 with the
     messages before the damage (and after it, where the damage lies inside a chunk)."""
-    from rosbags.rosbag1 import Writer as Ros1Writer
-
-    from helixtrack_ros.io.ros1_bags import Ros1EventBagWriter
-    bag = tmp_path / 'full.bag'
-    writer = Ros1EventBagWriter(bag)
-    if compression == 'bz2':
-        writer._writer.set_compression(Ros1Writer.CompressionFormat.BZ2)
-    writer._writer.chunk_threshold = 200_000
-    with writer as w:
-        for r in iter_event_packets(scene / 'events'):
-            w.write(r.stamp_ns, r.seq, r.events, r.width, r.height, r.encoding)
+    bag = ros1_copy(scene, tmp_path / 'full.bag', compression)
     data = bytearray(bag.read_bytes())
     at = len(data) * 3 // 10
     data[at:at + 65536] = bytes(65536)
