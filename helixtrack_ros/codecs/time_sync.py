@@ -38,6 +38,10 @@ stamp.
 
 import numpy as np
 
+#: A header stamp of this value is no stamp (e.g. sim time before its clock runs); the
+#: readers of files stamp their first packet at least one above it.
+NO_STAMP_NS = 0
+
 
 class TimeMapper:
     """Sensor-to-ROS time mapping with a leaky running minimum of the offset.
@@ -101,7 +105,7 @@ class TimeMapper:
         """
         stamp_ns = int(stamp_ns)
         t_us = int(t_first_us)
-        if stamp_ns == 0:
+        if stamp_ns == NO_STAMP_NS:
             # no stamp at all (e.g. sim time before the first clock message)
             self.n_set_aside += 1
             return False

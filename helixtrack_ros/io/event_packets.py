@@ -15,6 +15,7 @@ import numpy as np
 
 from helixtrack_ros.codecs.evt3_encoder import packetize
 from helixtrack_ros.codecs.mono import mono_words
+from helixtrack_ros.codecs.time_sync import NO_STAMP_NS
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.io.packet_record import EventPacketRecord
 
@@ -44,7 +45,6 @@ def _packet(ev: EventArrays, width: int, height: int, date_ns: int, seq: int,
     events within 4.29 s of it), its stamp never decreasing."""
     base_ns = int(ev.t_us.min()) * 1000
     words = mono_words(ev.x, ev.y, ev.p, np.asarray(ev.t_us, np.int64) * 1000 - base_ns)
-    # (at least 1 ns: a stamp of 0 means "no stamp" to the time mapping)
-    stamp = max(date_ns + int(ev.t_us[0]) * 1000, last_stamp + 1 if seq else 1)
+    stamp = max(date_ns + int(ev.t_us[0]) * 1000, last_stamp + 1 if seq else NO_STAMP_NS + 1)
     return EventPacketRecord(stamp, '', height, width, seq, base_ns, 'mono', False,
                              words.view(np.uint8), stamp)

@@ -43,6 +43,7 @@ import re
 import numpy as np
 
 from helixtrack_ros.codecs.evt21 import swap_halves
+from helixtrack_ros.codecs.time_sync import NO_STAMP_NS
 from helixtrack_ros.core.jit import kernel, kernel_inline
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.io.raw_alignment import find_realignment, stored_format
@@ -291,8 +292,8 @@ def _cut_words(words, fmt, base, packet_us, max_words, state, cuts, starts):  # 
 
 def _packet(header: RawHeader, payload: np.ndarray, start_us: int, seq: int,
             last_stamp: int) -> EventPacketRecord:
-    # (at least 1 ns: a stamp of 0 means "no stamp" to the time mapping)
-    stamp = max(header.date_ns + max(start_us, 0) * 1000, last_stamp + 1 if seq else 1)
+    stamp = max(header.date_ns + max(start_us, 0) * 1000,
+                last_stamp + 1 if seq else NO_STAMP_NS + 1)
     return EventPacketRecord(stamp, '', header.height, header.width, seq, 0, header.encoding,
                              False, payload, stamp)
 
