@@ -123,6 +123,54 @@ def test_track_with_every_packet_refused_exits_1(scene, tmp_path, capsys):
     assert 'every one of the 5 packets was refused' in err.splitlines()[-1]
 
 
+def test_refused_packets_are_said_three_times_then_counted(capsys):
+    """A file whose every packet is refused for its own reason printed 1,372 lines
+    (adversarial review)."""
+    from types import SimpleNamespace
+
+    from helixtrack_ros.cli.track import REFUSALS_SAID, _TrackRun
+    run = _TrackRun(['a'], frames=False)
+    for seq in range(10):
+        run._note(SimpleNamespace(seq=seq), SimpleNamespace(error=f'sensor time leapt {seq} s'))
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == REFUSALS_SAID + 1 and 'counted, not listed' in lines[-1]
+    assert 'packet 0: sensor time leapt 0 s' in lines[0] and sum(run.errors.values()) == 10
+
+
+def test_evt3_data_under_an_evt2_header_is_nothing_tracked_not_a_cut_file(tmp_path, capsys):
+    """Every packet refused and the data ending inside a 4-byte word: exit 3 "cut short,
+    no repair needed" hid that nothing was tracked (adversarial review)."""
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.03', '--format',
+                 'raw-evt3', '-q', '-o', str(tmp_path / 's')]) == 0
+    data = (tmp_path / 's' / 'events.raw').read_bytes()
+    body = data[data.index(b'% end\n') + 6:]
+    body = body if len(body) % 4 else body + bytes(2)
+    bad = tmp_path / 'mislabelled.raw'
+    bad.write_bytes(b'% evt 2.0\n% format EVT2;height=720;width=1280\n% end\n' + body)
+    capsys.readouterr()
+    assert main(['track', str(bad), '--params', str(tmp_path / 's' / 'params.yaml'),
+                 '-o', str(tmp_path / 'o'), '-q']) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert 'no rotor tracked' in last and 'also cut short' in last
+
+
+def test_packets_in_reverse_order_are_said_not_silently_clamped(scene, tmp_path, capsys):
+    """Every event held at the latest time and "time backwards 0" in the summary: nothing
+    said why nothing was tracked (adversarial review)."""
+    from helixtrack_ros.io.bags import iter_event_packets
+    pkts = list(iter_event_packets(scene / 'events'))[::-1]
+    with EventBagWriter(tmp_path / 'reversed') as w:
+        for k, pkt in enumerate(pkts):
+            w.write(1_000_000_000 + 1_000_000 * k, pkt.seq, bytes(pkt.events),
+                    encoding=pkt.encoding, time_base=pkt.time_base)
+    capsys.readouterr()
+    assert main(['track', str(tmp_path / 'reversed'), '--params', str(scene / 'params.yaml'),
+                 '-o', str(tmp_path / 'o'), '-q']) == 1
+    out, err = capsys.readouterr()
+    assert 'events clamped' in out
+    assert 'held at the latest time: packets out of order' in err
+
+
 def test_track_without_params_and_no_rotor_in_view_exits_1(background, tmp_path, capsys):
     assert main(['track', str(background / 'events'), '--out', str(tmp_path / 'o')]) == 1
     line = one_line(capsys.readouterr().err)   # (and no matplotlib legend warning)
@@ -407,7 +455,7 @@ def test_ctrl_c_inside_a_numba_call_is_an_interrupt(monkeypatch, capsys, tmp_pat
     """Ctrl-C in a numba kernel can come back as a SystemError chained to the
     KeyboardInterrupt; before, that was a traceback (helper review, 2026-11-27).
     Any other SystemError still propagates."""
-    import helixtrack_ros.cli as cli
+    import helixtrack_ros.cli.simulate as cli
 
     def interrupted(args):
         try:

@@ -21,9 +21,9 @@ def _events(n: int, seed: int = 0, t0: int = 0) -> EventArrays:
                        rng.integers(0, 2, n).astype(np.uint8))
 
 
-def _decoded(path) -> EventArrays:
+def _decoded(path, notes=None) -> EventArrays:
     dec, parts = None, []
-    for pkt in iter_dat_packets(path):
+    for pkt in iter_dat_packets(path, on_notice=None if notes is None else notes.append):
         assert pkt.encoding == 'mono' and (pkt.width, pkt.height) == (1280, 720)
         dec = dec or make_decoder('mono', pkt.width, pkt.height)
         parts.append(dec.decode(pkt.events, time_base=pkt.time_base).events)
@@ -51,6 +51,36 @@ def test_the_32_bit_time_wraps_into_a_longer_time(tmp_path):
     wrapped = EventArrays(ev.t_us % (1 << 32), ev.x, ev.y, ev.p)
     write_dat(path, wrapped, 1280, 720)
     assert np.array_equal(_decoded(path).t_us, ev.t_us)
+
+
+def test_a_time_far_ahead_is_left_out_not_read_as_a_wrap(tmp_path):
+    """One damaged time 66 min ahead: read as a wrap, every later event would be 71.6 min
+    late (adversarial review)."""
+    ev = _events(5000)
+    path = tmp_path / 'far.dat'
+    k = 2500
+    write_dat(path, EventArrays(*(np.insert(a, k, v) for a, v in zip(
+        ev, (4_000_000_000, 5, 5, 1)))), 1280, 720)
+    notes: list[str] = []
+    got = _decoded(path, notes)
+    for name in ('t_us', 'x', 'y', 'p'):
+        assert np.array_equal(getattr(got, name), getattr(ev, name)), name
+    assert len(notes) == 1 and f'from event {k}' in notes[0] and 'left out' in notes[0]
+
+
+def test_events_out_of_time_order_are_sorted_and_said(tmp_path):
+    ev = _events(5000)
+    path = tmp_path / 'shuffled.dat'
+    order = np.arange(5000)
+    order[1000:1500] = order[1000:1500][::-1]
+    write_dat(path, EventArrays(*(a[order] for a in ev)), 1280, 720)
+    notes: list[str] = []
+    got = _decoded(path, notes)
+    assert np.array_equal(got.t_us, ev.t_us)
+    rows = sorted(zip(*(a.tolist() for a in got)))
+    assert rows == sorted(zip(*(a.tolist() for a in ev)))
+    assert len(notes) == 1 and 'sorted by time' in notes[0]
+    assert 'from event 1001' in notes[0] or 'from event 1000' in notes[0]
 
 
 def test_a_header_without_size_takes_it_from_the_events(tmp_path):

@@ -14,10 +14,10 @@ what they share.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import importlib
 import sys
+from typing import Any
 
-from helixtrack_ros.cli.batch import cmd_batch
 from helixtrack_ros.cli.common import (
     EXIT_STATUS_HELP,
     RECORDING_HELP,
@@ -28,16 +28,27 @@ from helixtrack_ros.cli.common import (
     seconds,
     sensor_size,
 )
-from helixtrack_ros.cli.demo import cmd_demo
-from helixtrack_ros.cli.detect import Detection, cmd_detect, detect_in_bag
-from helixtrack_ros.cli.events import cmd_events
-from helixtrack_ros.cli.simulate import cmd_simulate, simulate_to_dir
-from helixtrack_ros.cli.sweep import cmd_sweep
-from helixtrack_ros.cli.track import cmd_track, track_bag
 from helixtrack_ros.io.recordings import SINK_FORMATS
 
 __all__ = ['CliError', 'Detection', 'ExitCode', 'build_parser', 'detect_in_bag', 'main',
            'simulate_to_dir', 'track_bag']
+
+#: where the names this package gives lazily live: a sub-command's module is imported
+#: only when it runs (numba, the pipeline and matplotlib load only when needed)
+_LAZY = {'Detection': 'detect', 'detect_in_bag': 'detect', 'simulate_to_dir': 'simulate',
+         'track_bag': 'track'}
+
+
+def __getattr__(name: str) -> Any:
+    """The lazily imported names of :data:`_LAZY` (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    return getattr(importlib.import_module(f'{__name__}.{_LAZY[name]}'), name)
+
+
+def _command(p: argparse.ArgumentParser, name: str) -> None:
+    """Run ``cmd_<name>`` of module ``<name>`` for this sub-command (imported when run)."""
+    p.set_defaults(func=f'{name}:cmd_{name}')
 
 
 def _add_quiet(p: argparse.ArgumentParser) -> None:
@@ -58,7 +69,7 @@ def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
                    help='seconds of convergence left out of the errors')
     p.add_argument('-o', '--out', default='demo_out', help='output directory')
     _add_quiet(p)
-    p.set_defaults(func=cmd_demo)
+    _command(p, 'demo')
 
     p = sub.add_parser('simulate', help='write a simulated scene as a rosbag2 or a .raw file')
     p.add_argument('--scenario', default='quadcopter')
@@ -74,7 +85,7 @@ def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
                         'DIR/events.raw, a Metavision RAW file of EVT 3.0, 2.0 or 2.1')
     p.add_argument('-o', '--out', required=True, help='output directory')
     _add_quiet(p)
-    p.set_defaults(func=cmd_simulate)
+    _command(p, 'simulate')
 
 
 def _add_preset(p: argparse.ArgumentParser, text: str) -> None:
@@ -100,7 +111,7 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     _add_preset(p, "tracker configuration (replaces the parameter file's preset:, its "
                 'tracker.* values still apply on top)')
     _add_quiet(p)
-    p.set_defaults(func=cmd_track)
+    _command(p, 'track')
 
     p = sub.add_parser('detect', help='find the rotors of a bag and write a parameter file')
     p.add_argument('bag', help=RECORDING_HELP)
@@ -112,7 +123,7 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     p.add_argument('-o', '--out', required=True, help='parameter file to write (.yaml)')
     _add_preset(p, 'write this preset: into the parameter file')
     _add_quiet(p)
-    p.set_defaults(func=cmd_detect)
+    _command(p, 'detect')
 
     p = sub.add_parser('events', help="decode a bag's event packets to npz files")
     p.add_argument('bag', help=RECORDING_HELP)
@@ -121,7 +132,7 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
                    help='output FILE.npz, or a directory that receives chunk files '
                         'events_000000.npz, ... as decoding goes (bounded memory)')
     _add_quiet(p)
-    p.set_defaults(func=cmd_events)
+    _command(p, 'events')
 
 
 def _add_engine(p: argparse.ArgumentParser) -> None:
@@ -148,13 +159,12 @@ def _add_fleet_inputs(p: argparse.ArgumentParser, preset_text: str) -> None:
     _add_preset(p, preset_text)
 
 
-def _add_fleet_options(p: argparse.ArgumentParser, preset_text: str,
-                       func: Callable[[argparse.Namespace], int]) -> None:
+def _add_fleet_options(p: argparse.ArgumentParser, preset_text: str, name: str) -> None:
     """What ``batch`` and ``sweep`` share after their own arguments, and their command."""
     _add_fleet_inputs(p, preset_text)
     _add_engine(p)
     _add_quiet(p)
-    p.set_defaults(func=func)
+    _command(p, name)
 
 
 def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
@@ -165,7 +175,7 @@ def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
                    help='output directory: per recording its track outputs in a '
                         'sub-directory, and summary.csv (.parquet with pyarrow), summary.png')
     _add_fleet_options(p, "tracker configuration (replaces the parameter file's preset:)",
-                       cmd_batch)
+                       'batch')
 
     p = sub.add_parser('sweep', help='every configuration of a parameter grid on recordings '
                                      'with ground truth, ranked (Dask, cached per cell)')
@@ -180,7 +190,7 @@ def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--rank-by', choices=('mean', 'worst', 'scale'), default='mean',
                    help='rank by the mean MArE (default), the worst MArE or the worst '
                         'scale error over every recording and rotor')
-    _add_fleet_options(p, 'tracker configuration the grid starts from', cmd_sweep)
+    _add_fleet_options(p, 'tracker configuration the grid starts from', 'sweep')
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -200,8 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``helixtrack`` console script; returns an :class:`ExitCode`."""
     args = build_parser().parse_args(argv)
+    module, func = args.func.split(':')
     try:
-        return int(args.func(args))
+        return int(getattr(importlib.import_module(f'{__name__}.{module}'), func)(args))
     except CliError as exc:
         print(f'helixtrack: error: {exc}', file=sys.stderr)
         return ExitCode.USAGE

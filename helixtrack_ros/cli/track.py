@@ -31,8 +31,8 @@ from helixtrack_ros.cli.common import (
     remove_output,
 )
 from helixtrack_ros.cli.detect import NAMING, rotor_line
-from helixtrack_ros.cli.pictures import Frame, FrameSampler, Mark, draw_frames
-from helixtrack_ros.cli.plots import plot_rpm
+from helixtrack_ros.cli.picture_worker import PictureWorker
+from helixtrack_ros.cli.pictures import Frame, FrameSampler, Mark
 from helixtrack_ros.cli.progress import Progress, progress_enabled
 from helixtrack_ros.cli.truth import (
     GroundTruth,
@@ -100,6 +100,10 @@ def load_config(params_path: str | None, preset: str | None = None,
 #: per rotor and packet, what a run keeps of each output (:meth:`_TrackRun.arrays`): sensor
 #: time, shaft RPM, state code, events of the packet on the rotor, tip radius [px]
 ROW_FIELDS = ('t_us', 'rpm', 'state', 'events', 'scale_px')
+
+
+#: refused packets said one by one on stderr (those with a reason not seen before)
+REFUSALS_SAID = 3
 
 
 class _TrackRun:
@@ -181,8 +185,11 @@ class _TrackRun:
         self.n_packets += 1
         if res.error:
             self.errors[res.error] = self.errors.get(res.error, 0) + 1
-            if self.errors[res.error] == 1:
+            if self.errors[res.error] == 1 and len(self.errors) <= REFUSALS_SAID:
                 print(f'warning: packet {pkt.seq}: {res.error}', file=sys.stderr)
+            elif self.errors[res.error] == 1 and len(self.errors) == REFUSALS_SAID + 1:
+                print('warning: further refused packets are counted, not listed (the summary '
+                      'gives their number)', file=sys.stderr)
             return False
         if res.n_events == 0:
             return False
@@ -249,20 +256,25 @@ def track_recording(bag: str, config: Any, out: Path | None, truth: GroundTruth 
         true (t_us, values) of each tracked rotor with a match (or None).
     """
     from helixtrack_ros.pipeline import TrackingPipeline
-    recording = open_or_fail(bag, topic)
+    pictures = PictureWorker()
     if out is not None:
-        output_dir(out)
-        remove_output(out / 'results.mcap')
-    TrackingPipeline.warmup()
-    pipe = TrackingPipeline(config)
-    try:
-        return _track_with(pipe, recording, config, out, truth, skip_s, quiet)
-    finally:
-        pipe.close()
+        pictures.start()   # (it imports matplotlib while the kernels load and the rotors run)
+    with pictures:
+        recording = open_or_fail(bag, topic)
+        if out is not None:
+            output_dir(out)
+            remove_output(out / 'results.mcap')
+        TrackingPipeline.warmup()
+        pipe = TrackingPipeline(config)
+        try:
+            return _track_with(pipe, recording, config, out, truth, skip_s, quiet, pictures)
+        finally:
+            pipe.close()
 
 
 def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
-                truth: GroundTruth | None, skip_s: float, quiet: bool) -> dict[str, Any]:
+                truth: GroundTruth | None, skip_s: float, quiet: bool,
+                pictures: PictureWorker) -> dict[str, Any]:
     """The body of :func:`track_recording` once the pipeline is made."""
     from helixtrack_ros.io.bags import ResultBagWriter
     run = _TrackRun(pipe.rotor_names, frames=out is not None)
@@ -289,8 +301,9 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
     table = error_table(arrays, truth_rpm, int(skip_s * 1e6)) if truth_rpm else []
     labels: list[list[Any]] = []
     if out is not None:
-        plot_rpm(out / 'rpm.png', arrays, truth_rpm)
-        labels = _draw_overlay(out / 'overlay.png', run.frames, recording, config, detected)
+        overlay = _overlay_args(out / 'overlay.png', run.frames, recording, config, detected)
+        _, labels = pictures.draw([('rpm', (out / 'rpm.png', arrays, truth_rpm)),
+                                   ('frames', overlay)])
     return {'packets': run.n_packets, 'events': pipe.counters['events_in'], 'wall_s': wall,
             'sensor_s': sensor_s, 'rtf': sensor_s / wall if wall > 0 else float('nan'),
             'counters': dict(pipe.counters), 'errors': run.errors, 'table': table,
@@ -305,9 +318,10 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
             't_first_us': run.t_first_us, 't_last_us': run.t_last_us}
 
 
-def _draw_overlay(path: Path, sampler: FrameSampler, recording: Any, config: Any,
-                  detected: dict[str, tuple[int, Any]]) -> list[list[Any]]:
-    """overlay.png: a few event frames of the run with every tracked rotor then."""
+def _overlay_args(path: Path, sampler: FrameSampler, recording: Any, config: Any,
+                  detected: dict[str, tuple[int, Any]]) -> tuple:
+    """The :func:`~helixtrack_ros.cli.pictures.draw_frames` arguments of overlay.png: a few
+    event frames of the run with every tracked rotor then."""
     blades = {r.name: r.blades for r in config.rotors}
     blades.update({n: d.blades for n, (_, d) in detected.items()})
     frames = []
@@ -320,7 +334,7 @@ def _draw_overlay(path: Path, sampler: FrameSampler, recording: Any, config: Any
                                    default=1280)
     height = recording.height or max((int(f.y.max()) + 1 for f in frames if len(f.y)),
                                      default=720)
-    return draw_frames(path, width, height, frames, 'helixtrack track: tracked rotors')
+    return (path, width, height, frames, 'helixtrack track: tracked rotors')
 
 
 def _first_detections(pipe: Any) -> dict[str, tuple[int, Any]]:
@@ -412,11 +426,12 @@ def track_status(info: dict[str, Any]) -> tuple[ExitCode, str | None]:
         return ExitCode.USAGE, str(info['read_error'])
     if info['interrupted']:
         return ExitCode.INTERRUPTED, 'interrupted: outputs hold what was processed so far'
+    reason = _nothing_tracked(info)
+    if reason is not None:   # (the main news, also where the input was cut short)
+        cut = '; the input is also cut short' if info['truncated'] is not None else ''
+        return ExitCode.NOTHING_FOUND, f'no rotor tracked: {reason}{cut}'
     if info['truncated'] is not None:
         return ExitCode.PARTIAL_INPUT, damage_line(info['truncated'], 'tracked')
-    reason = _nothing_tracked(info)
-    if reason is not None:
-        return ExitCode.NOTHING_FOUND, f'no rotor tracked: {reason}'
     return ExitCode.OK, None
 
 
@@ -450,10 +465,12 @@ def _print_rotors(info: dict[str, Any]) -> None:
         print(f'helixtrack: warning: ground truth: {match.problem}', file=sys.stderr)
 
 
+#: the share of events held at an earlier event's time that gets a warning
+CLAMPED_SAID = 0.01
 #: input counters the summary names when they are not zero
 OTHER_INPUT_COUNTERS = ('packets_dropped', 'seq_restarts', 'seq_repeats', 'packets_duplicate',
                         'packets_late', 'camera_restarts', 'time_gaps', 'packets_corrupt',
-                        'stamp_jumps', 'format_changes')
+                        'stamp_jumps', 'format_changes', 'events_clamped')
 
 
 def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
@@ -471,6 +488,10 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
         print(f'helixtrack: warning: {c["decode_errors"]} decode errors (words the decoder '
               f'could not use, or events outside the {info["size"]} sensor): damaged data, '
               'or a header or encoding that does not match it', file=sys.stderr)
+    if c['events_clamped'] > CLAMPED_SAID * max(info['events'], 1):
+        print(f'helixtrack: warning: {c["events_clamped"]} events came earlier than events '
+              'before them and were held at the latest time: packets out of order (the '
+              'recording sorted by something other than sensor time?)', file=sys.stderr)
     if info['interrupted']:
         print('interrupted: outputs hold what was processed so far')
     _print_rotors(info)

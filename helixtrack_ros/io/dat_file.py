@@ -17,7 +17,7 @@ is mapped, not read whole. A file that ends inside an event gives every
 whole event, then :class:`~helixtrack_ros.io.raw_file.TruncatedRawError`.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 import mmap
 from pathlib import Path
@@ -34,6 +34,8 @@ CD_TYPES = {0: 'Event2d', 12: 'EventCD'}
 _EVENT = np.dtype([('t', '<u4'), ('w', '<u4')])
 #: Events read at a time (8 MB).
 _CHUNK = 1 << 20
+#: The most events in a row a damaged time may put far ahead (more are a gap in time).
+_MAX_OUTLIERS = 64
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,17 @@ def _events(path: Path, offset: int, n: int) -> np.ndarray:
     return np.frombuffer(mm, _EVENT, count=n, offset=offset)
 
 
-def iter_dat_packets(path: 'str | Path', packet_us: int = 1000) -> Iterator[EventPacketRecord]:
-    """Stream a DAT file's CD events as ``mono`` packet records of ``packet_us`` each."""
+def iter_dat_packets(path: 'str | Path', packet_us: int = 1000,
+                     on_notice: 'Callable[[str], None] | None' = None
+                     ) -> Iterator[EventPacketRecord]:
+    """Stream a DAT file's CD events as ``mono`` packet records of ``packet_us`` each.
+
+    ``on_notice`` gets one line for each repair of the times (:class:`_Unwrapper`).
+    """
     path = Path(path)
     head = read_dat_header(path)
-    packets = mono_packets(_unwrapped(path, head), head.width, head.height, head.date_ns,
+    unwrap = _Unwrapper(on_notice or (lambda line: None))
+    packets = mono_packets(_chunks(path, head, unwrap), head.width, head.height, head.date_ns,
                            packet_us)
     n = 0
     for pkt in packets:
@@ -112,24 +120,79 @@ def iter_dat_packets(path: 'str | Path', packet_us: int = 1000) -> Iterator[Even
         raise TruncatedRawError(path, f'the file ends {head.tail_bytes} bytes into an event', n)
 
 
-def _unwrapped(path: Path, head: DatHeader) -> Iterator[EventArrays]:
-    """The file's events in chunks, their 32-bit time unwrapped (a step back of more than
-    2**31 us is a wrap)."""
+def _chunks(path: Path, head: DatHeader, unwrap: '_Unwrapper') -> Iterator[EventArrays]:
+    """The file's events in chunks, their times unwrapped and sorted (:class:`_Unwrapper`)."""
     if not head.n_events:
         return
     events = _events(path, head.data_offset, head.n_events)
-    wraps, prev_t = 0, None
     for lo in range(0, head.n_events, _CHUNK):
         chunk = events[lo:lo + _CHUNK]
-        t32 = chunk['t'].astype(np.int64)
-        back = np.diff(t32, prepend=t32[0] if prev_t is None else prev_t) < -(1 << 31)
-        t_us = t32 + ((wraps + np.cumsum(back)) << 32)
-        wraps += int(back.sum())
-        prev_t = int(t32[-1])
-        w = chunk['w']
-        yield EventArrays(t_us, (w & 0x3FFF).astype(np.uint16),
-                          ((w >> 14) & 0x3FFF).astype(np.uint16),
-                          ((w >> 28) != 0).astype(np.uint8))
+        t_us, keep = unwrap.times(chunk['t'].astype(np.int64), lo)
+        w = chunk['w'] if keep is None else chunk['w'][keep]
+        ev = EventArrays(t_us, (w & 0x3FFF).astype(np.uint16),
+                         ((w >> 14) & 0x3FFF).astype(np.uint16),
+                         ((w >> 28) != 0).astype(np.uint8))
+        yield unwrap.sorted(ev, lo)
+
+
+class _Unwrapper:
+    """Sensor times from a DAT file's 32-bit times, across chunks.
+
+    A step back of more than 2**31 us is a wrap of the counter (every 71.6
+    min). A step forward of more than 2**31 us cannot happen between two
+    events of a recording: the events from there up to the step back that
+    follows within :data:`_MAX_OUTLIERS` events are left out as damaged
+    times (read as a wrap, they would put every later event 71.6 min late).
+    Events out of time order within a chunk are sorted (a stable sort);
+    each repair is said through ``notice``.
+    """
+
+    def __init__(self, notice: 'Callable[[str], None]') -> None:
+        self.notice = notice
+        self.wraps = 0
+        self.prev_t32: int | None = None
+
+    def times(self, t32: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The unwrapped times of a chunk's events and which are kept (None: all)."""
+        prev = int(t32[0]) if self.prev_t32 is None else self.prev_t32
+        step = np.diff(t32, prepend=prev)
+        wrap = np.zeros(len(t32), np.int64)
+        keep = None
+        jumps = np.flatnonzero(np.abs(step) > 1 << 31).tolist()
+        k = 0
+        while k < len(jumps):
+            i = jumps[k]
+            if step[i] < 0:             # a wrap: from here on 2**32 us later
+                wrap[i] += 1
+                k += 1
+                continue
+            back = jumps[k + 1] if k + 1 < len(jumps) else None
+            if back is None or back - i > _MAX_OUTLIERS or step[back] > 0:
+                k += 1                  # no step back soon after: a real (if odd) gap
+                continue
+            keep = np.ones(len(t32), bool) if keep is None else keep
+            keep[i:back] = False
+            self.notice(f'{back - i} event(s) from event {first + i} stand more than 2**31 us '
+                        f'ahead of the events around them (time {int(t32[i])} us after '
+                        f'{int(t32[i - 1]) if i else prev} us): left out as damaged times')
+            k += 2
+        t_us = t32 + ((self.wraps + np.cumsum(wrap)) << 32)
+        self.wraps += int(wrap.sum())
+        if keep is not None:
+            t_us, t32 = t_us[keep], t32[keep]
+        if len(t32):
+            self.prev_t32 = int(t32[-1])
+        return t_us, keep
+
+    def sorted(self, ev: EventArrays, first: int) -> EventArrays:
+        """The chunk's events in time order (said when they were not)."""
+        if not len(ev) or not np.any(np.diff(ev.t_us) < 0):
+            return ev
+        late = ev.t_us < np.maximum.accumulate(ev.t_us)
+        self.notice(f'{int(late.sum())} event(s) from event {first + int(np.argmax(late))} '
+                    'come earlier than events before them: sorted by time')
+        order = np.argsort(ev.t_us, kind='stable')
+        return EventArrays(ev.t_us[order], ev.x[order], ev.y[order], ev.p[order])
 
 
 def write_dat(path: 'str | Path', events: EventArrays, width: int, height: int,

@@ -62,7 +62,8 @@ class Recording:
         """Stream the packets (the reader's errors pass through: see :func:`open_recording`).
 
         ``on_notice`` gets one line for each repair made on the way (a ``.raw``
-        file's words read on after bytes inserted or lost); ``on_corrupt`` one
+        file's words read on after bytes inserted or lost, a DAT file's damaged
+        or unsorted times); ``on_corrupt`` one
         line for each bag message that does not deserialize, which is then
         skipped (without it, such a message raises).
         """
@@ -71,7 +72,7 @@ class Recording:
             return iter_raw_packets(self.path, on_notice=on_notice)
         if self.kind == 'dat':
             from helixtrack_ros.io.dat_file import iter_dat_packets
-            return iter_dat_packets(self.path)
+            return iter_dat_packets(self.path, on_notice=on_notice)
         if self.kind == 'npz':
             from helixtrack_ros.io.npz_events import iter_npz_packets
             return iter_npz_packets(self.path)

@@ -39,6 +39,8 @@ CORRUPT_RUN_ACCEPT = 5
 _ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_bytes',
                                       'before_time_high')]
 _WORDS, _UNKNOWN = COUNTER_INDEX['words'], COUNTER_INDEX['skipped_unknown']
+#: Decoder counter of events earlier than one before them, held at its time.
+_CLAMPED = COUNTER_INDEX['time_clamped']
 
 #: The counters of :class:`SeqCounter`.
 SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts', 'seq_repeats',
@@ -49,7 +51,7 @@ LATE_SEQ = 16
 MAX_SEQ_GAP = 100_000
 INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backwards',
                    'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt',
-                   'packets_duplicate', 'stamp_jumps', 'format_changes')
+                   'packets_duplicate', 'stamp_jumps', 'format_changes', 'events_clamped')
 
 
 class SeqCounter:
@@ -237,6 +239,7 @@ class PacketIntake:
             self.time.reset()
             self.last_t_us = None
         self.counters['events_in'] += len(ev)
+        self.counters['events_clamped'] += delta[_CLAMPED]
         if len(ev) == 0:
             # (no evidence either way: a run of suspect packets goes on); the silence in
             # header time, stamp against stamp

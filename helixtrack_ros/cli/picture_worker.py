@@ -1,0 +1,107 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The offline pictures drawn by a helper process started with the command.
+
+Importing matplotlib and drawing ``rpm.png`` and ``overlay.png`` cost about
+as much as tracking a second of a busy recording. A :class:`PictureWorker`
+starts ``python -m helixtrack_ros.cli.picture_worker`` when a run begins:
+it imports matplotlib while the command loads its kernels and tracks, then
+waits for the pictures to draw (pickled over its stdin) and draws them
+while the command finishes its other outputs. If it cannot start, dies or
+fails, the pictures are drawn in this process as before, so a picture is
+never missing because of the worker.
+"""
+
+from __future__ import annotations
+
+import pickle
+import signal
+import subprocess
+import sys
+from typing import Any
+
+#: the drawing functions a job may name: (module, function)
+_JOBS = {'rpm': ('helixtrack_ros.cli.plots', 'plot_rpm'),
+         'frames': ('helixtrack_ros.cli.pictures', 'draw_frames')}
+#: seconds the pictures may take in the worker before they are drawn here instead
+_TIMEOUT_S = 120.0
+
+
+def _run(name: str, args: tuple) -> Any:
+    """Draw one picture job in this process."""
+    import importlib
+    module, func = _JOBS[name]
+    return getattr(importlib.import_module(module), func)(*args)
+
+
+class PictureWorker:
+    """A helper process that draws the pictures of a run (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen | None = None
+
+    def start(self) -> PictureWorker:
+        """Start the worker (it imports matplotlib at once); nothing when it cannot start."""
+        try:
+            self._proc = subprocess.Popen([sys.executable, '-m', __name__],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        except OSError:
+            self._proc = None
+        return self
+
+    def draw(self, jobs: list[tuple[str, tuple]]) -> list[Any]:
+        """Each job's result (job: a name of :data:`_JOBS` and its arguments), drawn by the
+        worker, or here when the worker is not there or fails."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                out, _ = proc.communicate(pickle.dumps(jobs), timeout=_TIMEOUT_S)
+                status, results = pickle.loads(out)
+                if proc.returncode == 0 and status == 'ok':
+                    return results
+            except (OSError, ValueError, EOFError, pickle.PickleError,
+                    subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+        return [_run(name, args) for name, args in jobs]
+
+    def close(self) -> None:
+        """Stop the worker if it still waits (a run that ended early draws nothing)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+    def __enter__(self) -> PictureWorker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _serve() -> int:
+    """The worker: import the drawing code, read the jobs, draw them, write the results."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the command's to handle
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot  # noqa: F401  (imported now, while the command tracks)
+        for module, _ in _JOBS.values():
+            __import__(module)
+    except ImportError:   # the jobs fail below and are drawn in the command, which says why
+        pass
+    try:
+        jobs = pickle.load(sys.stdin.buffer)
+    except (EOFError, pickle.PickleError):   # the command ended without pictures
+        return 0
+    try:
+        reply: tuple[str, Any] = ('ok', [_run(name, args) for name, args in jobs])
+    except Exception as exc:   # noqa: BLE001  (drawn again in the command, which reports it)
+        reply = ('failed', repr(exc))
+    sys.stdout.buffer.write(pickle.dumps(reply))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(_serve())

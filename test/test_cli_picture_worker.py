@@ -1,0 +1,74 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The picture worker (#16.4): the same pictures as drawn in the command, and never one
+missing when the worker is gone or fails."""
+
+import numpy as np
+import pytest
+
+from helixtrack_ros.cli import picture_worker
+from helixtrack_ros.cli.picture_worker import PictureWorker
+from helixtrack_ros.cli.pictures import Frame, Mark
+from helixtrack_ros.debug_image import detection_homography
+
+
+def _jobs(tmp_path, tag):
+    rng = np.random.default_rng(3)
+    t_us = np.arange(0, 500_000, 1000)
+    arrays = {'a': {'t_us': t_us, 'rpm': 6000 + rng.normal(0, 5, len(t_us))},
+              'b': {'t_us': t_us, 'rpm': np.full(len(t_us), np.nan)}}
+    truth = {'a': (t_us, np.full(len(t_us), 6000.0))}
+    d = type('D', (), {'radius_px': 30, 'psi_rad': 0.0, 'center_px': (100, 80),
+                       'perspective': (0.0, 0.0)})()
+    frame = Frame(0.1, rng.integers(0, 320, 4000), rng.integers(0, 240, 4000),
+                  rng.integers(0, 2, 4000), [Mark('a', detection_homography(d), 2, 1, 6000.0)])
+    return [('rpm', (tmp_path / f'rpm_{tag}.png', arrays, truth)),
+            ('frames', (tmp_path / f'overlay_{tag}.png', 320, 240, [frame], 'title'))]
+
+
+def _here(jobs):
+    return [picture_worker._run(name, args) for name, args in jobs]
+
+
+def test_worker_draws_the_same_bytes_as_the_command(tmp_path, monkeypatch):
+    with PictureWorker() as worker:
+        with monkeypatch.context() as m:   # (drawn here, the test would fail)
+            m.setattr(picture_worker, '_run', None)
+            got = worker.draw(_jobs(tmp_path, 'worker'))
+    want = _here(_jobs(tmp_path, 'here'))
+    assert got == want and got[1][0][0].text.startswith('a')
+    for name in ('rpm', 'overlay'):
+        assert ((tmp_path / f'{name}_worker.png').read_bytes()
+                == (tmp_path / f'{name}_here.png').read_bytes())
+
+
+def test_a_dead_worker_leaves_the_pictures_to_the_command(tmp_path):
+    worker = PictureWorker().start()
+    worker._proc.kill()
+    worker._proc.wait()
+    got = worker.draw(_jobs(tmp_path, 'w'))
+    assert got[0] is None and len(got[1]) == 1
+    assert (tmp_path / 'rpm_w.png').stat().st_size > 5_000
+    assert (tmp_path / 'overlay_w.png').stat().st_size > 5_000
+
+
+def test_a_worker_that_cannot_start_leaves_the_pictures_to_the_command(tmp_path, monkeypatch):
+    monkeypatch.setattr(picture_worker.sys, 'executable', str(tmp_path / 'no-python'))
+    worker = PictureWorker().start()
+    assert worker._proc is None
+    worker.draw(_jobs(tmp_path, 'w'))
+    assert (tmp_path / 'rpm_w.png').stat().st_size > 5_000
+
+
+def test_a_job_failing_in_the_worker_fails_in_the_command_too(tmp_path):
+    jobs = _jobs(tmp_path, 'w')
+    jobs[0] = ('rpm', (tmp_path / 'no_dir' / 'rpm.png', *jobs[0][1][1:]))
+    with PictureWorker() as worker, pytest.raises(FileNotFoundError):
+        worker.draw(jobs)
+
+
+def test_closing_an_unused_worker_ends_it():
+    worker = PictureWorker().start()
+    proc = worker._proc
+    worker.close()
+    assert proc.poll() is not None and worker._proc is None
