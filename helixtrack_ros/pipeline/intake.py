@@ -233,9 +233,9 @@ class PacketIntake:
             return Admission(f'corrupt payload dropped (seq {seq}): {reason}')
         restart = reason is not None
         if restart:
-            # the leap persists over several packets: it is real (camera restart or a
-            # clock jump), so start over from here
-            self.counters['camera_restarts'] += 1
+            # the leap persists over several packets: it is real (events lost upstream,
+            # a clock set ahead), so start over from here
+            self.counters['time_gaps'] += 1
             self.time.reset()
             self.last_t_us = None
         self.counters['events_in'] += len(ev)
@@ -313,12 +313,14 @@ class PacketIntake:
         whether that is final (never to be taken as a restart).
 
         Two signs: many words of codes no sensor sends (real streams have at
-        most a little 0x9 padding), or sensor time leaping more than
+        most a little 0x9 padding: final), or sensor time leaping more than
         CORRUPT_LEAP_US further ahead than the header stamps moved (random
-        TIME_HIGH words). A sensor clock never leaps forward by itself (a
-        restarted camera starts again near zero), so while the header stamps
-        move such a leap is refused every time: no output can carry a time
-        beyond the accepted stream.
+        TIME_HIGH words). A leap is refused until it persists
+        (:meth:`_leap_persists`): events lost upstream of the driver while it
+        was behind (its backlog dropped) leap sensor time ahead of the header
+        stamps for good, and refusing every later packet locked a rotor out
+        for the rest of the stream (live-node review); random TIME_HIGH words
+        do not continue one another.
         """
         if words >= 16 and unknown > CORRUPT_UNKNOWN_FRACTION * words:
             return f'{unknown} of {words} words have unknown codes', True
@@ -330,7 +332,7 @@ class PacketIntake:
             host_us = (stamp_ns - self._last_stamp_ns) // 1000
             if leap_us > max(CORRUPT_LEAP_US, host_us + CORRUPT_LEAP_US):
                 return (f'sensor time leapt {leap_us / 1e6:.3f} s while the header stamp '
-                        f'moved {host_us / 1e6:.3f} s'), host_us > 0
+                        f'moved {host_us / 1e6:.3f} s'), False
             if self._suspect_run and leap_us > CORRUPT_LEAP_US:
                 # right after garbage the stamps are no witness: a .raw file's come from
                 # the same words
