@@ -43,7 +43,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'helixtrack = helixtrack_ros.cli:main',
+            'helixtrack = helixtrack_ros.cli:console_main',
             'helixtrack_node = helixtrack_ros.node:main',
         ],
     },

@@ -618,3 +618,19 @@ def test_a_ros1_bag_with_a_damaged_chunk_is_read_around_it(scene, tmp_path, caps
     line, n, rows = track_damaged(bag, scene, tmp_path / 'o', capsys)
     # (where the zeros hit the records between chunks the reading stops there)
     assert 'rosbag reindex' in line and 20 < n < 100 and n - 3 <= len(rows) <= n
+
+
+def test_the_console_script_ends_quickly_with_its_exit_code_and_every_line(scene, tmp_path):
+    """``console_main`` skips the interpreter's teardown (0.6 s after a track run): the exit
+    code and the last lines, written to pipes, must still come out, and every output be
+    whole."""
+    run = [sys.executable, '-m', 'helixtrack_ros.cli', 'track', str(scene / 'events'),
+           '--params', str(scene / 'params.yaml'), '-q', '-o', str(tmp_path / 'o')]
+    res = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.rstrip().splitlines()[-1].startswith('outputs: ')
+    rows = (tmp_path / 'o' / 'rpm.csv').read_text().splitlines()
+    assert len(rows) == 1 + 100 and rows[-1].count(',') == rows[0].count(',')
+    missing = subprocess.run(run[:4] + [str(tmp_path / 'none')] + run[5:], capture_output=True,
+                             text=True, timeout=300)
+    assert missing.returncode == 2 and 'recording not found' in one_line(missing.stderr)

@@ -31,7 +31,8 @@ def _here(jobs):
 
 
 def test_worker_draws_the_same_bytes_as_the_command(tmp_path, monkeypatch):
-    with PictureWorker() as worker:
+    with PictureWorker().start() as worker:
+        assert worker._proc is not None
         with monkeypatch.context() as m:   # (drawn here, the test would fail)
             m.setattr(picture_worker, '_run', None)
             got = worker.draw(_jobs(tmp_path, 'worker'))
@@ -63,12 +64,33 @@ def test_a_worker_that_cannot_start_leaves_the_pictures_to_the_command(tmp_path,
 def test_a_job_failing_in_the_worker_fails_in_the_command_too(tmp_path):
     jobs = _jobs(tmp_path, 'w')
     jobs[0] = ('rpm', (tmp_path / 'no_dir' / 'rpm.png', *jobs[0][1][1:]))
-    with PictureWorker() as worker, pytest.raises(FileNotFoundError):
+    with PictureWorker().start() as worker, pytest.raises(FileNotFoundError):
         worker.draw(jobs)
 
 
 def test_closing_an_unused_worker_ends_it():
-    worker = PictureWorker().start()
-    proc = worker._proc
-    worker.close()
+    with PictureWorker() as worker:
+        assert worker._proc is None      # (only start() starts one: a run starts one worker)
+        worker.start()
+        proc = worker._proc
     assert proc.poll() is not None and worker._proc is None
+
+
+def test_a_track_run_starts_one_worker_and_leaves_none(tmp_path_factory, tmp_path, monkeypatch):
+    """(A first version started a second worker on entering the context: each imported
+    matplotlib while the rotors ran.)"""
+    from cli_scenes import simulated
+
+    from helixtrack_ros.cli import main
+    scene = simulated(tmp_path_factory, 'lone_constant', 0.05, 1)
+    started = []
+    real = picture_worker.subprocess.Popen
+
+    def counting(*args, **kwargs):
+        started.append(real(*args, **kwargs))
+        return started[-1]
+    monkeypatch.setattr(picture_worker.subprocess, 'Popen', counting)
+    assert main(['track', str(scene / 'events'), '--params', str(scene / 'params.yaml'),
+                 '-q', '-o', str(tmp_path / 'o')]) == 0
+    assert len(started) == 1 and started[0].poll() == 0
+    assert (tmp_path / 'o' / 'rpm.png').stat().st_size > 5_000

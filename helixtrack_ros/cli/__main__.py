@@ -2,8 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``python -m helixtrack_ros.cli``: the ``helixtrack`` command."""
 
-import sys
 
-from helixtrack_ros.cli import main
+from helixtrack_ros.cli import console_main
 
-sys.exit(main())
+console_main()

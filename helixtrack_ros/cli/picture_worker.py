@@ -73,7 +73,7 @@ class PictureWorker:
             proc.wait()
 
     def __enter__(self) -> PictureWorker:
-        return self.start()
+        return self    # (started by :meth:`start`; the context only ends it)
 
     def __exit__(self, *exc: object) -> None:
         self.close()

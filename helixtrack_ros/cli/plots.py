@@ -26,9 +26,11 @@ def plot_rpm(path: Path, arrays: dict[str, dict[str, np.ndarray]],
     ax.set_xlabel('sensor time [s]')
     ax.set_ylabel('shaft RPM')
     ax.grid(alpha=0.3)
+    # the legend beside the axes and fixed margins: a "best" legend place and a tight
+    # layout cost 0.4 s of drawing (they test every data point and draw twice)
+    fig.subplots_adjust(left=0.08, right=0.78, top=0.92, bottom=0.1)
     if ax.get_legend_handles_labels()[0]:   # (nothing tracked: an empty plot, no warning)
-        ax.legend(fontsize=8, ncol=2)
+        ax.legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.set_title('helixtrack: shaft RPM per rotor')
-    fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
