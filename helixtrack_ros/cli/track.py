@@ -470,7 +470,8 @@ CLAMPED_SAID = 0.01
 #: input counters the summary names when they are not zero
 OTHER_INPUT_COUNTERS = ('packets_dropped', 'seq_restarts', 'seq_repeats', 'packets_duplicate',
                         'packets_late', 'camera_restarts', 'time_gaps', 'packets_corrupt',
-                        'stamp_jumps', 'format_changes', 'events_clamped')
+                        'stamp_jumps', 'format_changes', 'events_clamped', 'sensor_gaps',
+                        'events_mistimed')
 
 
 def print_track_summary(info: dict[str, Any], skip_s: float) -> None:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
-from helixtrack_ros.codecs.time_sync import TimeMapper
+from helixtrack_ros.codecs.time_sync import NO_STAMP_NS, TimeMapper
 from helixtrack_ros.codecs.types import COUNTER_INDEX
 from helixtrack_ros.core.events import EventArrays, EventBuffer
 from helixtrack_ros.io.packet_record import EventPacketRecord
@@ -27,6 +27,12 @@ from helixtrack_ros.io.packet_record import EventPacketRecord
 RESTART_JUMP_US = 60_000
 #: A forward jump larger than this is a gap: trackers restart their phase lock.
 GAP_US = 500_000
+#: Sensor time going on this much further than the header stamps between two packets:
+#: events were lost upstream (as a sequence gap; header stamps jitter by a few ms).
+UNSEEN_GAP_US = 15_000
+#: After a packet with events held at an earlier time, this many packets are watched for a
+#: jump inside them (the stale time of EVT3 words lasts until the next TIME_HIGH, 4 ms).
+CLAMP_RECENT = 8
 #: A packet whose sensor time leaps this much further than its header stamp is garbage
 #: (refused however often it happens while the header stamps move).
 CORRUPT_LEAP_US = 100_000
@@ -51,7 +57,8 @@ LATE_SEQ = 16
 MAX_SEQ_GAP = 100_000
 INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backwards',
                    'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt',
-                   'packets_duplicate', 'stamp_jumps', 'format_changes', 'events_clamped')
+                   'packets_duplicate', 'stamp_jumps', 'format_changes', 'events_clamped',
+                   'sensor_gaps', 'events_mistimed')
 
 
 class SeqCounter:
@@ -169,6 +176,8 @@ class PacketIntake:
         #: packets were dropped or refused since the last accepted one
         self._events_lost = False
         self._decoder_stale = False
+        #: packets to go in which a jump inside a packet may be an unseen gap (_accept)
+        self._clamp_recent = 0
         #: the packet before (a duplicate of it is dropped)
         self._prev: EventPacketRecord | None = None
         #: the latest change of encoding or sensor size: (before, after) as text
@@ -240,6 +249,8 @@ class PacketIntake:
             self.last_t_us = None
         self.counters['events_in'] += len(ev)
         self.counters['events_clamped'] += delta[_CLAMPED]
+        # (events held at an earlier time: the decoder's clock may be stale, see _accept)
+        self._clamp_recent = CLAMP_RECENT if delta[_CLAMPED] else max(self._clamp_recent - 1, 0)
         if len(ev) == 0:
             # (no evidence either way: a run of suspect packets goes on); the silence in
             # header time, stamp against stamp
@@ -263,10 +274,22 @@ class PacketIntake:
             elif t_first > self.last_t_us + GAP_US:
                 self.counters['time_gaps'] += 1
                 restart = True
+        # a jump inside the packet counts only after events held at an earlier time: EVT3
+        # words after a gap that the seq does not show keep the old TIME_HIGH up to the
+        # first new one (a sparse stream's silence inside a packet is no loss)
+        t_ref = int(ev.t_us[-1]) if self._clamp_recent else t_first
+        unseen_us = self._unseen_gap_us(t_ref, stamp_ns)
+        if unseen_us > UNSEEN_GAP_US:
+            # events lost before the driver (seq unbroken): as a seq gap, not silence
+            self.counters['sensor_gaps'] += 1
+            self._events_lost = True
+            ev = self._after_jump(ev)
+            t_first = int(ev.t_us[0])
         gap_us = None
         if self._events_lost:
             self._events_lost = False
-            gap_us = t_first - self.last_t_us if self.last_t_us is not None else 0
+            gap_us = (max(t_first - self.last_t_us, unseen_us)
+                      if self.last_t_us is not None else 0)
         if self.time.update(stamp_ns, t_first):
             # the header stamp of the packet whose events ended at last_t_us (the leap
             # check compares the two over the same packets, however many empty ones came
@@ -282,6 +305,30 @@ class PacketIntake:
         # (no estimate yet: only stamps of 0 so far, which the outputs then keep)
         stamp_out = self.time.to_ros_ns(self.last_t_us) if self.time.has_estimate else stamp_ns
         return Admission(None, ev, restart, gap_us, stamp_out)
+
+    def _unseen_gap_us(self, t_ref: int, stamp_ns: int) -> int:
+        """How much further sensor time went than the header stamps since the last packet
+        with events, up to ``t_ref`` of this packet (0: no sign). More than
+        :data:`UNSEEN_GAP_US` is events lost upstream of the driver, e.g. a driver behind
+        the camera that dropped its backlog; read as silence, the rotors starved and took
+        0.4 s to lock again (live-node review)."""
+        if (self.last_t_us is None or self._last_stamp_ns is None or self._events_lost
+                or stamp_ns == NO_STAMP_NS):
+            return 0
+        return max(t_ref - self.last_t_us - (stamp_ns - self._last_stamp_ns) // 1000, 0)
+
+    def _after_jump(self, ev: EventArrays) -> EventArrays:
+        """A packet's events from its jump over an unseen gap on: the words before its first
+        full time word still carry the time of before the gap (EVT3), so those events
+        are left out (``events_mistimed``)."""
+        steps = np.diff(ev.t_us)
+        if not len(steps):
+            return ev
+        j = int(np.argmax(steps))
+        if steps[j] <= UNSEEN_GAP_US:
+            return ev
+        self.counters['events_mistimed'] += j + 1
+        return ev.slice(j + 1, len(ev))
 
     def _get_decoder(self, encoding: str, width: int, height: int) -> Any:
         key = (encoding, width, height)

@@ -47,3 +47,6 @@ class StreamNotes:
         if self._new(c, 'stamp_jumps'):
             warn(f'header stamps far off the sensor clock set aside ({c["stamp_jumps"]} so '
                  "far): the outputs keep the sensor clock's time", throttle_duration_sec=5.0)
+        if self._new(c, 'sensor_gaps'):
+            warn(f'sensor time went on further than the header stamps: events lost before '
+                 f'the driver ({c["sensor_gaps"]} such gaps so far)', throttle_duration_sec=5.0)
