@@ -68,7 +68,7 @@ def test_setup_installs_launch_and_config():
     assert "glob('launch/*.launch.py')" in setup and "glob('config/*.yaml')" in setup
     assert (ROOT / 'config' / 'helixtrack.yaml').is_file()
     assert (ROOT / 'resource' / 'helixtrack_ros').is_file()
-    for line in ('helixtrack = helixtrack_ros.cli:main',
+    for line in ('helixtrack = helixtrack_ros.cli:console_main',
                  'helixtrack_node = helixtrack_ros.node:main'):
         assert line in setup
 
