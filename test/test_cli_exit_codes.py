@@ -132,9 +132,12 @@ def test_refused_packets_are_said_three_times_then_counted(capsys):
     run = _TrackRun(['a'], frames=False)
     for seq in range(10):
         run._note(SimpleNamespace(seq=seq), SimpleNamespace(error=f'sensor time leapt {seq} s'))
+    run._note(SimpleNamespace(seq=10), SimpleNamespace(error='unsupported encoding x'))
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == REFUSALS_SAID + 1 and 'counted, not listed' in lines[-1]
-    assert 'packet 0: sensor time leapt 0 s' in lines[0] and sum(run.errors.values()) == 10
+    assert len(lines) == REFUSALS_SAID + 2 and 'counted, not listed' in lines[-2]
+    assert 'packet 0: sensor time leapt 0 s' in lines[0]
+    assert 'packet 10: unsupported encoding x' in lines[-1]     # a new kind is said
+    assert run.errors == {'sensor time leapt # s': 10, 'unsupported encoding x': 1}
 
 
 def test_evt3_data_under_an_evt2_header_is_nothing_tracked_not_a_cut_file(tmp_path, capsys):
@@ -157,8 +160,13 @@ def test_evt3_data_under_an_evt2_header_is_nothing_tracked_not_a_cut_file(tmp_pa
 def test_packets_in_reverse_order_are_said_not_silently_clamped(scene, tmp_path, capsys):
     """Every event held at the latest time and "time backwards 0" in the summary: nothing
     said why nothing was tracked (adversarial review)."""
+    # (mono packets: reversed EVT3 packets are refused as stale or leaping first)
+    from helixtrack_ros.codecs import make_decoder
     from helixtrack_ros.io.bags import iter_event_packets
-    pkts = list(iter_event_packets(scene / 'events'))[::-1]
+    from helixtrack_ros.io.event_packets import mono_packets
+    dec = make_decoder('evt3', 1280, 720)
+    events = [dec.decode(p.events).events for p in iter_event_packets(scene / 'events')]
+    pkts = list(mono_packets(events, 1280, 720))[::-1]
     with EventBagWriter(tmp_path / 'reversed') as w:
         for k, pkt in enumerate(pkts):
             w.write(1_000_000_000 + 1_000_000 * k, pkt.seq, bytes(pkt.events),

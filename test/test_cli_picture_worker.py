@@ -94,3 +94,17 @@ def test_a_track_run_starts_one_worker_and_leaves_none(tmp_path_factory, tmp_pat
                  '-q', '-o', str(tmp_path / 'o')]) == 0
     assert len(started) == 1 and started[0].poll() == 0
     assert (tmp_path / 'o' / 'rpm.png').stat().st_size > 5_000
+
+
+def test_ctrl_c_while_the_worker_draws_ends_the_worker(tmp_path, monkeypatch):
+    """(Before: the worker, which ignores SIGINT, drew on after the command had said
+    "interrupted", then printed a BrokenPipeError traceback; review.)"""
+    worker = PictureWorker().start()
+    proc = worker._proc
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(proc, 'communicate', interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        worker.draw(_jobs(tmp_path, 'w'))
+    assert proc.poll() is not None and not (tmp_path / 'rpm_w.png').exists()

@@ -68,6 +68,27 @@ def test_a_time_far_ahead_is_left_out_not_read_as_a_wrap(tmp_path):
     assert len(notes) == 1 and f'from event {k}' in notes[0] and 'left out' in notes[0]
 
 
+@pytest.mark.parametrize('case', ['first', 'behind', 'chunk_end'])
+def test_damaged_times_anywhere_are_left_out_not_read_as_wraps(tmp_path, monkeypatch, case):
+    """The first event's time, a time far behind once the recording is past 2**31 us, and
+    a damaged time at the end of a read chunk were each still read as a wrap (review)."""
+    import helixtrack_ros.io.dat_file as dat
+    t0 = 3_000_000_000 if case == 'behind' else 0
+    ev = _events(3000, t0=t0)
+    k = {'first': 0, 'behind': 1500, 'chunk_end': 999}[case]
+    bad_t = 5 if case == 'behind' else 3_500_000_000
+    if case == 'chunk_end':
+        monkeypatch.setattr(dat, '_CHUNK', 1000)
+    path = tmp_path / f'{case}.dat'
+    write_dat(path, EventArrays(*(np.insert(a, k, v) for a, v in zip(
+        ev, (bad_t, 5, 5, 1)))), 1280, 720)
+    notes: list[str] = []
+    got = _decoded(path, notes)
+    for name in ('t_us', 'x', 'y', 'p'):
+        assert np.array_equal(getattr(got, name), getattr(ev, name)), name
+    assert len(notes) == 1 and f'from event {k}' in notes[0] and 'left out' in notes[0]
+
+
 def test_events_out_of_time_order_are_sorted_and_said(tmp_path):
     ev = _events(5000)
     path = tmp_path / 'shuffled.dat'

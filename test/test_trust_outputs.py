@@ -719,3 +719,32 @@ def test_an_evt3_packet_whose_events_fall_behind_is_refused_as_stale(quad):
                               STAMP0_NS + pkts[100][1] * 1000, 100)
     assert res.error is not None and 'the time is stale' in res.error
     assert all(math.isnan(r.rpm_shaft) for r in res.rotors)
+
+
+@pytest.mark.parametrize('shift_ms, late_only', [(-2000, False), (20, True), (60, True)])
+def test_header_stamps_stepped_back_or_late_are_no_unseen_gap(quad, shift_ms, late_only):
+    """A header clock stepped back 2 s from packet 200 on made every packet of the time
+    mapping's 100 ms confirmation a 'sensor gap' (all rotors NaN for 0.6 s); one stamp
+    20 ms late made the next packet one (review of this change)."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    results = []
+    for i, p in enumerate(pkts):
+        moved = i == 200 if late_only else i >= 200
+        stamp = STAMP0_NS + p[1] * 1000 + (shift_ms * 1_000_000 if moved else 0)
+        results += pipe.process_packets([EventPacketRecord(stamp, '', 720, 1280, i, 0, 'evt3',
+                                                           False, p[0])])
+    assert pipe.counters['sensor_gaps'] == 0 and pipe.counters['events_mistimed'] == 0
+    assert all(r.state == RotorState.TRACKING for res in results[200:] for r in res.rotors)
+
+
+def test_an_evt3_source_whose_every_packet_falls_behind_is_not_refused_for_ever():
+    """(Review: with no way out, such a source would be NaN to the end of its stream.)"""
+    from helixtrack_ros.pipeline.intake import STALE_RUN_ACCEPT, PacketIntake
+    intake = PacketIntake({})
+    intake.decoder_key = ('evt3', 1280, 720)
+    seen = [intake._stale_clock(1000, 600) for _ in range(STALE_RUN_ACCEPT + 5)]
+    assert seen == [True] * STALE_RUN_ACCEPT + [False] * 5
+    assert not intake._stale_clock(1000, 10) and intake._stale_clock(1000, 600)
+    intake.decoder_key = ('libcaer', 346, 260)
+    assert not intake._stale_clock(1000, 600)

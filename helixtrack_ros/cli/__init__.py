@@ -247,8 +247,12 @@ def console_main() -> None:
     """
     code = main()
     if len(sys.argv) > 1 and sys.argv[1] in QUICK_EXIT:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:    # (None when the shell closed it: `>&-`)
+                    stream.flush()
+            except (OSError, ValueError):   # a reader gone (broken pipe): nothing to say
+                pass
         os._exit(code)
     sys.exit(code)
 

@@ -59,24 +59,33 @@ class PictureWorker:
                 status, results = pickle.loads(out)
                 if proc.returncode == 0 and status == 'ok':
                     return results
-            except (OSError, ValueError, EOFError, pickle.PickleError,
-                    subprocess.TimeoutExpired):
-                proc.kill()
-                proc.wait()
+            except (OSError, ValueError, EOFError, TypeError, AttributeError,
+                    pickle.PickleError, subprocess.TimeoutExpired):
+                pass
+            except BaseException:   # Ctrl-C while it draws: it must not draw on after us
+                _end(proc)
+                raise
+            _end(proc)
         return [_run(name, args) for name, args in jobs]
 
     def close(self) -> None:
         """Stop the worker if it still waits (a run that ended early draws nothing)."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            proc.kill()
-            proc.wait()
+            _end(proc)
 
     def __enter__(self) -> PictureWorker:
         return self    # (started by :meth:`start`; the context only ends it)
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """End a worker (whatever it is doing) and reap it."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
 
 
 def _serve() -> int:
@@ -98,8 +107,11 @@ def _serve() -> int:
         reply: tuple[str, Any] = ('ok', [_run(name, args) for name, args in jobs])
     except Exception as exc:   # noqa: BLE001  (drawn again in the command, which reports it)
         reply = ('failed', repr(exc))
-    sys.stdout.buffer.write(pickle.dumps(reply))
-    sys.stdout.buffer.flush()
+    try:
+        sys.stdout.buffer.write(pickle.dumps(reply))
+        sys.stdout.buffer.flush()
+    except OSError:   # the command is gone (interrupted): nobody to tell
+        pass
     return 0
 
 

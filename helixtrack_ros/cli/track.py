@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 import math
 from pathlib import Path
+import re
 import sys
 import time
 from typing import Any
@@ -104,6 +105,8 @@ ROW_FIELDS = ('t_us', 'rpm', 'state', 'events', 'scale_px')
 
 #: refused packets said one by one on stderr (those with a reason not seen before)
 REFUSALS_SAID = 3
+#: kinds of refusal (reasons up to their numbers) whose first packet is said however late
+KINDS_SAID = 10
 
 
 class _TrackRun:
@@ -117,7 +120,10 @@ class _TrackRun:
         self.last_stamp_ns: int | None = None
         self.n_packets = 0
         self.n_rows = 0
+        #: refused packets per kind of reason (numbers as #), and each kind's first reason
         self.errors: dict[str, int] = {}
+        self.error_text: dict[str, str] = {}
+        self.n_refused = 0
         self.interrupted = False
         self.read_error: CliError | None = None
         #: event frames for overlay.png (None: no pictures drawn)
@@ -184,10 +190,15 @@ class _TrackRun:
         """Count a packet's result and keep its rotor rows; False when it has none."""
         self.n_packets += 1
         if res.error:
-            self.errors[res.error] = self.errors.get(res.error, 0) + 1
-            if self.errors[res.error] == 1 and len(self.errors) <= REFUSALS_SAID:
+            # (counted per kind: a reason's numbers, as its seq, differ from packet to packet)
+            kind = re.sub(r'[0-9][0-9.]*', '#', res.error)
+            new_kind = kind not in self.errors
+            self.errors[kind] = self.errors.get(kind, 0) + 1
+            self.error_text.setdefault(kind, res.error)
+            self.n_refused += 1
+            if self.n_refused <= REFUSALS_SAID or (new_kind and len(self.errors) <= KINDS_SAID):
                 print(f'warning: packet {pkt.seq}: {res.error}', file=sys.stderr)
-            elif self.errors[res.error] == 1 and len(self.errors) == REFUSALS_SAID + 1:
+            if self.n_refused == REFUSALS_SAID + 1:
                 print('warning: further refused packets are counted, not listed (the summary '
                       'gives their number)', file=sys.stderr)
             return False
@@ -306,7 +317,8 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
                                    ('frames', overlay)])
     return {'packets': run.n_packets, 'events': pipe.counters['events_in'], 'wall_s': wall,
             'sensor_s': sensor_s, 'rtf': sensor_s / wall if wall > 0 else float('nan'),
-            'counters': dict(pipe.counters), 'errors': run.errors, 'table': table,
+            'counters': dict(pipe.counters), 'errors': run.errors,
+            'error_text': run.error_text, 'table': table,
             'interrupted': run.interrupted, 'out': out, 'diagnostics': pipe.diagnostics(),
             'rows': run.n_rows, 'topic': recording.topic or str(recording.path),
             'size': (f'{recording.width}x{recording.height}' if recording.width
@@ -395,7 +407,7 @@ def _nothing_tracked(info: dict[str, Any]) -> str | None:
     if not info['packets']:
         return f'no EventPacket message on {info["topic"]}'
     if sum(info['errors'].values()) >= info['packets']:
-        first = next(iter(info['errors']))
+        first = next(iter(info['error_text'].values()))
         return f'every one of the {info["packets"]} packets was refused ({first})'
     if not info['events']:
         return f'the {info["packets"]} packets hold no event'

@@ -138,13 +138,15 @@ def _chunks(path: Path, head: DatHeader, unwrap: '_Unwrapper') -> Iterator[Event
 class _Unwrapper:
     """Sensor times from a DAT file's 32-bit times, across chunks.
 
-    A step back of more than 2**31 us is a wrap of the counter (every 71.6
-    min). A step forward of more than 2**31 us cannot happen between two
-    events of a recording: the events from there up to the step back that
-    follows within :data:`_MAX_OUTLIERS` events are left out as damaged
-    times (read as a wrap, they would put every later event 71.6 min late).
-    Events out of time order within a chunk are sorted (a stable sort);
-    each repair is said through ``notice``.
+    A step of more than 2**31 us between two events is either a wrap of the
+    counter (a step back, every 71.6 min) or damage: a run of up to
+    :data:`_MAX_OUTLIERS` events that jumps away (ahead or back) and comes
+    back is left out as damaged times (read as a wrap, they would put every
+    later event 71.6 min late), as is such a run at a chunk's end that the
+    next chunk brings back. The first time is the median of the first
+    events (a damaged first event is left out like any other). Events out
+    of time order within a chunk are sorted (a stable sort); each repair is
+    said through ``notice``.
     """
 
     def __init__(self, notice: 'Callable[[str], None]') -> None:
@@ -154,35 +156,39 @@ class _Unwrapper:
 
     def times(self, t32: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray | None]:
         """The unwrapped times of a chunk's events and which are kept (None: all)."""
-        prev = int(t32[0]) if self.prev_t32 is None else self.prev_t32
+        prev = (int(np.median(t32[:_MAX_OUTLIERS + 1])) if self.prev_t32 is None
+                else self.prev_t32)
         step = np.diff(t32, prepend=prev)
         wrap = np.zeros(len(t32), np.int64)
-        keep = None
+        keep = np.ones(len(t32), bool)
         jumps = np.flatnonzero(np.abs(step) > 1 << 31).tolist()
         k = 0
         while k < len(jumps):
             i = jumps[k]
+            back = jumps[k + 1] if k + 1 < len(jumps) else len(t32)
+            returns = back < len(t32) and (step[back] > 0) != (step[i] > 0)
+            if back - i <= _MAX_OUTLIERS and (returns or step[i] > 0 and back == len(t32)):
+                # damage: away and back (or still away at the chunk's end: the next
+                # chunk, compared with the time before the run, tells)
+                keep[i:back] = False
+                self.notice(f'{back - i} event(s) from event {first + i} stand more than '
+                            f'2**31 us off the events around them (time {int(t32[i])} us '
+                            f'after {int(t32[i - 1]) if i else prev} us): left out as '
+                            'damaged times')
+                k += 2
+                continue
             if step[i] < 0:             # a wrap: from here on 2**32 us later
                 wrap[i] += 1
-                k += 1
-                continue
-            back = jumps[k + 1] if k + 1 < len(jumps) else None
-            if back is None or back - i > _MAX_OUTLIERS or step[back] > 0:
-                k += 1                  # no step back soon after: a real (if odd) gap
-                continue
-            keep = np.ones(len(t32), bool) if keep is None else keep
-            keep[i:back] = False
-            self.notice(f'{back - i} event(s) from event {first + i} stand more than 2**31 us '
-                        f'ahead of the events around them (time {int(t32[i])} us after '
-                        f'{int(t32[i - 1]) if i else prev} us): left out as damaged times')
-            k += 2
+            k += 1                      # (a step ahead that stays: a real, if odd, gap)
         t_us = t32 + ((self.wraps + np.cumsum(wrap)) << 32)
         self.wraps += int(wrap.sum())
-        if keep is not None:
-            t_us, t32 = t_us[keep], t32[keep]
-        if len(t32):
-            self.prev_t32 = int(t32[-1])
-        return t_us, keep
+        if keep.all():
+            if len(t32):
+                self.prev_t32 = int(t32[-1])
+            return t_us, None
+        if keep.any():
+            self.prev_t32 = int(t32[keep][-1])
+        return t_us[keep], keep
 
     def sorted(self, ev: EventArrays, first: int) -> EventArrays:
         """The chunk's events in time order (said when they were not)."""

@@ -33,9 +33,13 @@ UNSEEN_GAP_US = 15_000
 #: An EVT3 packet with more than this share of its events held at an earlier event's
 #: time is refused: its clock is stale (events lost upstream).
 CLAMPED_STALE = 0.05
+#: ... unless this many packets in a row look so (then the source is like that).
+STALE_RUN_ACCEPT = 10
 #: After a packet with events held at an earlier time, this many packets are watched for a
 #: jump inside them (the stale time of EVT3 words lasts until the next TIME_HIGH, 4 ms).
 CLAMP_RECENT = 8
+#: The encodings whose words carry the time in TIME_HIGH words (a stale one after a loss).
+_TIME_HIGH_ENCODINGS = ('evt3', 'evt2', 'evt21')
 #: A packet whose sensor time leaps this much further than its header stamp is garbage
 #: (refused however often it happens while the header stamps move).
 CORRUPT_LEAP_US = 100_000
@@ -179,6 +183,8 @@ class PacketIntake:
         #: packets were dropped or refused since the last accepted one
         self._events_lost = False
         self._decoder_stale = False
+        #: stale-looking packets in a row (_stale_clock)
+        self._stale_run = 0
         #: packets to go in which a jump inside a packet may be an unseen gap (_accept)
         self._clamp_recent = 0
         #: the packet before (a duplicate of it is dropped)
@@ -280,11 +286,7 @@ class PacketIntake:
             elif t_first > self.last_t_us + GAP_US:
                 self.counters['time_gaps'] += 1
                 restart = True
-        # a jump inside the packet counts only after events held at an earlier time: EVT3
-        # words after a gap that the seq does not show keep the old TIME_HIGH up to the
-        # first new one (a sparse stream's silence inside a packet is no loss)
-        t_ref = int(ev.t_us[-1]) if self._clamp_recent else t_first
-        unseen_us = self._unseen_gap_us(t_ref, stamp_ns)
+        unseen_us = 0 if restart else self._unseen_gap_us(ev, stamp_ns)
         if unseen_us > UNSEEN_GAP_US:
             # events lost before the driver (seq unbroken): as a seq gap, not silence
             self.counters['sensor_gaps'] += 1
@@ -318,19 +320,34 @@ class PacketIntake:
         stream holds none (the real recording in test/data: 0 of 82,469); after events
         lost without a seq gap, the words before the next TIME_HIGH carry the old one
         and about every second such packet falls behind (live-node review)."""
-        return (self.decoder_key is not None and self.decoder_key[0] == 'evt3'
-                and n_clamped > max(CLAMPED_STALE * n_events, 16))
+        stale = (self.decoder_key is not None and self.decoder_key[0] == 'evt3'
+                 and n_clamped > max(CLAMPED_STALE * n_events, 16))
+        # a source whose every packet looks so is its own kind (held times, counted in
+        # events_clamped), not a loss: after STALE_RUN_ACCEPT such packets they are taken
+        self._stale_run = self._stale_run + 1 if stale else 0
+        return stale and self._stale_run <= STALE_RUN_ACCEPT
 
-    def _unseen_gap_us(self, t_ref: int, stamp_ns: int) -> int:
-        """How much further sensor time went than the header stamps since the last packet
-        with events, up to ``t_ref`` of this packet (0: no sign). More than
-        :data:`UNSEEN_GAP_US` is events lost upstream of the driver, e.g. a driver behind
-        the camera that dropped its backlog; read as silence, the rotors starved and took
-        0.4 s to lock again (live-node review)."""
-        if (self.last_t_us is None or self._last_stamp_ns is None or self._events_lost
-                or stamp_ns == NO_STAMP_NS):
+    def _unseen_gap_us(self, ev: EventArrays, stamp_ns: int) -> int:
+        """How far sensor time went beyond the header stamps [us]: how far the packet's
+        sample (stamp minus sensor time) falls below the time mapping's offset (0: no
+        sign). Late stamps lie above it and a stamp the mapping would set aside (a
+        header clock stepped by over a second) says nothing.
+
+        More than :data:`UNSEEN_GAP_US` is events lost upstream of the driver, e.g. a
+        driver behind the camera that dropped its backlog; read as silence the rotors
+        starved and took 0.4 s to lock again (live-node review). The sensor time taken
+        is the first event's, or, shortly after events held at an earlier time in a
+        stream with TIME_HIGH words, that of the packet's largest jump: the words
+        before the first new TIME_HIGH after such a loss kept the old one.
+        """
+        if (self.last_t_us is None or self._events_lost or stamp_ns == NO_STAMP_NS
+                or not self.time.has_estimate):
             return 0
-        return max(t_ref - self.last_t_us - (stamp_ns - self._last_stamp_ns) // 1000, 0)
+        t_ref = int(ev.t_us[0])
+        if self._clamp_recent and self.decoder_key[0] in _TIME_HIGH_ENCODINGS and len(ev) > 1:
+            t_ref = int(ev.t_us[int(np.argmax(np.diff(ev.t_us))) + 1])
+        below_ns = self.time.offset_ns - (stamp_ns - t_ref * 1000)
+        return below_ns // 1000 if 0 < below_ns <= self.time.reset_ns else 0
 
     def _after_jump(self, ev: EventArrays) -> EventArrays:
         """A packet's events from its jump over an unseen gap on: the words before its first
