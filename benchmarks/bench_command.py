@@ -55,12 +55,12 @@ def _track_once(scene: Path, out: Path) -> tuple[float, float, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--scenario', default='quadcopter_3m')
-    ap.add_argument('--ego-level', type=int, default=6)
-    ap.add_argument('--duration', type=float, default=2.0)
-    ap.add_argument('--repeat', type=int, default=5)
     ap.add_argument('--scene', type=Path, default=None,
                     help='an existing simulate output directory (skips simulating)')
+    ap.add_argument('--scenario', default='quadcopter_3m', help='scene to simulate')
+    ap.add_argument('--ego-level', type=int, default=6, help='its egomotion level')
+    ap.add_argument('--duration', type=float, default=2.0, help='its length [s]')
+    ap.add_argument('--repeat', type=int, default=5, help='timed track runs')
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         scene = args.scene
