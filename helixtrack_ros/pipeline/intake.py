@@ -183,6 +183,8 @@ class PacketIntake:
         #: packets were dropped or refused since the last accepted one
         self._events_lost = False
         self._decoder_stale = False
+        #: the last packet with events jumped inside by more than UNSEEN_GAP_US
+        self._jumped = False
         #: stale-looking packets in a row (_stale_clock)
         self._stale_run = 0
         #: packets to go in which a jump inside a packet may be an unseen gap (_accept)
@@ -287,12 +289,17 @@ class PacketIntake:
                 self.counters['time_gaps'] += 1
                 restart = True
         unseen_us = 0 if restart else self._unseen_gap_us(ev, stamp_ns)
+        jumped, self._jumped = self._jumped, self._jump_inside(ev)
         if unseen_us > UNSEEN_GAP_US:
             # events lost before the driver (seq unbroken): as a seq gap, not silence
             self.counters['sensor_gaps'] += 1
             self._events_lost = True
             ev = self._after_jump(ev)
             t_first = int(ev.t_us[0])
+            # the packet before jumped over that loss inside it (after words that kept the
+            # old TIME_HIGH): the rotors took it as silence and may have starved; they
+            # start again from their estimates (as after a camera restart)
+            restart = jumped
         gap_us = None
         if self._events_lost:
             self._events_lost = False
@@ -348,6 +355,13 @@ class PacketIntake:
             t_ref = int(ev.t_us[int(np.argmax(np.diff(ev.t_us))) + 1])
         below_ns = self.time.offset_ns - (stamp_ns - t_ref * 1000)
         return below_ns // 1000 if 0 < below_ns <= self.time.reset_ns else 0
+
+    @staticmethod
+    def _jump_inside(ev: EventArrays) -> bool:
+        """Whether a packet's events jump by more than :data:`UNSEEN_GAP_US` inside it."""
+        t = ev.t_us
+        return (int(t[-1]) - int(t[0]) > UNSEEN_GAP_US
+                and int(np.diff(t).max()) > UNSEEN_GAP_US)
 
     def _after_jump(self, ev: EventArrays) -> EventArrays:
         """A packet's events from its jump over an unseen gap on: the words before its first
