@@ -103,8 +103,9 @@ def load_config(params_path: str | None, preset: str | None = None,
 ROW_FIELDS = ('t_us', 'rpm', 'state', 'events', 'scale_px')
 
 
-#: refused packets said one by one on stderr (those with a reason not seen before)
-REFUSALS_SAID = 3
+#: refused packets said one by one on stderr before they are only counted (as many as
+#: corrupt bag messages)
+REFUSALS_SAID = Packets.CORRUPT_SAID
 #: kinds of refusal (reasons up to their numbers) whose first packet is said however late
 KINDS_SAID = 10
 

@@ -48,6 +48,13 @@ class EventArrays(NamedTuple):
         return EventArrays(self.t_us[start:stop], self.x[start:stop],
                            self.y[start:stop], self.p[start:stop])
 
+    def time_sorted(self) -> 'EventArrays':
+        """The events in time order (a stable sort; itself when already in order)."""
+        if not len(self) or not np.any(np.diff(self.t_us) < 0):
+            return self
+        order = np.argsort(self.t_us, kind='stable')
+        return EventArrays(*(a[order] for a in self))
+
     def every(self, k: int) -> 'EventArrays':
         """Every k-th event (0, k, 2k, ...), as contiguous copies."""
         return EventArrays(*(np.ascontiguousarray(a[::k]) for a in self))

@@ -192,13 +192,12 @@ class _Unwrapper:
 
     def sorted(self, ev: EventArrays, first: int) -> EventArrays:
         """The chunk's events in time order (said when they were not)."""
-        if not len(ev) or not np.any(np.diff(ev.t_us) < 0):
-            return ev
-        late = ev.t_us < np.maximum.accumulate(ev.t_us)
-        self.notice(f'{int(late.sum())} event(s) from event {first + int(np.argmax(late))} '
-                    'come earlier than events before them: sorted by time')
-        order = np.argsort(ev.t_us, kind='stable')
-        return EventArrays(ev.t_us[order], ev.x[order], ev.y[order], ev.p[order])
+        out = ev.time_sorted()
+        if out is not ev:
+            late = ev.t_us < np.maximum.accumulate(ev.t_us)
+            self.notice(f'{int(late.sum())} event(s) from event {first + int(np.argmax(late))} '
+                        'come earlier than events before them: sorted by time')
+        return out
 
 
 def write_dat(path: 'str | Path', events: EventArrays, width: int, height: int,

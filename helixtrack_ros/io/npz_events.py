@@ -50,9 +50,7 @@ def read_npz_events(path: 'str | Path') -> tuple[EventArrays, int, int]:
         raise NpzEventsError(f'{path}: t_us, x, y and p must be 1-D arrays of one length')
     ev = EventArrays(_times(path, arrays['t_us']), arrays['x'].astype(np.uint16),
                      arrays['y'].astype(np.uint16), (arrays['p'] != 0).astype(np.uint8))
-    if len(ev) and np.any(np.diff(ev.t_us) < 0):
-        order = np.argsort(ev.t_us, kind='stable')
-        ev = EventArrays(ev.t_us[order], ev.x[order], ev.y[order], ev.p[order])
+    ev = ev.time_sorted()
     if len(size) == 2 and min(size) > 0:
         return ev, size[0], size[1]
     if not len(ev):

@@ -40,8 +40,8 @@ STALE_RUN_ACCEPT = 10
 CLAMP_RECENT = 8
 #: The encodings whose words carry the time in TIME_HIGH words (a stale one after a loss).
 _TIME_HIGH_ENCODINGS = ('evt3', 'evt2', 'evt21')
-#: A packet whose sensor time leaps this much further than its header stamp is garbage
-#: (refused however often it happens while the header stamps move).
+#: A packet whose sensor time leaps this much further than its header stamp is refused
+#: as garbage, until CORRUPT_RUN_ACCEPT such packets carried the leap on.
 CORRUPT_LEAP_US = 100_000
 #: A packet with more than this fraction of unknown word codes is garbage.
 CORRUPT_UNKNOWN_FRACTION = 0.1
@@ -66,6 +66,16 @@ INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backward
                    'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt',
                    'packets_duplicate', 'stamp_jumps', 'format_changes', 'events_clamped',
                    'sensor_gaps', 'events_mistimed')
+
+
+def _largest_step(t_us: np.ndarray) -> tuple[int, int]:
+    """(index of the event after it, size [us]) of the largest step between consecutive
+    event times; (0, 0) with fewer than two events."""
+    if len(t_us) < 2:
+        return 0, 0
+    steps = np.diff(t_us)
+    j = int(np.argmax(steps))
+    return j + 1, int(steps[j])
 
 
 class SeqCounter:
@@ -351,8 +361,8 @@ class PacketIntake:
                 or not self.time.has_estimate):
             return 0
         t_ref = int(ev.t_us[0])
-        if self._clamp_recent and self.decoder_key[0] in _TIME_HIGH_ENCODINGS and len(ev) > 1:
-            t_ref = int(ev.t_us[int(np.argmax(np.diff(ev.t_us))) + 1])
+        if self._clamp_recent and self.decoder_key[0] in _TIME_HIGH_ENCODINGS:
+            t_ref = int(ev.t_us[_largest_step(ev.t_us)[0]])
         below_ns = self.time.offset_ns - (stamp_ns - t_ref * 1000)
         return below_ns // 1000 if 0 < below_ns <= self.time.reset_ns else 0
 
@@ -360,21 +370,18 @@ class PacketIntake:
     def _jump_inside(ev: EventArrays) -> bool:
         """Whether a packet's events jump by more than :data:`UNSEEN_GAP_US` inside it."""
         t = ev.t_us
-        return (int(t[-1]) - int(t[0]) > UNSEEN_GAP_US
-                and int(np.diff(t).max()) > UNSEEN_GAP_US)
+        return (int(t[-1]) - int(t[0]) > UNSEEN_GAP_US    # (cheap: most packets stop here)
+                and _largest_step(t)[1] > UNSEEN_GAP_US)
 
     def _after_jump(self, ev: EventArrays) -> EventArrays:
         """A packet's events from its jump over an unseen gap on: the words before its first
         full time word still carry the time of before the gap (EVT3), so those events
         are left out (``events_mistimed``)."""
-        steps = np.diff(ev.t_us)
-        if not len(steps):
+        after, step = _largest_step(ev.t_us)
+        if step <= UNSEEN_GAP_US:
             return ev
-        j = int(np.argmax(steps))
-        if steps[j] <= UNSEEN_GAP_US:
-            return ev
-        self.counters['events_mistimed'] += j + 1
-        return ev.slice(j + 1, len(ev))
+        self.counters['events_mistimed'] += after
+        return ev.slice(after, len(ev))
 
     def _get_decoder(self, encoding: str, width: int, height: int) -> Any:
         key = (encoding, width, height)
