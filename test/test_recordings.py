@@ -215,10 +215,12 @@ def test_empty_bags_and_unknown_files_are_one_line_and_exit_2(tmp_path, capsys):
     w1 = Writer1(empty1)
     w1.open()
     w1.close()
-    other = tmp_path / 'notes.txt'
+    other = tmp_path / 'notes.pdf'
     other.write_text('hello')
+    text = tmp_path / 'notes.txt'      # read as text events: a line of words is no header
+    text.write_text('hello')
     for path, words in ((empty2, 'no event topic'), (empty1, 'no event topic'),
-                        (other, 'not a known recording')):
+                        (other, 'not a known recording'), (text, 'expected four named t')):
         assert main(['track', str(path), '--out', str(tmp_path / 'o')]) == 2
         assert words in one_line(capsys.readouterr().err), path
 

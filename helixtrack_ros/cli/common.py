@@ -26,7 +26,8 @@ DEFAULT_TOPIC = '/event_camera/events'
 #: ``--topic`` and recording help of the offline commands
 TOPIC_HELP = 'event topic of a bag; needed only when the bag has several'
 RECORDING_HELP = ('recording: rosbag2 directory or .mcap/.db3 file, ROS 1 .bag (EventPacket or '
-                  'EventArray), or Metavision .raw file (EVT 2.0/2.1/3.0)')
+                  'EventArray), Metavision .raw file (EVT 2.0/2.1/3.0), or decoded events: '
+                  '.dat, .npz, .csv or .txt (README "Inputs")')
 
 
 class ExitCode(IntEnum):

@@ -322,6 +322,7 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
             'error_text': run.error_text, 'table': table,
             'interrupted': run.interrupted, 'out': out, 'diagnostics': pipe.diagnostics(),
             'rows': run.n_rows, 'topic': recording.topic or str(recording.path),
+            'kind': recording.kind,
             'size': (f'{recording.width}x{recording.height}' if recording.width
                      else 'declared'),
             'auto_detect': not config.rotors,
@@ -406,7 +407,9 @@ def _nothing_tracked(info: dict[str, Any]) -> str | None:
         return _nothing_measured(info['arrays'])
     c = info['counters']
     if not info['packets']:
-        return f'no EventPacket message on {info["topic"]}'
+        what = 'no event in' if info['kind'] in ('raw', 'dat', 'npz', 'text') else \
+            'no EventPacket message on'
+        return f'{what} {info["topic"]}'
     if sum(info['errors'].values()) >= info['packets']:
         first = next(iter(info['error_text'].values()))
         return f'every one of the {info["packets"]} packets was refused ({first})'

@@ -11,6 +11,8 @@ the path is decides how it is read:
   (:mod:`~helixtrack_ros.io.dat_file`);
 - a file ending in ``.npz``: numpy arrays of decoded events
   (:mod:`~helixtrack_ros.io.npz_events`, as ``helixtrack events`` writes them);
+- a file ending in ``.csv`` or ``.txt``: decoded events as text, one per line
+  (:mod:`~helixtrack_ros.io.text_events`: Metavision's CSV, the UZH-RPG layout);
 - a file ending in ``.bag``: a ROS 1 bag (:mod:`~helixtrack_ros.io.ros1_bags`);
 - a directory, or a file ending in ``.mcap`` or ``.db3``: a rosbag2
   (:mod:`~helixtrack_ros.io.bags`).
@@ -30,7 +32,7 @@ from typing import Any
 from helixtrack_ros.io.packet_record import EventPacketRecord
 
 #: Kinds of recording :func:`open_recording` reads.
-KINDS = ('raw', 'dat', 'npz', 'rosbag2', 'rosbag1')
+KINDS = ('raw', 'dat', 'npz', 'text', 'rosbag2', 'rosbag1')
 #: Formats :func:`open_event_sink` writes.
 SINK_FORMATS = ('rosbag2', 'raw-evt3', 'raw-evt2', 'raw-evt21')
 
@@ -76,6 +78,9 @@ class Recording:
         if self.kind == 'npz':
             from helixtrack_ros.io.npz_events import iter_npz_packets
             return iter_npz_packets(self.path)
+        if self.kind == 'text':
+            from helixtrack_ros.io.text_events import iter_text_packets
+            return iter_text_packets(self.path, on_notice=on_notice)
         if self.kind == 'rosbag1':
             from helixtrack_ros.io.ros1_bags import iter_ros1_event_packets
             return iter_ros1_event_packets(self.path, self.topic, on_corrupt)
@@ -84,8 +89,8 @@ class Recording:
 
 
 def recording_kind(path: 'str | Path') -> str:
-    """``'raw'``, ``'dat'``, ``'npz'``, ``'rosbag1'`` or ``'rosbag2'`` by the path (see the
-    module docstring)."""
+    """``'raw'``, ``'dat'``, ``'npz'``, ``'text'``, ``'rosbag1'`` or ``'rosbag2'`` by the path
+    (see the module docstring)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f'recording not found: {path}')
@@ -96,10 +101,12 @@ def recording_kind(path: 'str | Path') -> str:
         return 'raw'
     if suffix in ('.dat', '.npz'):
         return suffix[1:]
+    if suffix in ('.csv', '.txt'):
+        return 'text'
     if suffix == '.bag':
         return 'rosbag1'
-    raise RecordingError(f'{path}: not a known recording (expected a .raw, .dat or .npz file, a '
-                         'ROS 1 .bag, or a rosbag2 directory, .mcap or .db3 file)')
+    raise RecordingError(f'{path}: not a known recording (expected a .raw, .dat, .npz, .csv or '
+                         '.txt file, a ROS 1 .bag, or a rosbag2 directory, .mcap or .db3 file)')
 
 
 def choose_topic(path: Path, topics: dict[str, str], topic: str | None) -> str:
@@ -124,8 +131,8 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
     Parameters
     ----------
     path : str or pathlib.Path
-        A ``.raw``, ``.dat`` or ``.npz`` file, a ROS 1 ``.bag``, a rosbag2 directory
-        or ``.mcap``/``.db3`` file.
+        A ``.raw``, ``.dat``, ``.npz``, ``.csv`` or ``.txt`` file, a ROS 1 ``.bag``, a
+        rosbag2 directory or ``.mcap``/``.db3`` file.
     topic : str, optional
         The event topic of a bag; needed only when it has several.
 
@@ -154,6 +161,10 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
         from helixtrack_ros.io.npz_events import read_npz_events
         _, width, height = read_npz_events(path)
         return Recording(path, kind, None, 'npz events', None, width, height)
+    if kind == 'text':
+        from helixtrack_ros.io.text_events import read_text_events
+        text = read_text_events(path)
+        return Recording(path, kind, None, 'text events', None, text.width, text.height)
     if kind == 'rosbag1':
         from helixtrack_ros.io.ros1_bags import ros1_topics
         info = ros1_topics(path)

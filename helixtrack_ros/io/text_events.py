@@ -1,0 +1,267 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Text files of decoded events, one per line: the CSV of Metavision tools, public datasets.
+
+Two layouts are common, and both are read:
+
+- Metavision's ``metavision_file_to_csv``: ``x,y,p,t`` (t in microseconds),
+  optionally after a header line ``%geometry:<width>,<height>``;
+- the UZH-RPG datasets' ``events.txt`` (and tools that follow it):
+  ``t x y p`` with t in seconds (a fractional number), optionally after a
+  first line ``<width> <height>``.
+
+A line of names (``t``/``ts``/``timestamp``/``time``, ``x``, ``y``,
+``p``/``pol``/``polarity``, as iniVation's DV writes) says the order;
+otherwise the order is the one whose polarity column holds only -1, 0 or 1
+and whose time column does not fall (but for 1 % of its steps). Fields are separated by commas,
+semicolons, tabs or spaces. Times with a fraction are seconds, whole ones
+microseconds (a name ending in ``_ns`` or ``_s`` says so). Lines starting
+with ``%`` or ``#`` are comments, ``% Width 640`` / ``% Height 480`` and
+``%geometry:640,480`` give the sensor size, else the events do. A file is
+parsed once per process (:func:`read_text_events`) and its events kept
+while it is the last one read, since the size must be known before packets.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+import functools
+import io
+from pathlib import Path
+import re
+
+import numpy as np
+
+from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.io.event_packets import mono_packets
+from helixtrack_ros.io.npz_events import MAX_T_US
+from helixtrack_ros.io.packet_record import EventPacketRecord
+
+#: File name endings read as text events.
+TEXT_SUFFIXES = ('.csv', '.txt')
+#: Bytes parsed at a time (cut at a line end).
+_CHUNK_BYTES = 32 << 20
+#: The longest header line read.
+_LONGEST_LINE = 1 << 16
+#: Column names understood in a header line, by what they hold.
+_NAMES = {'t': ('t', 'ts', 'time', 'timestamp', 't_us', 't_s', 't_ns', 'timestamp_us'),
+          'x': ('x',), 'y': ('y',), 'p': ('p', 'pol', 'polarity')}
+#: The two orders of unnamed columns, the first preferred for the suffix that names it.
+_ORDERS = {'.csv': ('xypt', 'txyp'), '.txt': ('txyp', 'xypt')}
+_SEPARATORS = re.compile(rb'[,;\t ]+')
+#: The separators as spaces, and carriage returns dropped (bytes.translate: fast).
+_TO_SPACES = bytes.maketrans(b',;\t', b'   ')
+
+
+class TextEventsError(ValueError):
+    """A text file that holds no events in a layout this reader knows (one line)."""
+
+
+@dataclass(frozen=True)
+class TextEvents:
+    """A text file's events (time-sorted), sensor size and the repairs made reading it."""
+
+    events: EventArrays
+    width: int
+    height: int
+    notices: tuple[str, ...]
+
+
+def read_text_events(path: 'str | Path') -> TextEvents:
+    """The file's events and size; TextEventsError when it cannot be read as events."""
+    path = Path(path)
+    stat = path.stat()
+    return _read_cached(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def iter_text_packets(path: 'str | Path', on_notice: 'Callable[[str], None] | None' = None,
+                      packet_us: int = 1000) -> Iterator[EventPacketRecord]:
+    """Stream a text file's events as ``mono`` packet records of ``packet_us`` each."""
+    text = read_text_events(path)
+    for line in text.notices:
+        if on_notice is not None:
+            on_notice(line)
+    ev = text.events
+    step = 1 << 20
+    chunks = (ev.slice(lo, min(lo + step, len(ev))) for lo in range(0, len(ev), step))
+    yield from mono_packets(chunks, text.width, text.height, 0, packet_us)
+
+
+@functools.lru_cache(maxsize=1)
+def _read_cached(path: str, _mtime_ns: int, _size: int) -> TextEvents:
+    """:func:`read_text_events` of one version of a file (the last one kept)."""
+    file = Path(path)
+    with file.open('rb') as fh:
+        head = _Header.read(file, fh)
+        parts = [_parse(file, chunk, line0) for chunk, line0 in _chunks(file, fh, head.line)]
+    table = np.concatenate(parts) if parts else np.empty((0, 4))
+    return _events(file, table, head)
+
+
+@dataclass
+class _Header:
+    """What the lines before the events say: size, column order, time unit."""
+
+    width: int = 0
+    height: int = 0
+    order: str = ''        # 'txyp'-like, '' when the events must tell
+    scale: float = 0.0     # to microseconds; 0 when the events must tell
+    line: int = 1          # number of the first event line
+
+    @classmethod
+    def read(cls, path: Path, fh: io.BufferedReader) -> '_Header':
+        """Read the header lines and leave ``fh`` at the first event line."""
+        head = cls()
+        while True:
+            pos = fh.tell()
+            raw = fh.readline(_LONGEST_LINE)
+            if not raw:
+                return head
+            if len(raw) == _LONGEST_LINE and not raw.endswith(b'\n'):
+                raise TextEventsError(f'{path}: line {head.line} is longer than '
+                                      f'{_LONGEST_LINE} bytes: not a text file of events')
+            text = raw.decode('latin-1').strip()
+            if not text or text[0] in '%#':
+                head._comment(text[1:].strip())
+            elif not head._names(path, text) and not head._size_line(text):
+                fh.seek(pos)
+                return head
+            head.line += 1
+
+    def _comment(self, text: str) -> None:
+        m = re.match(r'geometry\s*[:=]?\s*(\d+)\s*[,x ]\s*(\d+)', text, re.I)
+        if m:
+            self.width, self.height = int(m.group(1)), int(m.group(2))
+            return
+        m = re.match(r'(width|height)\s*[:=]?\s*(\d+)', text, re.I)
+        if m:
+            setattr(self, m.group(1).lower(), int(m.group(2)))
+
+    def _names(self, path: Path, text: str) -> bool:
+        """A line of column names (True), which must name t, x, y and p."""
+        words = [w.lower() for w in _SEPARATORS.split(text.encode()) if w]
+        if not words or any(_is_number(w) for w in words):
+            return False
+        found = {}
+        for i, w in enumerate(words):
+            kind = next((k for k, names in _NAMES.items() if w.decode() in names), None)
+            if kind is not None:
+                found.setdefault(kind, (i, w.decode()))
+        if len(found) < 4 or len(words) != 4:
+            raise TextEventsError(
+                f'{path}: line {self.line}: {text[:60]!r} is neither events nor column names '
+                '(expected four named t (or timestamp), x, y and p (or polarity))')
+        self.order = ''.join(sorted(found, key=lambda k: found[k][0]))
+        unit = found['t'][1]
+        self.scale = 1e-3 if unit.endswith('_ns') else 1e6 if unit.endswith('_s') else 0.0
+        return True
+
+    def _size_line(self, text: str) -> bool:
+        """The UZH-RPG first line ``<width> <height>`` (True)."""
+        words = text.split()
+        if self.line == 1 and len(words) == 2 and all(w.isdigit() for w in words):
+            self.width, self.height = int(words[0]), int(words[1])
+            return True
+        return False
+
+
+def _is_number(word: bytes) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _chunks(path: Path, fh: io.BufferedReader, line0: int) -> Iterator[tuple[bytes, int]]:
+    """The rest of the file in pieces that end at a line end, with their first line."""
+    tail = b''
+    while True:
+        block = fh.read(_CHUNK_BYTES)
+        data = tail + block
+        if not block:
+            if data.strip():
+                yield data, line0
+            return
+        cut = data.rfind(b'\n') + 1
+        if cut == 0 and len(data) > _LONGEST_LINE:
+            raise TextEventsError(f'{path}: line {line0} is longer than {_LONGEST_LINE} bytes: '
+                                  'not a text file of events')
+        data, tail = data[:cut], data[cut:]
+        if data:
+            yield data, line0
+            line0 += data.count(b'\n')
+
+
+def _parse(path: Path, chunk: bytes, line0: int) -> np.ndarray:
+    """A piece of event lines as an (n, 4) array (whole numbers kept exact)."""
+    text = chunk.translate(_TO_SPACES, b'\r')
+    # (integers parse 2.5 times faster; a decimal point makes that try a waste)
+    for dtype in (np.float64,) if b'.' in text else (np.int64, np.float64):
+        try:
+            table = np.loadtxt(io.BytesIO(text), dtype=dtype, ndmin=2)
+        except ValueError:
+            continue
+        if table.size and table.shape[1] != 4:
+            break
+        return table.reshape(-1, 4)
+    raise TextEventsError(_bad_line(path, chunk, line0))
+
+
+def _bad_line(path: Path, chunk: bytes, line0: int) -> str:
+    """The one line that says which line is not an event and why."""
+    for k, raw in enumerate(chunk.splitlines()):
+        words = [w for w in _SEPARATORS.split(raw.strip()) if w]
+        if not words:
+            continue
+        if len(words) != 4 or not all(_is_number(w) for w in words):
+            shown = raw.decode('latin-1').strip()[:60]
+            return (f'{path}: line {line0 + k}: {shown!r} is not an event (four numbers: '
+                    't, x, y, p in some order)')
+    return f'{path}: lines {line0}..: not events of four numbers'
+
+
+def _events(path: Path, table: np.ndarray, head: _Header) -> TextEvents:
+    """The columns as events: order, time unit, polarity, checks, time order."""
+    order = head.order or _order(path, table)
+    cols = {k: table[:, order.index(k)] for k in 'txyp'}
+    t, notices = cols['t'], []
+    if not np.all(np.isfinite(t)):
+        raise TextEventsError(f'{path}: {int(np.sum(~np.isfinite(t)))} time(s) are not numbers')
+    scale = head.scale or (1e6 if t.dtype.kind == 'f' and np.any(t != np.round(t)) else 1.0)
+    t_us = np.round(t * scale) if scale != 1.0 else t
+    if len(t_us) and (t_us.min() < 0 or t_us.max() > MAX_T_US):
+        raise TextEventsError(f'{path}: times run from {t.min():g} to {t.max():g}'
+                              f'{" s" if scale == 1e6 else ""}; sensor times lie within 0..'
+                              f'{MAX_T_US} us')
+    for k in 'xy':
+        c = cols[k]
+        if len(c) and (c.min() < 0 or c.max() > 65535 or np.any(c != np.round(c))):
+            raise TextEventsError(f'{path}: {k} must be whole pixel numbers 0..65535, got '
+                                  f'{c.min():g}..{c.max():g}')
+    ev = EventArrays(t_us.astype(np.int64), cols['x'].astype(np.uint16),
+                     cols['y'].astype(np.uint16), (cols['p'] > 0).astype(np.uint8))
+    out = ev.time_sorted()
+    if out is not ev:
+        late = ev.t_us < np.maximum.accumulate(ev.t_us)
+        notices.append(f'{int(late.sum())} event(s) come earlier than events before them: '
+                       'sorted by time')
+    width, height = head.width, head.height
+    if not (width > 0 and height > 0):
+        width, height = ((int(out.x.max()) + 1, int(out.y.max()) + 1) if len(out) else (1, 1))
+    return TextEvents(out, width, height, tuple(notices))
+
+
+def _order(path: Path, table: np.ndarray) -> str:
+    """The column order of unnamed columns: the first of the suffix's orders that fits."""
+    sample = table[:100_000]
+    orders = _ORDERS.get(path.suffix.lower(), _ORDERS['.txt'])
+    if len(sample) < 2:
+        return orders[0]      # (nothing to tell by; one event tracks nothing either way)
+    for order in orders:
+        p, t = sample[:, order.index('p')], sample[:, order.index('t')]
+        # (a few events out of order are sorted later; a column of pixels goes up and down)
+        if np.all(np.isin(p, (-1, 0, 1))) and np.mean(np.diff(t) < 0) <= 0.01:
+            return order
+    raise TextEventsError(f'{path}: cannot tell which column is the time: neither t,x,y,p nor '
+                          'x,y,p,t fits (polarity -1/0/1, time not falling); put a line of '
+                          'names first, e.g. "t,x,y,p"')

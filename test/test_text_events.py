@@ -1,0 +1,101 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Text files of events (Metavision CSV, UZH-RPG events.txt, DV's CSV): tracked as the bag."""
+
+import re
+
+from cli_scenes import rotor_rows, simulated
+import numpy as np
+import pytest
+
+from helixtrack_ros.cli import main
+from helixtrack_ros.io.npz_events import read_npz_events
+from helixtrack_ros.io.text_events import TextEventsError, iter_text_packets, read_text_events
+
+
+@pytest.fixture(scope='module')
+def scene_events(tmp_path_factory):
+    """A 0.1 s lone rotor: its folder and its decoded events."""
+    scene = simulated(tmp_path_factory, 'lone_constant', 0.1, 6)
+    npz = scene / 'e.npz'
+    assert main(['events', str(scene / 'events'), '-o', str(npz)]) == 0
+    return scene, read_npz_events(npz)[0]
+
+
+def _write(path, header: str, columns, fmt, delimiter=','):
+    with open(path, 'w') as fh:
+        fh.write(header)
+        np.savetxt(fh, np.column_stack(columns), fmt=fmt, delimiter=delimiter)
+
+
+@pytest.mark.parametrize('layout', ['metavision', 'rpg', 'dv'])
+def test_a_text_file_of_the_events_tracks_as_the_bag(scene_events, tmp_path, layout):
+    """Each layout, its own way of saying the size, order and unit, gives the bag's rows."""
+    scene, ev = scene_events
+    t, x, y, p = ev.t_us, ev.x, ev.y, ev.p
+    if layout == 'metavision':     # x,y,p,t in us after %geometry
+        path = tmp_path / 'cd.csv'
+        _write(path, '%geometry:1280,720\n', (x, y, p, t), '%d')
+    elif layout == 'rpg':          # "width height", then t [s] x y p
+        path = tmp_path / 'events.txt'
+        _write(path, '1280 720\n', (t * 1e-6, x, y, p), ['%.6f', '%d', '%d', '%d'], ' ')
+    else:                          # names, polarity as -1/1, sensor size from % lines
+        path = tmp_path / 'dv.csv'
+        _write(path, '% Width 1280\n% Height 720\ntimestamp,x,y,polarity\n',
+               (t, x, y, 2 * p.astype(int) - 1), '%d')
+    text = read_text_events(path)
+    assert (text.width, text.height) == (1280, 720) and not text.notices
+    assert np.array_equal(text.events.t_us, t) and np.array_equal(text.events.p, p)
+    assert rotor_rows(path, scene, tmp_path / 'o') == rotor_rows(scene / 'events', scene,
+                                                                 tmp_path / 'bag')
+
+
+def test_seconds_since_the_epoch_keep_microseconds(tmp_path):
+    t_s = 1468939993.0 + np.array([0.000001, 0.000002, 0.5])
+    _write(tmp_path / 'e.txt', '', (t_s, [1, 2, 3], [4, 5, 6], [1, 0, 1]),
+           ['%.9f', '%d', '%d', '%d'], ' ')
+    text = read_text_events(tmp_path / 'e.txt')
+    assert text.events.t_us.tolist() == [1468939993000001, 1468939993000002, 1468939993500000]
+    assert (text.width, text.height) == (4, 7)      # from the events
+
+
+def test_unsorted_events_are_sorted_and_said(tmp_path):
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.integers(0, 5000, 2000))
+    t[100], t[101] = t[101] + 7, t[100]               # one pair swapped and apart
+    _write(tmp_path / 'u.csv', '', (rng.integers(0, 64, 2000), rng.integers(0, 48, 2000),
+                                    rng.integers(0, 2, 2000), t), '%d')
+    notes = []
+    pkts = list(iter_text_packets(tmp_path / 'u.csv', on_notice=notes.append))
+    assert sum(len(pk.events) // 8 for pk in pkts) == 2000
+    assert len(notes) == 1 and 'sorted by time' in notes[0]
+
+
+@pytest.mark.parametrize('text, message', [
+    ('0,1,2,3\n5,6,x,8\n', "line 2: '5,6,x,8' is not an event"),
+    ('%geometry:64,48\n1,2,0,10\n1,2,0\n', "line 3: '1,2,0' is not an event"),
+    ('t,x,y,brightness\n1,2,3,4\n', 'expected four named t'),
+    ('1,2,5,10\n3,4,6,11\n', 'cannot tell which column is the time'),
+    ('t,x,y,p\n-5,1,2,1\n3,4,5,0\n', 'sensor times lie within'),
+    ('t,x,y,p\n5,1.5,2,1\n', 'x must be whole pixel numbers'),
+    ('t,x,y,p\nnan,1,2,1\n', '1 time(s) are not numbers'),
+    ('hello\n', "'hello' is neither events nor column names"),
+    ('\x01' * 70_000, 'line 1 is longer than 65536 bytes'),          # a binary file
+    ('1,2,0,5\n' + '7' * 70_000, "line 2: '777"),
+])
+def test_a_bad_text_file_is_one_line_and_exit_2(tmp_path, capsys, text, message):
+    path = tmp_path / 'bad.csv'
+    path.write_text(text)
+    with pytest.raises(TextEventsError, match=re.escape(message)):
+        read_text_events(path)
+    assert main(['track', str(path), '-o', str(tmp_path / 'o')]) == 2
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_text_file_without_events_exits_1(tmp_path, capsys):
+    for text in ('', 't,x,y,p\n'):
+        path = tmp_path / 'none.txt'
+        path.write_text(text)
+        assert main(['track', str(path), '-q', '-o', str(tmp_path / 'o')]) == 1
+        assert f'no rotor tracked: no event in {path}' in capsys.readouterr().err
