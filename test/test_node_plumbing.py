@@ -271,3 +271,43 @@ def test_ctrl_c_and_bad_config(tmp_path: Path):
     assert rc == 0, proc.output()
     assert 'Traceback' not in proc.output()
     assert 'tracker.no_such' in proc.output()                # unknown parameter warned
+
+
+@pytest.mark.parametrize('executor', ['events', 'single_threaded'])
+def test_events_type_auto_switches_to_an_event_array_driver_while_spinning(tmp_path: Path,
+                                                                           executor: str):
+    """Found by the live-node review: with ``events_type`` auto (the default) and a driver
+    publishing EventArray, the switch of subscription failed inside the spinning node
+    (DDS refuses a second type on the topic until the old subscription is really gone):
+    an error stack every second and no packet ever. Now the new subscription is tried
+    again at the next watch, and the packets arrive."""
+    event_array = pytest.importorskip('event_array_msgs.msg').EventArray
+    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    params = F.write_params_file(tmp_path / 'p.yaml', dict(
+        F.TWO_ROTORS, diagnostics_period_s=0.1, executor=executor))
+    proc = F.NodeProcess(['--params-file', str(params), '-r', '__ns:=/arr',
+                          '-r', '~/events:=/arr_ev'], standin=True, log_dir=tmp_path)
+    probe = F.Probe('array_probe')
+    try:
+        joints = probe.collect(JointState, '/arr/helixtrack/rotors')
+        qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
+                         history=HistoryPolicy.KEEP_LAST, depth=1000,
+                         durability=DurabilityPolicy.VOLATILE)
+        pub = probe.node.create_publisher(event_array, '/arr_ev', qos)
+        seq = 0
+        deadline = time.monotonic() + 30.0
+        while not joints and time.monotonic() < deadline:
+            (m,) = F.fake_packets(1, seq0=seq)
+            pub.publish(event_array(header=m.header, height=m.height, width=m.width,
+                                    encoding=m.encoding, is_bigendian=m.is_bigendian,
+                                    time_base=m.time_base, events=m.events, seq=m.seq))
+            seq += 1
+            time.sleep(0.02)
+        assert joints, 'no output from EventArray packets within 30 s'
+    finally:
+        probe.close()
+        rc = proc.stop()
+    log = proc.output()
+    assert rc == 0 and 'Traceback' not in log and 'FATAL' not in log, log
+    assert 'subscribing to that' in log

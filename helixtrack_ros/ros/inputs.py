@@ -66,13 +66,18 @@ class EventInput:
         self._arrived = arrived
         self._on_take_error = on_take_error
         self.sub: Any = None
+        #: the message class to subscribe with once the old subscription is gone
+        self._switch_to: type | None = None
         self.subscribe(event_message_class(events_type))
+        #: the input topic's full name
+        self.topic: str = self.sub.topic_name
         self._timer = node.create_timer(WATCH_PERIOD_S, self.watch, clock=clock)
 
     def subscribe(self, msg_class: type) -> None:
         """Subscribe ``~/events`` with this message class (EventPacket read in place)."""
         if self.sub is not None:
             self._node.destroy_subscription(self.sub)
+            self.sub = None
         self.sub = self._node.create_subscription(
             msg_class, '~/events', self._callback, EVENTS_QOS, raw=msg_class is EventPacket,
             qos_overriding_options=_EVENTS_QOS_OVERRIDES)
@@ -84,18 +89,40 @@ class EventInput:
             self._node.destroy_timer(self._timer)
             return
         log = self._node.get_logger()
-        topic = self.sub.topic_name
+        if self._switch_to is not None and not self._switch():
+            return
         if self._events_type == 'auto':
             wanted = publisher_message_class(
-                [p.topic_type for p in self._node.get_publishers_info_by_topic(topic)])
+                [p.topic_type for p in self._node.get_publishers_info_by_topic(self.topic)])
             if wanted is not None and wanted is not self.sub.msg_type:
-                log.info(f'{topic} carries {wanted.__module__.split(".")[0]}/'
+                log.info(f'{self.topic} carries {wanted.__module__.split(".")[0]}/'
                          f'{wanted.__name__}: subscribing to that')
-                self.subscribe(wanted)
-        log.warning(f'no event packets on {topic} yet ({self.sub.get_publisher_count()} '
+                self._switch_to = wanted
+                if not self._switch():
+                    return
+        log.warning(f'no event packets on {self.topic} yet ({self.sub.get_publisher_count()} '
                     'publishers); is the camera driver running and the topic remapped?',
                     throttle_duration_sec=WAIT_WARNING_S)
 
+    def _switch(self) -> bool:
+        """Subscribe with :attr:`_switch_to` (True when done). Within a spinning executor
+        the old subscription goes only once its wait set lets it go, and DDS refuses a
+        second type on the topic until then: a failed try waits for the next watch."""
+        if self.sub is not None and self.sub.msg_type is not self._switch_to:
+            self._node.destroy_subscription(self.sub)
+            self.sub = None
+        try:
+            self.subscribe(self._switch_to)
+        except Exception as exc:  # noqa: BLE001 - rclpy's RCLError; tried again next watch
+            self._node.get_logger().info(f'{self.topic}: the new subscription waits for the '
+                                         f'old one to go ({str(exc).split(",")[0]})',
+                                         throttle_duration_sec=WAIT_WARNING_S)
+            return False
+        self._switch_to = None
+        return True
+
     def take_queued(self, limit: int) -> list[tuple[bytes | EventPacket, dict | None]]:
         """Take up to ``limit`` (message, MessageInfo) pairs waiting in the subscription."""
+        if self.sub is None:
+            return []
         return take_queued(self.sub, limit, self._on_take_error)

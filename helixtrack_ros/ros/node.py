@@ -146,7 +146,7 @@ class HelixtrackNode(Node):
     def _say_rotors(self) -> None:
         """One start-up line: the rotors tracked, or that they will be detected."""
         from helixtrack_ros.pipeline.startup import DETECT_WINDOW_US
-        topic = self._input.sub.topic_name
+        topic = self._input.topic
         if self.rotor_names:
             self._log.info(f'tracking {len(self.rotor_names)} rotor(s) '
                            f'[{", ".join(self.rotor_names)}] on {topic}')
