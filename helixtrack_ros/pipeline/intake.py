@@ -68,12 +68,16 @@ INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backward
                    'sensor_gaps', 'events_mistimed')
 
 
-def _largest_step(t_us: np.ndarray) -> tuple[int, int]:
+def _largest_step(t_us: np.ndarray, back: bool = False) -> tuple[int, int]:
     """(index of the event after it, size [us]) of the largest step between consecutive
-    event times; (0, 0) with fewer than two events."""
+    event times, or with ``back`` of the largest step back (its size > 0); (0, 0) with
+    fewer than two events."""
     if len(t_us) < 2:
         return 0, 0
     steps = np.diff(t_us)
+    if back:
+        j = int(np.argmin(steps))
+        return j + 1, -int(steps[j])
     j = int(np.argmax(steps))
     return j + 1, int(steps[j])
 
@@ -287,7 +291,10 @@ class PacketIntake:
     def _accept(self, ev: EventArrays, restart: bool, stamp_ns: int) -> Admission:
         """Time bookkeeping of a packet with events: restarts, gaps, the ROS stamp."""
         t_first = int(ev.t_us[0])
-        if self.last_t_us is not None:
+        if int(ev.t_us[-1]) < t_first - RESTART_JUMP_US:
+            ev, restart = self._restart_inside(ev), True
+            t_first = int(ev.t_us[0])
+        elif self.last_t_us is not None:
             if t_first < self.last_t_us - RESTART_JUMP_US:
                 # camera restart: sensor time starts again; keep the rotor estimates
                 self.counters['camera_restarts'] += 1
@@ -365,6 +372,22 @@ class PacketIntake:
             t_ref = int(ev.t_us[_largest_step(ev.t_us)[0]])
         below_ns = self.time.offset_ns - (stamp_ns - t_ref * 1000)
         return below_ns // 1000 if 0 < below_ns <= self.time.reset_ns else 0
+
+    def _restart_inside(self, ev: EventArrays) -> EventArrays:
+        """The events of a packet in which the sensor clock restarted, from the restart on.
+
+        A new recording or a restarted camera whose first words keep the old time (EVT3:
+        the words before the first TIME_HIGH) put the restart inside the packet; tracked
+        as they are, the events after it fell behind the rotors' time and froze them
+        (TRACKING, 13 % off, for a whole replayed recording: live-node review). The
+        events before the step back are left out (``events_mistimed``); the rotors
+        restart from their estimates as after any camera restart.
+        """
+        after, _ = _largest_step(ev.t_us, back=True)
+        self.counters['events_mistimed'] += after
+        self.counters['camera_restarts'] += 1
+        self.time.reset()
+        return ev.slice(after, len(ev))
 
     @staticmethod
     def _jump_inside(ev: EventArrays) -> bool:

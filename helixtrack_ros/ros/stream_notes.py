@@ -37,6 +37,10 @@ class StreamNotes:
         if self._new(c, 'seq_restarts') and seq.last_restart is not None:
             warn(f'sequence restarted: {seq.last_restart[0]} -> {seq.last_restart[1]} '
                  '(camera restart?)', throttle_duration_sec=5.0)
+        if self._new(c, 'camera_restarts'):
+            warn(f'sensor time started again (camera restart or a new recording; '
+                 f'{c["camera_restarts"]} so far): the rotors restart from their estimates',
+                 throttle_duration_sec=5.0)
         if self._new(c, 'seq_repeats') and c['seq_repeats'] == 1:
             warn("the packets' seq does not advance (a driver that does not count them?): "
                  'lost packets cannot be counted')
