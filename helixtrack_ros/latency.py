@@ -15,10 +15,13 @@ import numpy as np
 
 
 class LatencyHistogram:
-    """Packet-in -> publish latencies in 10 us bins up to 100 ms (the last bin open)."""
+    """Packet-in -> publish latencies in 10 us bins up to 100 ms, then 1 ms bins up to
+    10 s (the last bin open): a node far behind still gets its percentiles apart."""
 
     BIN_US = 10
-    BINS = 10_000
+    FINE = 10_000                 # 10 us bins: 0 .. 100 ms
+    COARSE_US = 1000
+    BINS = FINE + 9_900           # then 1 ms bins: 100 ms .. 10 s
 
     def __init__(self) -> None:
         self.counts = [0] * self.BINS   # a list: one count costs a third of a numpy one
@@ -27,7 +30,11 @@ class LatencyHistogram:
 
     def add(self, latency_us: int) -> None:
         """Count one latency [us]."""
-        self.counts[min(max(latency_us, 0) // self.BIN_US, self.BINS - 1)] += 1
+        k = max(latency_us, 0) // self.BIN_US
+        if k >= self.FINE:
+            k = min(self.FINE + (latency_us - self.FINE * self.BIN_US) // self.COARSE_US,
+                    self.BINS - 1)
+        self.counts[k] += 1
         self.n += 1
         self.max_us = max(self.max_us, latency_us)
 
@@ -38,7 +45,11 @@ class LatencyHistogram:
             return math.nan
         rank = max(1, math.ceil(q / 100.0 * self.n))
         k = int(np.searchsorted(np.cumsum(self.counts), rank))
-        edge_us = (k + 1) * self.BIN_US if k < self.BINS - 1 else self.max_us
+        if k < self.FINE:
+            edge_us = (k + 1) * self.BIN_US
+        else:
+            edge_us = (self.FINE * self.BIN_US + (k - self.FINE + 1) * self.COARSE_US
+                       if k < self.BINS - 1 else self.max_us)
         return min(edge_us, self.max_us) / 1000.0
 
 

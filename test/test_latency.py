@@ -16,12 +16,25 @@ def test_latency_histogram_percentiles():
     assert math.isnan(h.percentile_ms(50))
     for v in lat_us:
         h.add(int(v))
-    h.add(250_000)                                  # beyond the last bin: counted there
+    h.add(25_000_000)                               # beyond the last bin: counted there
     for q in (50, 90, 99):
-        exact = np.percentile(np.append(lat_us, 250_000), q, method='inverted_cdf') / 1000
+        exact = np.percentile(np.append(lat_us, 25_000_000), q, method='inverted_cdf') / 1000
         assert exact <= h.percentile_ms(q) <= exact + 0.01
-    # the open last bin reads as the largest latency seen, not as its 100 ms edge
-    assert h.percentile_ms(100) == 250.0 and h.max_us == 250_000 and h.n == 5001
+    # the open last bin reads as the largest latency seen, not as its 10 s edge
+    assert h.percentile_ms(100) == 25_000.0 and h.max_us == 25_000_000 and h.n == 5001
+
+
+def test_latencies_beyond_100_ms_keep_their_percentiles_apart():
+    """Found by the live-node review: once over half the latencies passed 100 ms (the
+    last bin then), p50 = p99 = max (1,163 ms). Beyond 100 ms the bins are 1 ms wide."""
+    h = LatencyHistogram()
+    for v in range(200_000, 1_200_000, 100):        # 0.2 .. 1.2 s, evenly
+        h.add(v)
+    exact = np.arange(200_000, 1_200_000, 100)
+    for q in (50, 99):
+        ref = np.percentile(exact, q, method='inverted_cdf') / 1000
+        assert ref <= h.percentile_ms(q) <= ref + 1.0
+    assert h.percentile_ms(50) < 800 < h.percentile_ms(99) < h.percentile_ms(100)
 
 
 def test_a_percentile_never_exceeds_the_largest_latency():
@@ -32,7 +45,7 @@ def test_a_percentile_never_exceeds_the_largest_latency():
     assert h.percentile_ms(99) == 2.613 == h.max_us / 1000
     for v in range(10_000):
         h.add(200_000 + v)
-    assert h.percentile_ms(50) == 209.999
+    assert h.percentile_ms(50) == 205.0 and h.percentile_ms(100) == 209.999
 
 
 def test_period_counters_reset_starts_a_new_period():

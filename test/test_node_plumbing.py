@@ -134,9 +134,12 @@ def test_diagnostics(rig):
     names = [s.name for s in arr.status]
     assert f'helixtrack: node {FQN}' in names and 'helixtrack: pipeline' in names
     vals = _node_values(rig)
-    for key in ('events_per_s_in', 'processing_load', 'packets_dropped', 'decode_errors',
+    for key in ('events_per_s_in', 'processing_load', 'packets_dropped', 'packets_refused',
                 'seq_gaps', 'callback_ms_max'):
         assert key in vals
+    # (decode_errors is the pipeline's count of bad words; the node's was its refused
+    # packets under that name: two meanings, live-node review)
+    assert 'decode_errors' not in vals
     pipe = F.status_values(rig.probe.messages('/diagnostics'), 'helixtrack: pipeline')
     assert 'stride' in pipe
     # packet-in -> publish over a period with packets (paced: a stand-in pipeline answers
@@ -205,7 +208,6 @@ def test_bad_packets_leave_node_alive(rig):
                  'diagnostics')
     vals = _node_values(rig)
     assert int(vals['packets_refused']) - refused0 == 5
-    assert int(vals['decode_errors']) >= 5
     pipe = F.status_values(rig.probe.messages('/diagnostics'), 'helixtrack: pipeline')
     assert int(pipe['decode_errors']) >= 3
     assert int(vals['packets_dropped']) - dropped0 == 10

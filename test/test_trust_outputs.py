@@ -606,6 +606,20 @@ def test_a_mislabelled_encoding_is_counted_and_measures_nothing(quad):
                for r in out[-1].rotors)
 
 
+def test_the_encoding_name_is_read_whatever_its_case(quad):
+    """Found by the live-node review: packets labelled 'EVT3' and 'evt3' in turn made a new
+    decoder at every flip (10 format changes, 284k decode errors), and the EVT3-only
+    checks skipped 'EVT3'. Now the name is read as the decoders read it."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    flipped = [r._replace(encoding='EVT3 ' if r.seq % 2 else 'evt3')
+               for r in _raw(pkts, range(200))]
+    out = pipe.process_packets(flipped)
+    c = pipe.counters
+    assert c['format_changes'] == 0 and c['decode_errors'] == 0
+    assert all(r.state == RotorState.TRACKING for r in out[-1].rotors)
+
+
 def test_a_late_packet_is_dropped_not_read_as_a_restart(quad):
     """Before: packets swapped in pairs counted as 100 dropped and 50 camera restarts,
     ~110 ms of NaN, and an output stamp going back (node review, 2026-11-27). Now a

@@ -407,7 +407,8 @@ class PacketIntake:
         return ev.slice(after, len(ev))
 
     def _get_decoder(self, encoding: str, width: int, height: int) -> Any:
-        key = (encoding, width, height)
+        # (as make_decoder reads it: 'EVT3' and 'evt3' are one stream, not a change)
+        key = (str(encoding).strip().lower(), width, height)
         if key != self.decoder_key:
             decoder = make_decoder(encoding, width, height)   # (ValueError: refused)
             if self.decoder_key is not None:

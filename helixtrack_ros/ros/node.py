@@ -309,7 +309,6 @@ class HelixtrackNode(Node):
         values, load = self._win.values(self._latency)
         values.update({
             'packets_dropped': str(c['packets_dropped']), 'seq_gaps': str(c['seq_gaps']),
-            'decode_errors': str(c['packets_refused']),
             'last_seq': str(last_seq if last_seq is not None else -1),
             'rss_mb': f'{rss_mb():.1f}'})
         values.update({k: str(v) for k, v in c.items() if k not in values})
