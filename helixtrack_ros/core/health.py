@@ -77,7 +77,7 @@ class RotorState(IntEnum):
 CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'scale drift',
                'perspective drift', 'RPM uncertain', 'implausible RPM',
                'implausible RPM change', 'implausible scale change', 'implausible centre step',
-               'events lost in transport', 'rate settling', 'pose settling')
+               'events lost in transport', 'rate settling', 'pose settling', 'rate unsteady')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -119,7 +119,7 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 #: transport, the extrapolated state must pass health_recover_us of good windows again.
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
  R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING,
- R_POSE_SETTLING) = range(15)
+ R_POSE_SETTLING, R_UNSTEADY) = range(16)
 
 # ---- health parameter vector (hp), packed from TrackerParams, the blade count and the
 # rotor's own RPM range
@@ -156,6 +156,7 @@ HP_SCALE_GATE = _HP.slot(lambda p, blades, rng: math.log1p(p.gate_scale_rel)
 HP_CENTRE_GATE = _HP.slot('gate_center_step')
 HP_SETTLE = _HP.slot('health_settle_rpm_s')   # re-validation: change of acceleration bound
 HP_SETTLE_SPILL = _HP.slot('health_settle_spill')   # re-validation: tip spill above usual
+HP_JERK_REL = _HP.slot('health_jerk_rel')   # change of acceleration bound per shaft RPM [1/s]
 HP_LEN = _HP.close()
 
 # ---- float health state (hs) ---------------------------------------------------------------
@@ -254,6 +255,21 @@ def _gate(hp, hs, q, om, t_end):
 
 
 @kernel_inline
+def _jerk_bound(hp, hs):
+    """The largest change of shaft acceleration between two health windows [RPM/s] of a
+    steady rate: ``health_jerk_rel`` times the shaft RPM (inf: no bound).
+
+    Relative, since the error a rate's scatter or lag makes is: on the simulator's
+    tracked scenes it stays below 1.9 RPM/s per RPM, while a rate scattering 2-3 %
+    about a slow rotor on a shaking camera, or lagging the onset of a steep ramp,
+    changes its acceleration by 3-10 per RPM (benchmarks/RESULTS.md).
+    """
+    if hp[HP_JERK_REL] <= 0.0:
+        return math.inf
+    return hp[HP_JERK_REL] * hs[HS_GATE_RPM]
+
+
+@kernel_inline
 def _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
     """True (and the reason set) while a window of a rotor being re-validated must not count.
 
@@ -265,8 +281,11 @@ def _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
     why = R_OK
     val = 0.0
     ref = 0.0
-    if hp[HP_SETTLE] > 0.0 and not hs[HS_JERK] <= hp[HP_SETTLE]:
-        why, val, ref = R_SETTLING, hs[HS_JERK], hp[HP_SETTLE]
+    bound = _jerk_bound(hp, hs)
+    if hp[HP_SETTLE] > 0.0:
+        bound = min(bound, hp[HP_SETTLE])
+    if bound < math.inf and not hs[HS_JERK] <= bound:
+        why, val, ref = R_SETTLING, hs[HS_JERK], bound
     elif hp[HP_SETTLE_SPILL] > 0.0 and nref > 0 and spill == spill \
             and spill > hs[HS_SPILL_REF] + hp[HP_SETTLE_SPILL] \
             and not abs(spill - spill_prev) <= hp[HP_SETTLE_SPILL]:
@@ -363,6 +382,9 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
             reason, val, ref = R_PERSP, dp, 0.0
         elif std_rel > hp[HP_STDREL]:
             reason, val, ref = R_UNCERTAIN, std_rel, 0.0
+        elif level == TRACKING and hs[HS_JERK] > _jerk_bound(hp, hs):
+            # (while re-validating, _revalidation_unsettled holds the same bound)
+            reason, val, ref = R_UNSTEADY, hs[HS_JERK], _jerk_bound(hp, hs)
     elif coh == coh and coh < hp[HP_COHMIN]:
         # no reference yet: absolute limits only
         reason, val, ref = R_INCOHERENT, coh, math.nan
@@ -451,6 +473,8 @@ _CAUSE_TEXT = {
                                   f'window (re-validating below {ref:.0f})'),
     R_POSE_SETTLING: lambda val, ref: (f'pose settling: tip spill {val:.2f} still changing '
                                        f'(usual {ref:.2f}; re-validating)'),
+    R_UNSTEADY: lambda val, ref: (f'rate unsteady: acceleration changed {val:.0f} RPM/s in a '
+                                  f'window (bound {ref:.0f})'),
 }
 
 
