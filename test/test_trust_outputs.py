@@ -429,6 +429,28 @@ def test_a_slow_rotor_whose_rate_scatters_on_a_shaking_camera_is_not_tracking():
     assert ok.sum() >= 50 and (err > 0.01).mean() < 0.1 and err.max() < 0.02
 
 
+def test_a_rotor_slowing_to_an_eighth_is_not_starved():
+    """Found by the scene review: a motor cut from 12,000 to 1,500 RPM in 0.15 s. Its blade
+    edges pass an eighth as often, so the in-annulus rate fell below the starvation bound
+    of its usual (fast) rate: STARVED from 0.3 s to the end, and the search for it waited
+    for that rate too. The usual rate now scales down with the RPM."""
+    from helixtrack_ros.sim.schedules import RpmSchedule
+    scene = make_scenario('lone_constant', duration_s=0.6, seed=0)
+    scene.rotors[0].schedule = RpmSchedule.piecewise([0, 150e3, 300e3], [12000, 12000, 1500])
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    t, rpm, states = [], [], []
+    for chunk in Simulator(scene, seed=0).chunks(chunk_us=1000):
+        if len(chunk):
+            (out,) = pipe.process_events(chunk)
+            t.append(out.t_us)
+            rpm.append(out.rpm_shaft)
+            states.append(int(out.state))
+    t, rpm, states = np.array(t), np.array(rpm), np.array(states)
+    late = t > 400_000
+    assert (states[late] == RotorState.TRACKING).all()
+    assert np.abs(rpm[late] - 1500.0).max() < 15.0
+
+
 def test_a_tracker_locked_outside_its_rpm_range_is_lost_within_10_ms_of_lock():
     scene = make_scenario('lone_constant', duration_s=0.2, seed=5)
     ev = Simulator(scene, seed=5).all_events()

@@ -185,6 +185,7 @@ HS_GATE_CX = _HS.slot()
 HS_GATE_CY = _HS.slot()
 HS_GATE_ACC = _HS.slot(math.nan)   # shaft acceleration [RPM/s] between the last two passes
 HS_JERK = _HS.slot(math.nan)       # its change at the last pass (nan: not known yet)
+HS_RPM_REF = _HS.slot()        # shaft RPM of the windows averaged into HS_RATE_REF
 HS_LEN = _HS.close()
 
 # ---- int health state (hi) -----------------------------------------------------------------
@@ -226,7 +227,7 @@ def _gate(hp, hs, q, om, t_end):
     becomes the next comparison point; one that fails does not, so a runaway
     keeps failing until the state is plausible again.
     """
-    rpm = 60.0 * abs(om) / (2.0 * math.pi * max(hp[HP_BLADES], 1.0))
+    rpm = _shaft_rpm(hp, om)
     if not (rpm >= hp[HP_RPM_MIN] and rpm <= hp[HP_RPM_MAX]):
         bound = hp[HP_RPM_MAX] if rpm > hp[HP_RPM_MAX] else hp[HP_RPM_MIN]
         return R_RPM_RANGE, rpm, bound
@@ -252,6 +253,23 @@ def _gate(hp, hs, q, om, t_end):
     hs[HS_GATE_CX] = q[2]
     hs[HS_GATE_CY] = q[3]
     return R_OK, 0.0, 0.0
+
+
+@kernel_inline
+def _shaft_rpm(hp, om):
+    """Shaft RPM of the helical rate omega (B-fold)."""
+    return 60.0 * abs(om) / (2.0 * math.pi * max(hp[HP_BLADES], 1.0))
+
+
+@kernel_inline
+def _usual_rate(hp, hs, om):
+    """The in-annulus event rate expected now [events/ms]: the slow reference, scaled
+    down with the shaft RPM when the rotor slowed since (blade edges pass as often as
+    the rate; a rotor cut from 12,000 to 1,500 RPM was STARVED for good, scene review).
+    """
+    if hs[HS_RPM_REF] <= 0.0:
+        return hs[HS_RATE_REF]
+    return hs[HS_RATE_REF] * min(1.0, _shaft_rpm(hp, om) / hs[HS_RPM_REF])
 
 
 @kernel_inline
@@ -369,8 +387,9 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
     val = 0.0
     ref = 0.0
     if nref > 0:
-        if rate < hp[HP_STARVE] * hs[HS_RATE_REF]:
-            reason, val, ref = R_STARVED, rate, hs[HS_RATE_REF]
+        usual = _usual_rate(hp, hs, om)
+        if rate < hp[HP_STARVE] * usual:
+            reason, val, ref = R_STARVED, rate, usual
         elif coh == coh and (coh < hp[HP_COHMIN] or coh < hp[HP_COHREL] * hs[HS_COH_REF]):
             reason, val, ref = R_INCOHERENT, coh, hs[HS_COH_REF]
         elif spill == spill and (spill > hp[HP_SPILLMAX]
@@ -428,6 +447,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
             hs[HS_P31_REF] += ap * (q[4] - hs[HS_P31_REF])
             hs[HS_P32_REF] += ap * (q[5] - hs[HS_P32_REF])
         hs[HS_RATE_REF] += a * (rate - hs[HS_RATE_REF])
+        hs[HS_RPM_REF] += a * (_shaft_rpm(hp, om) - hs[HS_RPM_REF])
         if coh == coh:
             hs[HS_COH_REF] += (a if nref > 0 else 1.0) * (coh - hs[HS_COH_REF])
         if spill == spill:
