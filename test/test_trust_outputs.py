@@ -27,6 +27,7 @@ from helixtrack_ros.core.health import (
     R_ACCEL,
     R_CENTRE_JUMP,
     R_GAP,
+    R_OTHER_ROTOR,
     R_RPM_RANGE,
     R_UNSTEADY,
     TRACKING,
@@ -449,6 +450,32 @@ def test_a_rotor_slowing_to_an_eighth_is_not_starved():
     late = t > 400_000
     assert (states[late] == RotorState.TRACKING).all()
     assert np.abs(rpm[late] - 1500.0).max() < 15.0
+
+
+def test_a_tracker_that_drifted_onto_another_rotor_publishes_nothing():
+    """Found by the scene review: with the paper preset, rear_right lost its rotor, drifted
+    246 px onto front_right and locked there: 25 TRACKING values of front_right's RPM
+    under rear_right's name (91 % off its own). A TRACKING centre within half a tip
+    radius of another rotor's last good centre, more than a radius from its own, is now
+    LOST ('on another rotor') and searched for where it belongs."""
+    from helixtrack_ros.core.presets import apply_preset
+    scene = make_scenario('quadcopter_2m', duration_s=0.5, seed=0)
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene),
+                                           tracker=apply_preset('paper'), threads=1))
+    off, causes = [], set()
+    for chunk in Simulator(scene, seed=0).chunks(chunk_us=1000):
+        if not len(chunk):
+            continue
+        outs = pipe.process_events(chunk)
+        truth = scene.ground_truth(np.array([outs[0].t_us]))
+        for o in outs:
+            causes.add(int(o.cause))
+            if o.state == RotorState.TRACKING:
+                h, ht = np.asarray(o.homography), truth[o.name]['H'][0]
+                off.append(math.hypot(h[0, 2] / h[2, 2] - ht[0, 2] / ht[2, 2],
+                                      h[1, 2] / h[2, 2] - ht[1, 2] / ht[2, 2]))
+    assert R_OTHER_ROTOR in causes
+    assert max(off, default=0.0) < 20.0          # every value from its own rotor
 
 
 def test_a_tracker_locked_outside_its_rpm_range_is_lost_within_10_ms_of_lock():

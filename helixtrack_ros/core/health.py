@@ -77,7 +77,8 @@ class RotorState(IntEnum):
 CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'scale drift',
                'perspective drift', 'RPM uncertain', 'implausible RPM',
                'implausible RPM change', 'implausible scale change', 'implausible centre step',
-               'events lost in transport', 'rate settling', 'pose settling', 'rate unsteady')
+               'events lost in transport', 'rate settling', 'pose settling', 'rate unsteady',
+               'on another rotor')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -119,7 +120,7 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 #: transport, the extrapolated state must pass health_recover_us of good windows again.
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
  R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING,
- R_POSE_SETTLING, R_UNSTEADY) = range(16)
+ R_POSE_SETTLING, R_UNSTEADY, R_OTHER_ROTOR) = range(17)
 
 # ---- health parameter vector (hp), packed from TrackerParams, the blade count and the
 # rotor's own RPM range
@@ -495,6 +496,8 @@ _CAUSE_TEXT = {
                                        f'(usual {ref:.2f}; re-validating)'),
     R_UNSTEADY: lambda val, ref: (f'rate unsteady: acceleration changed {val:.0f} RPM/s in a '
                                   f'window (bound {ref:.0f})'),
+    R_OTHER_ROTOR: lambda val, ref: (f'on the place of another rotor, {val:.1f} tip radii from '
+                                     'its own: re-detecting'),
 }
 
 

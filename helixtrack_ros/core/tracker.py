@@ -37,10 +37,13 @@ from helixtrack_ros.core.health import (
     DEGRADED,
     HI_CAUSE,
     HI_LEVEL,
+    HI_LOSSES,
     HI_NOUT,
     HI_NTIP,
     HI_REASON,
     HI_T0,
+    HS_CAUSE_REF,
+    HS_CAUSE_VAL,
     HS_COS,
     HS_GOOD_US,
     HS_RATE_REF,
@@ -327,6 +330,16 @@ class HelixTracker:
     def health_values(self) -> dict[str, str]:
         """Health metrics of the last window (strings, for diagnostics)."""
         return health_values(self.hi, self.hs)
+
+    def lose(self, cause: int, value: float = 0.0) -> None:
+        """Declare the track failed (LOST with ``cause``), from a check that sees more than
+        this rotor (the pipeline's: two trackers on one rotor)."""
+        if int(self.hi[HI_LEVEL]) != LOST:
+            self.hi[HI_LOSSES] += 1
+        self.hi[HI_LEVEL] = LOST
+        self.hi[HI_CAUSE] = self.hi[HI_REASON] = cause
+        self.hs[HS_CAUSE_VAL] = value
+        self.hs[HS_CAUSE_REF] = 0.0
 
     def advance(self, t_us: int) -> None:
         """Declare that no event of this rotor up to ``t_us`` is still to come.

@@ -26,7 +26,11 @@ from helixtrack_ros.core.tracker import HelixTracker, PacketRun
 from helixtrack_ros.core.tracker_stack import TrackerStack
 from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
 from helixtrack_ros.pipeline.config import PipelineConfig
-from helixtrack_ros.pipeline.outputs import outputs_of, searching_output
+from helixtrack_ros.pipeline.outputs import (
+    outputs_of,
+    searching_output,
+    withhold_other_rotors,
+)
 from helixtrack_ros.pipeline.realtime import gn_divisor
 from helixtrack_ros.pipeline.records import RotorOutput
 from helixtrack_ros.pipeline.recovery import RotorRecovery
@@ -192,7 +196,10 @@ class RotorBank:
         t_last = inf.t_last
         n_pk = len(t_last)
         size = self.image_size()
+        anchors = [rec.good_q for rec in self.recs]      # (note_good replaces, never edits)
         per_rotor = [self._rotor_rows(r, run, inf, stride, size) for r, run in enumerate(runs)]
+        if len(per_rotor) > 1:
+            withhold_other_rotors(self, per_rotor, anchors)
         routed = [sum([o.events for o in outs]) for outs in per_rotor]
         self.counters['events_routed'] += int(sum(routed))
         # the sparsest rotor still tracked: its events per us of the batch, before the stride
