@@ -23,6 +23,11 @@ The tracker kernel counts, per window of ``health_window_us`` stream time
   n_out / (n_out + n_tip) stays small while the tip ellipse sits on the
   blade tips (only background there) and grows when the pose is off (the
   tip circle of a shifted rotor crosses r = 1 everywhere).
+- the weighted mean phase residual of the EKF's updates (*drift*): close to
+  0 while the filter follows; it keeps one sign while the rate lags a
+  sudden acceleration (the coherence stays high then: the phase is
+  corrected at every event). Checked also after every packet
+  (:func:`_health_drift`): such a lag is several % within 1-2 ms.
 
 At each window close :func:`_health_close` compares them, and the scale,
 perspective and RPM uncertainty of the tracker, with absolute limits and
@@ -78,7 +83,7 @@ CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'sc
                'perspective drift', 'RPM uncertain', 'implausible RPM',
                'implausible RPM change', 'implausible scale change', 'implausible centre step',
                'events lost in transport', 'rate settling', 'pose settling', 'rate unsteady',
-               'on another rotor')
+               'on another rotor', 'rate lagging')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -120,7 +125,7 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 #: transport, the extrapolated state must pass health_recover_us of good windows again.
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
  R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING,
- R_POSE_SETTLING, R_UNSTEADY, R_OTHER_ROTOR) = range(17)
+ R_POSE_SETTLING, R_UNSTEADY, R_OTHER_ROTOR, R_DRIFT) = range(18)
 
 # ---- health parameter vector (hp), packed from TrackerParams, the blade count and the
 # rotor's own RPM range
@@ -158,6 +163,7 @@ HP_CENTRE_GATE = _HP.slot('gate_center_step')
 HP_SETTLE = _HP.slot('health_settle_rpm_s')   # re-validation: change of acceleration bound
 HP_SETTLE_SPILL = _HP.slot('health_settle_spill')   # re-validation: tip spill above usual
 HP_JERK_REL = _HP.slot('health_jerk_rel')   # change of acceleration bound per shaft RPM [1/s]
+HP_DRIFT = _HP.slot('health_phase_drift')   # |weighted mean EKF residual| bound [rad]
 HP_LEN = _HP.close()
 
 # ---- float health state (hs) ---------------------------------------------------------------
@@ -178,6 +184,9 @@ HS_PERSP_D = _HS.slot(math.nan)
 HS_STD_REL = _HS.slot(math.nan)
 HS_NREF = _HS.slot()           # good windows averaged into the references
 HS_COS = _HS.slot()            # pending window: sum cos(eps) of tip-band events
+HS_EPS = _HS.slot()            # pending window: sum w eps of the EKF's updates (rate lag)
+HS_EPS2 = _HS.slot()           # pending window: their sum w eps^2
+HS_W = _HS.slot()              # pending window: their sum of weights w
 HS_CAUSE_VAL = _HS.slot()      # value and reference of the cause of the current level
 HS_CAUSE_REF = _HS.slot()
 HS_GATE_T = _HS.slot(-1.0)     # time of the last window that passed the gates (-1: none)
@@ -320,6 +329,58 @@ def _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
     return True
 
 
+#: least weight sum of the EKF's updates for :func:`_drift` to judge
+_DRIFT_MIN_WEIGHT = 1000.0
+#: the mean residual counts only beyond this many of its standard errors: background
+#: events in the ring spread the residuals over +-pi, so a sparse rotor's 1 ms mean can
+#: read 0.03 rad by chance (quadcopter_4m, 1300 weight: 0.032 rad, 0.3 % off)
+_DRIFT_Z = 5.0
+#: per packet, a pending window younger than this fraction of a window is not judged: a
+#: pose step can shift the residuals for ~1 ms (quadcopter_4m: 0.032 rad, then back),
+#: while a rate lag keeps growing (the window close judges every whole window)
+_DRIFT_MIN_SPAN = 0.4
+
+
+@kernel_inline
+def _drift(hp, hs):
+    """|Weighted mean phase residual| [rad] of the EKF's updates in the pending window.
+
+    While the filter follows the rotor the residuals average out; when the
+    true rate changes suddenly, the small jerk noise makes the rate lag for
+    several ms, and the residuals keep one sign although the phase (and so
+    the coherence) is corrected at every event. 0 with too little weight to judge, or
+    a mean within ``_DRIFT_Z`` standard errors of 0.
+    """
+    w = hs[HS_W]
+    if w < _DRIFT_MIN_WEIGHT:
+        return 0.0
+    m = abs(hs[HS_EPS]) / w
+    se = math.sqrt(max(hs[HS_EPS2] / w - m * m, 0.0) / w)
+    return m if m > _DRIFT_Z * se else 0.0
+
+
+@kernel
+def _health_drift(hp, hs, hi, t):
+    """Per packet: a TRACKING rotor whose rate lags (:func:`_drift`) becomes DEGRADED at once.
+
+    Checked on the pending window (from ``_DRIFT_MIN_SPAN`` of a window on) after
+    every packet ending at ``t``, not only at the window close, since a lag reaches
+    several % within 1-2 ms of a sudden acceleration; the window close then judges
+    the whole window as usual.
+    """
+    if hp[HP_DRIFT] <= 0.0 or hi[HI_LEVEL] != TRACKING \
+            or t - hi[HI_T0] < _DRIFT_MIN_SPAN * hp[HP_WIN]:
+        return
+    drift = _drift(hp, hs)
+    if drift > hp[HP_DRIFT]:
+        hi[HI_LEVEL] = DEGRADED
+        hi[HI_REASON] = R_DRIFT
+        hi[HI_CAUSE] = R_DRIFT
+        hs[HS_CAUSE_VAL] = drift
+        hs[HS_CAUSE_REF] = hp[HP_DRIFT]
+        hs[HS_GOOD_US] = 0.0
+
+
 @kernel
 def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
     """Close the health window ending at ``t_end`` and update the level.
@@ -332,6 +393,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
     dur = float(t_end - hi[HI_T0])
     if dur <= 0.0:
         return
+    drift = _drift(hp, hs)
     n_win = n_acc - hi[HI_ACC0]
     n_tip = hi[HI_NTIP]
     n_out = hi[HI_NOUT]
@@ -361,6 +423,9 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
     hi[HI_NTIP] = 0
     hi[HI_NOUT] = 0
     hs[HS_COS] = 0.0
+    hs[HS_EPS] = 0.0
+    hs[HS_EPS2] = 0.0
+    hs[HS_W] = 0.0
     level = hi[HI_LEVEL]
     if not locked:
         hi[HI_REASON] = R_ACQUIRING
@@ -405,6 +470,8 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         elif level == TRACKING and hs[HS_JERK] > _jerk_bound(hp, hs):
             # (while re-validating, _revalidation_unsettled holds the same bound)
             reason, val, ref = R_UNSTEADY, hs[HS_JERK], _jerk_bound(hp, hs)
+        elif hp[HP_DRIFT] > 0.0 and drift > hp[HP_DRIFT]:
+            reason, val, ref = R_DRIFT, drift, hp[HP_DRIFT]
     elif coh == coh and coh < hp[HP_COHMIN]:
         # no reference yet: absolute limits only
         reason, val, ref = R_INCOHERENT, coh, math.nan
@@ -424,7 +491,8 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
             hs[HS_CAUSE_REF] = ref
         if level == TRACKING:
             hi[HI_LEVEL] = DEGRADED
-        elif level == DEGRADED and hs[HS_BAD_US] >= hp[HP_LOST]:
+        elif level == DEGRADED and hs[HS_BAD_US] >= hp[HP_LOST] and reason != R_DRIFT:
+            # (a lagging rate settles by itself: DEGRADED, not a loss and a re-detection)
             hi[HI_LEVEL] = LOST
             hi[HI_LOSSES] += 1
         return
@@ -498,6 +566,8 @@ _CAUSE_TEXT = {
                                   f'window (bound {ref:.0f})'),
     R_OTHER_ROTOR: lambda val, ref: (f'on the place of another rotor, {val:.1f} tip radii from '
                                      'its own: re-detecting'),
+    R_DRIFT: lambda val, ref: (f'rate lagging: mean phase residual {val:.3f} rad '
+                               f'(bound {ref:.3f})'),
 }
 
 

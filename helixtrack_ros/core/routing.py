@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from helixtrack_ros.core.fastmath import TWO_PI
-from helixtrack_ros.core.health import HI_LEVEL, HI_T0, _health_advance
+from helixtrack_ros.core.health import HI_LEVEL, HI_T0, _health_advance, _health_drift
 from helixtrack_ros.core.jit import kernel
 from helixtrack_ros.core.tracker_kernel import _process
 from helixtrack_ros.core.tracker_layout import (
@@ -131,7 +131,8 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
     Per packet k (events pkt_end[k-1]:pkt_end[k] of the shared decoded
     arrays): route the events inside the rotor's box (every stride-th),
     run :func:`_process` with one sample at the packet's last event time,
-    close the health windows up to it (:meth:`HelixTracker.advance`), and
+    close the health windows up to it (:meth:`HelixTracker.advance`), check
+    the pending window for a lagging rate (:func:`_health_drift`), and
     write the sample, q_core, box and health into row k. Stops after a
     packet that leaves the rotor LOST, or not TRACKING past
     ``reset_deadline_us`` (>= 0: a re-initialised rotor; cleared once
@@ -162,6 +163,8 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
         if hi[HI_T0] >= 0 and t_last > ist[IS_TMAX]:
             _health_advance(hp, hs, hi, q, ist[IS_ACQ] == 0, fs[FS_OM], fs[FS_P11],
                             ist[IS_ACCEPT], t_last)
+        # a rate lagging a sudden acceleration is not published (not only at window close)
+        _health_drift(hp, hs, hi, t_last)
         for j in range(OUT_LEN):
             out_v[k, j] = out_v1[0, j]
         for j in range(6):

@@ -45,8 +45,11 @@ from helixtrack_ros.core.health import (
     HS_CAUSE_REF,
     HS_CAUSE_VAL,
     HS_COS,
+    HS_EPS,
+    HS_EPS2,
     HS_GOOD_US,
     HS_RATE_REF,
+    HS_W,
     LOST,
     R_GAP,
     TRACKING,
@@ -372,6 +375,9 @@ class HelixTracker:
             self.hi[HI_NTIP] = 0
             self.hi[HI_NOUT] = 0
             self.hs[HS_COS] = 0.0
+            self.hs[HS_EPS] = 0.0
+            self.hs[HS_EPS2] = 0.0
+            self.hs[HS_W] = 0.0
         if self.ist[IS_ACQ] == 0 and self.hi[HI_LEVEL] != LOST:
             # the state was extrapolated over the gap (after 0.1 s the RPM can be off by
             # several %): not measured until good windows confirm it again (also when it

@@ -47,6 +47,9 @@ from helixtrack_ros.core.health import (
     HI_NTIP,
     HI_T0,
     HS_COS,
+    HS_EPS,
+    HS_EPS2,
+    HS_W,
     _health_advance,
 )
 from helixtrack_ros.core.homography import _INV_W0, _pack_pose
@@ -147,23 +150,38 @@ def _event_time(t, t_max, n_back):
 
 
 @fma_inline
-def _health_window(hp, hs, hi, q, locked, om, P11, n_acc, t, h_t0, h_tip, h_out, h_cos):
+def _health_sums(hs, hi):
+    """The pending health window's start and sums, into locals (see :func:`_health_count`)."""
+    return hi[HI_T0], hi[HI_NTIP], hi[HI_NOUT], hs[HS_COS], (hs[HS_EPS], hs[HS_EPS2], hs[HS_W])
+
+
+@fma_inline
+def _health_store(hs, hi, h_tip, h_out, h_cos, h_we):
+    """Write the pending health window's sums back (the next batch goes on from them)."""
+    hi[HI_NTIP] = h_tip
+    hi[HI_NOUT] = h_out
+    hs[HS_COS] = h_cos
+    hs[HS_EPS], hs[HS_EPS2], hs[HS_W] = h_we
+
+
+@fma_inline
+def _health_window(hp, hs, hi, q, locked, om, P11, n_acc, t, h_t0, h_tip, h_out, h_cos, h_we):
     """Open the first health window, or close the current one at t (core.health).
 
-    Returns the new window's start and its zeroed tip / outside / coherence sums.
+    Returns the new window's start and its zeroed tip / outside / coherence / drift sums
+    (``h_we``: sums of w eps, w eps^2 and w over the EKF's updates).
     """
     if h_t0 < 0:
         hi[HI_T0] = t
         hi[HI_ACC0] = n_acc
     else:
-        hi[HI_NTIP] = h_tip
-        hi[HI_NOUT] = h_out
-        hs[HS_COS] = h_cos
+        _health_store(hs, hi, h_tip, h_out, h_cos, h_we)
         _health_advance(hp, hs, hi, q, locked, om, P11, n_acc, t)
         h_tip = 0
         h_out = 0
         h_cos = 0.0
-    return hi[HI_T0], h_tip, h_out, h_cos
+        h_we = (0.0, 0.0, 0.0)
+    return hi[HI_T0], h_tip, h_out, h_cos, h_we
 
 
 @fma_inline
@@ -218,15 +236,22 @@ def _gate(eps, r, kappa, inv2sr2):
 
 
 @fma_inline
-def _health_count(d, ce, tip_in, out0, out1, h_tip, h_out, h_cos):
-    """Health counters: phase coherence of the tip band, spill just outside the tip."""
+def _health_count(d, ce, eps, wr, tip_in, out0, out1, h_tip, h_out, h_cos, h_we):
+    """Health counters: tip-band phase coherence, spill outside the tip, residual drift.
+
+    ``h_we`` sums w eps, w eps^2 and w over the EKF's updates (R gate w): the weighted
+    mean residual stays near 0 while the filter follows, and keeps one sign
+    while its rate lags a sudden acceleration (the coherence does not see
+    that: the phase is corrected at every event).
+    """
     if d <= 0.0:
         if d > tip_in:
             h_tip += 1
             h_cos += ce
     elif d > out0 and d < out1:
         h_out += 1
-    return h_tip, h_out, h_cos
+    we = wr * eps
+    return h_tip, h_out, h_cos, (h_we[0] + we, h_we[1] + we * eps, h_we[2] + wr)
 
 
 @fma_inline
@@ -412,14 +437,14 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     gn_stride, gn_cnt, batch_n, batch_t0 = _load_batch(ist)
     adj = _adjugate(pose)
     vx, vy, t_m, t_sv, t_f, fast_on = _load_motion(fs, ist)
-    h_t0, h_tip, h_out, h_cos = hi[HI_T0], hi[HI_NTIP], hi[HI_NOUT], hs[HS_COS]
+    h_t0, h_tip, h_out, h_cos, h_we = _health_sums(hs, hi)
     acc_base = ist[IS_ACCEPT]
     for i in range(n):
         t, t_max, n_back = _event_time(t_us[i], t_max, n_back)
         if t >= h_t0 + hwin:
-            h_t0, h_tip, h_out, h_cos = _health_window(
+            h_t0, h_tip, h_out, h_cos, h_we = _health_window(
                 hp, hs, hi, q, not acquiring, om, P11, acc_base + n_accept, t, h_t0, h_tip,
-                h_out, h_cos)
+                h_out, h_cos, h_we)
         if mode == MODE_TIMES and k_samp < n_samp and sample_t[k_samp] < t_us[i]:
             _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
             k_out, k_samp = _emit_samples(k_out, k_samp, t_us[i], sample_t, tp, fs, ist, q,
@@ -487,9 +512,9 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                         phi, om, al, P00, P01, P02, P11, P12, P22, t, t_x, qj, zb, psi)
                 theta, eps = _phase_residual(phiw, B, zeta, ux, uy, ps[i], hpol)
                 d, ce, w = _gate(eps, r, kappa, inv2sr2)
-                h_tip, h_out, h_cos = _health_count(d, ce, tip_in, out0, out1, h_tip, h_out,
-                                                    h_cos)
                 wr = _r_gate(w, d, inv2sr2, rvm)
+                h_tip, h_out, h_cos, h_we = _health_count(d, ce, eps, wr, tip_in, out0, out1,
+                                                          h_tip, h_out, h_cos, h_we)
                 if fold:
                     sw, swe = _fold(sw, swe, wr, eps, rfloor)
                 else:
@@ -511,7 +536,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     _sync(fs, ist, phi, om, al, P00, P01, P02, P11, P12, P22, t_x, sw, swe)
     _store_batch(fs, ist, phib, psib, t_max, n, n_used, n_back, n_accept, gn_stride, gn_cnt,
                  batch_n, batch_t0, fast_on, vx, vy, t_m, t_sv, t_f)
-    hi[HI_NTIP], hi[HI_NOUT], hs[HS_COS] = h_tip, h_out, h_cos
+    _health_store(hs, hi, h_tip, h_out, h_cos, h_we)
     if mode == MODE_TIMES:
         k_out, k_samp = _emit_samples(k_out, k_samp, 0, sample_t, tp, fs, ist, q,
                                       out_t, out_v, True)
