@@ -339,6 +339,11 @@ _DRIFT_Z = 5.0
 #: pose step can shift the residuals for ~1 ms (quadcopter_4m: 0.032 rad, then back),
 #: while a rate lag keeps growing (the window close judges every whole window)
 _DRIFT_MIN_SPAN = 0.4
+#: at low RPM the bound is tighter: a mean residual of this fraction of the phase the
+#: blades turn through in the window's span (the same rate error is a smaller phase
+#: error on a slow rotor: 12,000 -> 1,500 RPM, the filter overshooting 5-15 % at the end
+#: of the deceleration while the mean stayed below 0.03 rad; scene review)
+_DRIFT_REL = 0.014
 
 
 @kernel_inline
@@ -359,8 +364,15 @@ def _drift(hp, hs):
     return m if m > _DRIFT_Z * se else 0.0
 
 
+@kernel_inline
+def _drift_bound(hp, om, span_us):
+    """The drift bound [rad]: ``health_phase_drift``, or less on a slow rotor
+    (:data:`_DRIFT_REL` of the blade phase turned in the span ``span_us``)."""
+    return min(hp[HP_DRIFT], _DRIFT_REL * abs(om) * span_us * 1e-6)
+
+
 @kernel
-def _health_drift(hp, hs, hi, t):
+def _health_drift(hp, hs, hi, t, om):
     """Per packet: a TRACKING rotor whose rate lags (:func:`_drift`) becomes DEGRADED at once.
 
     Checked on the pending window (from ``_DRIFT_MIN_SPAN`` of a window on) after
@@ -372,12 +384,13 @@ def _health_drift(hp, hs, hi, t):
             or t - hi[HI_T0] < _DRIFT_MIN_SPAN * hp[HP_WIN]:
         return
     drift = _drift(hp, hs)
-    if drift > hp[HP_DRIFT]:
+    bound = _drift_bound(hp, om, t - hi[HI_T0])
+    if drift > bound:
         hi[HI_LEVEL] = DEGRADED
         hi[HI_REASON] = R_DRIFT
         hi[HI_CAUSE] = R_DRIFT
         hs[HS_CAUSE_VAL] = drift
-        hs[HS_CAUSE_REF] = hp[HP_DRIFT]
+        hs[HS_CAUSE_REF] = bound
         hs[HS_GOOD_US] = 0.0
 
 
@@ -470,8 +483,8 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         elif level == TRACKING and hs[HS_JERK] > _jerk_bound(hp, hs):
             # (while re-validating, _revalidation_unsettled holds the same bound)
             reason, val, ref = R_UNSTEADY, hs[HS_JERK], _jerk_bound(hp, hs)
-        elif hp[HP_DRIFT] > 0.0 and drift > hp[HP_DRIFT]:
-            reason, val, ref = R_DRIFT, drift, hp[HP_DRIFT]
+        elif hp[HP_DRIFT] > 0.0 and drift > _drift_bound(hp, om, dur):
+            reason, val, ref = R_DRIFT, drift, _drift_bound(hp, om, dur)
     elif coh == coh and coh < hp[HP_COHMIN]:
         # no reference yet: absolute limits only
         reason, val, ref = R_INCOHERENT, coh, math.nan

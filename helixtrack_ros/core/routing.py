@@ -164,7 +164,7 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
             _health_advance(hp, hs, hi, q, ist[IS_ACQ] == 0, fs[FS_OM], fs[FS_P11],
                             ist[IS_ACCEPT], t_last)
         # a rate lagging a sudden acceleration is not published (not only at window close)
-        _health_drift(hp, hs, hi, t_last)
+        _health_drift(hp, hs, hi, t_last, fs[FS_OM])
         for j in range(OUT_LEN):
             out_v[k, j] = out_v1[0, j]
         for j in range(6):
