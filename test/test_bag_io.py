@@ -142,7 +142,7 @@ def test_templated_result_messages_are_the_bytes_rosbags_serializes(tmp_path):
     """The per-packet JointState, rpm, homography and ``~/health`` messages are written
     from bytes serialized once (numbers and stamp patched in): each must equal what
     rosbags serializes from the message object, for every rotor set and state seen."""
-    from helixtrack_ros.core.health import health_statuses
+    from helixtrack_ros.core.health_text import health_statuses
     from helixtrack_ros.io.ros_types import typestore
     store = typestore()
     rng = np.random.default_rng(5)

@@ -17,8 +17,8 @@ from helixtrack_ros.core.health import (
     R_INCOHERENT,
     TRACKING,
     new_health_state,
-    reason_text,
 )
+from helixtrack_ros.core.health_text import reason_text
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker
 

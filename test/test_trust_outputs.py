@@ -35,8 +35,8 @@ from helixtrack_ros.core.health import (
     _health_close,
     new_health_state,
     pack_health_params,
-    reason_text,
 )
+from helixtrack_ros.core.health_text import reason_text
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker
 from helixtrack_ros.evaluation import rotor_inits_from_scene
@@ -412,23 +412,25 @@ def test_a_rate_whose_acceleration_jumps_is_not_tracking(rpms, unsteady_at):
             assert hi[HI_LEVEL] == TRACKING, k
 
 
+def _lone_trace(scene):
+    """(t_us, shaft RPM, state) after every 1 ms of a lone-rotor scene, through the pipeline."""
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    rows = [pipe.process_events(chunk)[0] for chunk in Simulator(scene, seed=0).chunks(
+        chunk_us=1000) if len(chunk)]
+    return (np.array([o.t_us for o in rows]), np.array([o.rpm_shaft for o in rows]),
+            np.array([int(o.state) for o in rows]))
+
+
 def test_a_slow_rotor_whose_rate_scatters_on_a_shaking_camera_is_not_tracking():
     """Found by the scene review: on low_rpm_shake (a ~1,000 RPM rotor, the camera shaking)
     243 of 546 TRACKING values were 1-3 % off, scattered about the truth while the
     filter's own std said 0.4 %. Their acceleration changes 3-10 RPM/s per RPM between
     windows (tracked scenes: below 1.9): now DEGRADED ('rate unsteady')."""
     scene = make_scenario('low_rpm_shake', duration_s=0.6, seed=0)
-    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
-    t, rpm, states = [], [], []
-    for chunk in Simulator(scene, seed=0).chunks(chunk_us=1000):
-        if len(chunk):
-            (out,) = pipe.process_events(chunk)
-            t.append(out.t_us)
-            rpm.append(out.rpm_shaft)
-            states.append(int(out.state))
-    ok = np.array(states) == RotorState.TRACKING
-    truth = scene.ground_truth(np.array(t))[scene.rotors[0].name]['rpm']
-    err = np.abs(np.array(rpm)[ok] - truth[ok]) / truth[ok]
+    t, rpm, states = _lone_trace(scene)
+    ok = states == RotorState.TRACKING
+    truth = scene.ground_truth(t)[scene.rotors[0].name]['rpm']
+    err = np.abs(rpm[ok] - truth[ok]) / truth[ok]
     assert ok.sum() >= 50 and (err > 0.01).mean() < 0.1 and err.max() < 0.02
 
 
@@ -440,15 +442,7 @@ def test_a_rotor_slowing_to_an_eighth_is_not_starved():
     from helixtrack_ros.sim.schedules import RpmSchedule
     scene = make_scenario('lone_constant', duration_s=0.6, seed=0)
     scene.rotors[0].schedule = RpmSchedule.piecewise([0, 150e3, 300e3], [12000, 12000, 1500])
-    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
-    t, rpm, states = [], [], []
-    for chunk in Simulator(scene, seed=0).chunks(chunk_us=1000):
-        if len(chunk):
-            (out,) = pipe.process_events(chunk)
-            t.append(out.t_us)
-            rpm.append(out.rpm_shaft)
-            states.append(int(out.state))
-    t, rpm, states = np.array(t), np.array(rpm), np.array(states)
+    t, rpm, states = _lone_trace(scene)
     late = t > 400_000
     assert (states[late] == RotorState.TRACKING).all()
     assert np.abs(rpm[late] - 1500.0).max() < 15.0

@@ -46,7 +46,6 @@ within about 20-30 ms, tracked scenes stay TRACKING.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from enum import IntEnum
 import math
 
@@ -89,21 +88,6 @@ CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'sc
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
 STATE_LEVELS = {RotorState.TRACKING: 0, RotorState.DEGRADED: 1, RotorState.ACQUIRING: 1,
                 RotorState.LOST: 2, RotorState.STARVED: 2, RotorState.OUTSIDE: 2}
-
-
-def health_statuses(names: Sequence[str], states: Sequence[tuple[int, int]]) -> list[dict]:
-    """The statuses of ``~/health`` as dicts (name, level, message, hardware_id, values).
-
-    One definition for the node's messages and the offline results bag.
-    """
-    out = []
-    for name, (state, cause) in zip(names, states):
-        st = RotorState(state)
-        why = CAUSE_NAMES[cause] if 0 <= cause < len(CAUSE_NAMES) else 'unknown'
-        out.append({'name': name, 'level': STATE_LEVELS[st], 'hardware_id': name,
-                    'message': st.name if st == RotorState.TRACKING else f'{st.name}: {why}',
-                    'values': {'state': st.name, 'state_code': str(int(st))}})
-    return out
 
 
 def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> RotorState:
@@ -298,6 +282,14 @@ def _jerk_bound(hp, hs):
 
 
 @kernel_inline
+def _set_cause(hs, hi, cause, val, ref):
+    """The cause of the current level, with its value and reference (the message's)."""
+    hi[HI_CAUSE] = cause
+    hs[HS_CAUSE_VAL] = val
+    hs[HS_CAUSE_REF] = ref
+
+
+@kernel_inline
 def _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
     """True (and the reason set) while a window of a rotor being re-validated must not count.
 
@@ -323,9 +315,7 @@ def _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
     hi[HI_REASON] = why
     hs[HS_GOOD_US] = 0.0
     if level != LOST:
-        hi[HI_CAUSE] = why
-        hs[HS_CAUSE_VAL] = val
-        hs[HS_CAUSE_REF] = ref
+        _set_cause(hs, hi, why, val, ref)
     return True
 
 
@@ -388,9 +378,7 @@ def _health_drift(hp, hs, hi, t, om):
     if drift > bound:
         hi[HI_LEVEL] = DEGRADED
         hi[HI_REASON] = R_DRIFT
-        hi[HI_CAUSE] = R_DRIFT
-        hs[HS_CAUSE_VAL] = drift
-        hs[HS_CAUSE_REF] = bound
+        _set_cause(hs, hi, R_DRIFT, drift, bound)
         hs[HS_GOOD_US] = 0.0
 
 
@@ -457,9 +445,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         if level != LOST:
             hi[HI_LEVEL] = LOST
             hi[HI_LOSSES] += 1
-            hi[HI_CAUSE] = gate
-            hs[HS_CAUSE_VAL] = gval
-            hs[HS_CAUSE_REF] = gref
+            _set_cause(hs, hi, gate, gval, gref)
         return
     nref = hs[HS_NREF]
     reason = R_OK
@@ -499,9 +485,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         hs[HS_BAD_US] += dur
         hs[HS_GOOD_US] = 0.0
         if level != LOST:
-            hi[HI_CAUSE] = reason
-            hs[HS_CAUSE_VAL] = val
-            hs[HS_CAUSE_REF] = ref
+            _set_cause(hs, hi, reason, val, ref)
         if level == TRACKING:
             hi[HI_LEVEL] = DEGRADED
         elif level == DEGRADED and hs[HS_BAD_US] >= hp[HP_LOST] and reason != R_DRIFT:
@@ -554,61 +538,3 @@ def _health_advance(hp, hs, hi, q, locked, om, P11, n_acc, t):
             break
         _health_close(hp, hs, hi, q, locked, om, P11, n_acc, hi[HI_T0] + win)
         k += 1
-
-
-#: The message of each health cause, from the cause's value and its reference.
-_CAUSE_TEXT = {
-    R_ACQUIRING: lambda val, ref: 'acquiring phase lock',
-    R_STARVED: lambda val, ref: f'starved: {val:.1f} events/ms in the annulus (usual {ref:.1f})',
-    R_INCOHERENT: lambda val, ref: f'phase incoherent: tip coherence {val:.2f} (usual {ref:.2f})',
-    R_SPILL: lambda val, ref: f'pose off: tip spill {val:.2f} (usual {ref:.2f})',
-    R_SCALE: lambda val, ref: f'scale drift {100.0 * math.expm1(val):+.0f} %',
-    R_PERSP: lambda val, ref: f'perspective drift {val:.2f}',
-    R_UNCERTAIN: lambda val, ref: f'RPM uncertain: std {100.0 * val:.1f} %',
-    R_RPM_RANGE: lambda val, ref: f'implausible RPM: {val:.0f} shaft RPM (bound {ref:.0f})',
-    R_ACCEL: lambda val, ref: f'implausible RPM change: {val:.0f} RPM/s (bound {ref:.0f})',
-    R_SCALE_JUMP: lambda val, ref: f'implausible scale change {100.0 * math.expm1(val):+.0f} %',
-    R_CENTRE_JUMP: lambda val, ref: (f'implausible centre step: {val:.2f} tip radii per window '
-                                     f'(bound {ref:.2f})'),
-    R_GAP: lambda val, ref: 'events lost in transport: re-validating',
-    R_SETTLING: lambda val, ref: (f'rate settling: acceleration changed {val:.0f} RPM/s in a '
-                                  f'window (re-validating below {ref:.0f})'),
-    R_POSE_SETTLING: lambda val, ref: (f'pose settling: tip spill {val:.2f} still changing '
-                                       f'(usual {ref:.2f}; re-validating)'),
-    R_UNSTEADY: lambda val, ref: (f'rate unsteady: acceleration changed {val:.0f} RPM/s in a '
-                                  f'window (bound {ref:.0f})'),
-    R_OTHER_ROTOR: lambda val, ref: (f'on the place of another rotor, {val:.1f} tip radii from '
-                                     'its own: re-detecting'),
-    R_DRIFT: lambda val, ref: (f'rate lagging: mean phase residual {val:.3f} rad '
-                               f'(bound {ref:.3f})'),
-}
-
-
-def reason_text(hi: np.ndarray, hs: np.ndarray) -> str:
-    """Human-readable health message of a health state (see :func:`_health_close`)."""
-    level = int(hi[HI_LEVEL])
-    if level == TRACKING:
-        return 'tracking'
-    cause = int(hi[HI_CAUSE])
-    fmt = _CAUSE_TEXT.get(cause)
-    text = fmt(float(hs[HS_CAUSE_VAL]), float(hs[HS_CAUSE_REF])) if fmt else 'unknown'
-    if level == LOST:
-        return f'lost: {text}'
-    if int(hi[HI_REASON]) == R_OK and cause != R_ACQUIRING:
-        text += ' (recovering)'
-    return text
-
-
-def health_values(hi: np.ndarray, hs: np.ndarray) -> dict[str, str]:
-    """Health metrics of the last window for diagnostics (strings)."""
-    def fmt(v: float, spec: str) -> str:
-        return format(v, spec) if math.isfinite(v) else 'n/a'
-
-    return {
-        'health': LEVEL_NAMES[int(hi[HI_LEVEL])],
-        'health_losses': str(int(hi[HI_LOSSES])),
-        'tip_coherence': fmt(float(hs[HS_COH]), '.3f'),
-        'tip_spill': fmt(float(hs[HS_SPILL]), '.3f'),
-        'annulus_events_per_ms': fmt(float(hs[HS_RATE]), '.1f'),
-        'scale_drift_pct': fmt(100.0 * math.expm1(float(hs[HS_SCALE_D])), '.1f'),
-    }

@@ -54,11 +54,10 @@ from helixtrack_ros.core.health import (
     R_GAP,
     TRACKING,
     _health_advance,
-    health_values,
     new_health_state,
     pack_health_params,
-    reason_text,
 )
+from helixtrack_ros.core.health_text import health_values, reason_text
 from helixtrack_ros.core.homography import _POSE_LEN, _pack_pose, homography
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.routing import _BBOX_COS, _BBOX_SIN, _bbox, _process_packets

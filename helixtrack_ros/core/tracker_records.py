@@ -16,8 +16,8 @@ import numpy as np
 from helixtrack_ros.core.health import (
     HI_CAUSE,
     HI_LEVEL,
-    reason_text,
 )
+from helixtrack_ros.core.health_text import reason_text
 from helixtrack_ros.core.tracker_layout import (
     OUT_OMEGA,
     OUT_PHASE,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
-from helixtrack_ros.core.health import health_statuses
+from helixtrack_ros.core.health_text import health_statuses
 from helixtrack_ros.io.cdr_patch import PatchableCdr, sentinels
 from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,

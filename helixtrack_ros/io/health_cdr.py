@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from helixtrack_ros.core.health import health_statuses
+from helixtrack_ros.core.health_text import health_statuses
 from helixtrack_ros.io.cdr_patch import PatchableCdr
 
 #: the most distinct messages kept (a rotor count of 8 with every state seen stays far below)
