@@ -451,9 +451,9 @@ def test_a_rotor_slowing_to_an_eighth_is_not_starved():
 def test_a_tracker_that_drifted_onto_another_rotor_publishes_nothing():
     """Found by the scene review: with the paper preset, rear_right lost its rotor, drifted
     246 px onto front_right and locked there: 25 TRACKING values of front_right's RPM
-    under rear_right's name (91 % off its own). A TRACKING centre within half a tip
-    radius of another rotor's last good centre, more than a radius from its own, is now
-    LOST ('on another rotor') and searched for where it belongs."""
+    under rear_right's name (91 % off its own). A TRACKING centre within a tip radius
+    of another rotor's last good centre, more than a radius from its own, is now LOST
+    ('on another rotor') and searched for where it belongs."""
     from helixtrack_ros.core.presets import apply_preset
     scene = make_scenario('quadcopter_2m', duration_s=0.5, seed=0)
     pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene),

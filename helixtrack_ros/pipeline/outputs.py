@@ -170,7 +170,7 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
 
 #: A tracker's centre this close to another rotor's last good centre, in that rotor's tip
 #: radii, while more than one of its own from its own, is on the other rotor's place.
-OTHER_ROTOR_NEAR = 0.5
+OTHER_ROTOR_NEAR = 1.0
 
 
 def withhold_other_rotors(bank: RotorBank, per_rotor: list[list[RotorOutput]],
