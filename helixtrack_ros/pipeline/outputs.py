@@ -23,7 +23,6 @@ from helixtrack_ros.core.health import (
     HI_LEVEL,
     LOST,
     R_GAP,
-    R_OTHER_ROTOR,
     R_STARVED,
     STATE_LEVELS,
     TRACKING,
@@ -166,45 +165,6 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
                                 message, health))
     _note_good(rec, rows, good)
     return outs
-
-
-#: A tracker's centre this close to another rotor's last good centre, in that rotor's tip
-#: radii, while more than one of its own from its own, is on the other rotor's place.
-OTHER_ROTOR_NEAR = 1.0
-
-
-def withhold_other_rotors(bank: RotorBank, per_rotor: list[list[RotorOutput]],
-                          anchors: list) -> None:
-    """Withhold the TRACKING outputs of a tracker that left its rotor for another one.
-
-    ``anchors``: each rotor's last good ``q_core`` before the batch (None if never:
-    then its initial place). A tracker that lost its rotor can drift onto a
-    neighbour and lock there: its own checks pass, and it published the
-    neighbour's RPM as its own (the paper preset, 1.8 % off that one and 91 %
-    off its own, scene review). Such an
-    output is LOST ('on another rotor'), the tracker is declared LOST and its last
-    good pose is its own again, so that the search looks where it belongs.
-    """
-    near = [(a[2], a[3], math.exp(a[0])) if a is not None else
-            (init.center_px[0], init.center_px[1], init.radius_px)
-            for a, init in zip(anchors, bank.inits)]
-    for r, outs in enumerate(per_rotor):
-        own = near[r]
-        for k, o in enumerate(outs):
-            if o.state != RotorState.TRACKING:
-                continue
-            h = o.homography
-            cx, cy = h[0][2] / h[2][2], h[1][2] / h[2][2]
-            away = math.hypot(cx - own[0], cy - own[1]) / own[2]
-            if away <= 1.0 or not any(
-                    o2 != r and math.hypot(cx - x2, cy - y2) < OTHER_ROTOR_NEAR * r2
-                    for o2, (x2, y2, r2) in enumerate(near)):
-                continue
-            bank.trackers[r].lose(R_OTHER_ROTOR, away)
-            bank.recs[r].good_q = anchors[r]
-            outs[k] = withheld(o.name, o.t_us, o.events, ERROR,
-                               bank.trackers[r].health_reason, LOST, RotorState.LOST,
-                               R_OTHER_ROTOR)
 
 
 def _note_good(rec: RotorRecovery, rows: list[list[float]], k: int) -> int:

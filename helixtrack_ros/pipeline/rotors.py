@@ -26,11 +26,8 @@ from helixtrack_ros.core.tracker import HelixTracker, PacketRun
 from helixtrack_ros.core.tracker_stack import TrackerStack
 from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
 from helixtrack_ros.pipeline.config import PipelineConfig
-from helixtrack_ros.pipeline.outputs import (
-    outputs_of,
-    searching_output,
-    withhold_other_rotors,
-)
+from helixtrack_ros.pipeline.identity import withhold_other_rotors
+from helixtrack_ros.pipeline.outputs import outputs_of, searching_output
 from helixtrack_ros.pipeline.realtime import gn_divisor
 from helixtrack_ros.pipeline.records import RotorOutput
 from helixtrack_ros.pipeline.recovery import RotorRecovery

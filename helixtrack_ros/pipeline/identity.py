@@ -1,0 +1,99 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""Which rotor a tracker sits on: a tracker that left its rotor for another is not published.
+
+A tracker that lost its rotor can drift onto a neighbour and lock there: its
+own health checks pass, and it publishes the neighbour's RPM under its own
+name (the paper preset: 91 % off its own rotor; a camera shaking at
+egomotion level 7: 55-65 % off, 135 values; scene reviews). Two tests, per
+packet, on each TRACKING tracker r:
+
+- places: its centre is within a tip radius of another rotor's last good
+  centre and more than a radius from its own (no other rotor need be
+  tracked; the places go stale while the camera moves);
+- layout: the rotors of one drone keep their places relative to each other
+  (their initial centres: configured or detected together). Seen from every
+  other TRACKING rotor, r sits on another rotor's place (within half its tip
+  radius) and more than a radius from its own (the camera's shift cancels).
+
+Such an output is LOST ('on another rotor'), the tracker is declared LOST and
+its last good pose is its own again, so that the search looks where it
+belongs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from helixtrack_ros.core.health import LOST, R_OTHER_ROTOR, RotorState
+from helixtrack_ros.pipeline.records import ERROR, RotorOutput, withheld
+
+if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.pipeline.rotors import RotorBank
+
+#: Near another rotor's last good centre: within this many of its tip radii.
+PLACE_NEAR = 1.0
+#: Near another rotor's place in the layout: within this many of its tip radii.
+LAYOUT_NEAR = 0.5
+#: Away from its own place: more than this many of its own tip radii.
+OWN_AWAY = 1.0
+
+
+def _disc(o: RotorOutput) -> tuple[float, float, float]:
+    """Centre and tip radius [px] of a TRACKING output (its homography)."""
+    h = o.homography
+    return (h[0][2] / h[2][2], h[1][2] / h[2][2],
+            math.hypot(h[0][0], h[1][0]) / abs(h[2][2]))
+
+
+def _on_a_place(r: int, c: tuple, places: list[tuple]) -> bool:
+    """The places test (module docstring)."""
+    own = places[r]
+    if math.hypot(c[0] - own[0], c[1] - own[1]) <= OWN_AWAY * own[2]:
+        return False
+    return any(o != r and math.hypot(c[0] - x, c[1] - y) < PLACE_NEAR * rad
+               for o, (x, y, rad) in enumerate(places))
+
+
+def _off_the_layout(r: int, c: tuple, tracked: dict[int, tuple], layout: list[tuple]) -> bool:
+    """The layout test (module docstring): True when every other TRACKING rotor sees r
+    on another rotor's place; False without another TRACKING rotor."""
+    refs = [o for o in tracked if o != r]
+    for o in refs:
+        co, lo = tracked[o], layout[o]
+        k = co[2] / lo[2]                              # the image scale since the layout
+
+        def place(i: int, co=co, lo=lo, k=k) -> tuple[float, float]:
+            return co[0] + k * (layout[i][0] - lo[0]), co[1] + k * (layout[i][1] - lo[1])
+
+        x, y = place(r)
+        if math.hypot(c[0] - x, c[1] - y) <= OWN_AWAY * k * layout[r][2]:
+            return False
+        if not any(i != r and math.hypot(c[0] - place(i)[0], c[1] - place(i)[1])
+                   < LAYOUT_NEAR * k * layout[i][2] for i in range(len(layout))):
+            return False
+    return bool(refs)
+
+
+def withhold_other_rotors(bank: RotorBank, per_rotor: list[list[RotorOutput]],
+                          anchors: list) -> None:
+    """Withhold, per packet, the TRACKING outputs of trackers on another rotor (module
+    docstring). ``anchors``: each rotor's last good ``q_core`` before the batch (None if
+    never: then its initial place)."""
+    layout = [(i.center_px[0], i.center_px[1], i.radius_px) for i in bank.inits]
+    places = [(a[2], a[3], math.exp(a[0])) if a is not None else lay
+              for a, lay in zip(anchors, layout)]
+    for k in range(min(len(outs) for outs in per_rotor)):
+        tracked = {r: _disc(outs[k]) for r, outs in enumerate(per_rotor)
+                   if outs[k].state == RotorState.TRACKING}
+        for r, c in tracked.items():
+            if not (_on_a_place(r, c, places) or _off_the_layout(r, c, tracked, layout)):
+                continue
+            o = per_rotor[r][k]
+            away = math.hypot(c[0] - places[r][0], c[1] - places[r][1]) / places[r][2]
+            bank.trackers[r].lose(R_OTHER_ROTOR, away)
+            bank.recs[r].good_q = anchors[r]
+            per_rotor[r][k] = withheld(o.name, o.t_us, o.events, ERROR,
+                                       bank.trackers[r].health_reason, LOST, RotorState.LOST,
+                                       R_OTHER_ROTOR)
