@@ -50,6 +50,14 @@ def test_a_text_file_of_the_events_tracks_as_the_bag(scene_events, tmp_path, lay
                                                                  tmp_path / 'bag')
 
 
+def test_quoted_column_names_and_windows_line_ends_are_read(tmp_path):
+    (tmp_path / 'q.csv').write_bytes(b'"timestamp";"x";"y";"polarity"\r\n'
+                                     b'10;1;2;1\r\n20;3;4;0\r\n')
+    text = read_text_events(tmp_path / 'q.csv')
+    assert text.events.t_us.tolist() == [10, 20] and text.events.p.tolist() == [1, 0]
+    assert text.events.x.tolist() == [1, 3] and (text.width, text.height) == (4, 5)
+
+
 def test_seconds_since_the_epoch_keep_microseconds(tmp_path):
     t_s = 1468939993.0 + np.array([0.000001, 0.000002, 0.5])
     _write(tmp_path / 'e.txt', '', (t_s, [1, 2, 3], [4, 5, 6], [1, 0, 1]),

@@ -138,7 +138,8 @@ class _Header:
 
     def _names(self, path: Path, text: str) -> bool:
         """A line of column names (True), which must name t, x, y and p."""
-        words = [w.lower() for w in _SEPARATORS.split(text.encode()) if w]
+        # (a spreadsheet quotes its column names)
+        words = [w.strip(b'"\'').lower() for w in _SEPARATORS.split(text.encode()) if w]
         if not words or any(_is_number(w) for w in words):
             return False
         found = {}
