@@ -55,6 +55,11 @@ class EventArrays(NamedTuple):
         order = np.argsort(self.t_us, kind='stable')
         return EventArrays(*(a[order] for a in self))
 
+    def late(self) -> tuple[int, int]:
+        """(how many, index of the first) events come earlier than an event before them."""
+        late = self.t_us < np.maximum.accumulate(self.t_us) if len(self) else self.t_us > 0
+        return int(late.sum()), int(np.argmax(late)) if len(late) else 0
+
     def every(self, k: int) -> 'EventArrays':
         """Every k-th event (0, k, 2k, ...), as contiguous copies."""
         return EventArrays(*(np.ascontiguousarray(a[::k]) for a in self))

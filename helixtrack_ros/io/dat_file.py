@@ -194,8 +194,8 @@ class _Unwrapper:
         """The chunk's events in time order (said when they were not)."""
         out = ev.time_sorted()
         if out is not ev:
-            late = ev.t_us < np.maximum.accumulate(ev.t_us)
-            self.notice(f'{int(late.sum())} event(s) from event {first + int(np.argmax(late))} '
+            n, at = ev.late()
+            self.notice(f'{n} event(s) from event {first + at} '
                         'come earlier than events before them: sorted by time')
         return out
 

@@ -243,8 +243,7 @@ def _events(path: Path, table: np.ndarray, head: _Header) -> TextEvents:
                      cols['y'].astype(np.uint16), (cols['p'] > 0).astype(np.uint8))
     out = ev.time_sorted()
     if out is not ev:
-        late = ev.t_us < np.maximum.accumulate(ev.t_us)
-        notices.append(f'{int(late.sum())} event(s) come earlier than events before them: '
+        notices.append(f'{ev.late()[0]} event(s) come earlier than events before them: '
                        'sorted by time')
     width, height = head.width, head.height
     if not (width > 0 and height > 0):
