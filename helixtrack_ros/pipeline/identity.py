@@ -43,37 +43,42 @@ OWN_AWAY = 1.0
 def _disc(o: RotorOutput) -> tuple[float, float, float]:
     """Centre and tip radius [px] of a TRACKING output (its homography)."""
     h = o.homography
-    return (h[0][2] / h[2][2], h[1][2] / h[2][2],
-            math.hypot(h[0][0], h[1][0]) / abs(h[2][2]))
+    (h00, _, h02), (h10, _, h12), (_, _, h22) = h.tolist() if hasattr(h, 'tolist') else h
+    return h02 / h22, h12 / h22, math.hypot(h00, h10) / abs(h22)
 
 
 def _on_a_place(r: int, c: tuple, places: list[tuple]) -> bool:
     """The places test (module docstring)."""
-    own = places[r]
-    if math.hypot(c[0] - own[0], c[1] - own[1]) <= OWN_AWAY * own[2]:
+    cx, cy, _ = c
+    x, y, rad = places[r]
+    if math.hypot(cx - x, cy - y) <= OWN_AWAY * rad:
         return False
-    return any(o != r and math.hypot(c[0] - x, c[1] - y) < PLACE_NEAR * rad
+    return any(o != r and math.hypot(cx - x, cy - y) < PLACE_NEAR * rad
                for o, (x, y, rad) in enumerate(places))
 
 
 def _off_the_layout(r: int, c: tuple, tracked: dict[int, tuple], layout: list[tuple]) -> bool:
     """The layout test (module docstring): True when every other TRACKING rotor sees r
     on another rotor's place; False without another TRACKING rotor."""
-    refs = [o for o in tracked if o != r]
-    for o in refs:
-        co, lo = tracked[o], layout[o]
-        k = co[2] / lo[2]                              # the image scale since the layout
-
-        def place(i: int, co=co, lo=lo, k=k) -> tuple[float, float]:
-            return co[0] + k * (layout[i][0] - lo[0]), co[1] + k * (layout[i][1] - lo[1])
-
-        x, y = place(r)
-        if math.hypot(c[0] - x, c[1] - y) <= OWN_AWAY * k * layout[r][2]:
+    cx, cy, _ = c
+    refs = False
+    for o, (ox, oy, orad) in tracked.items():
+        if o == r:
+            continue
+        refs = True
+        lx, ly, lrad = layout[o]
+        k = orad / lrad                              # the image scale since the layout
+        if not k > 0:
             return False
-        if not any(i != r and math.hypot(c[0] - place(i)[0], c[1] - place(i)[1])
-                   < LAYOUT_NEAR * k * layout[i][2] for i in range(len(layout))):
+        # c in the layout's frame as seen from o: the camera's shift and scale cancel
+        ux, uy = lx + (cx - ox) / k, ly + (cy - oy) / k
+        own = layout[r]
+        if math.hypot(ux - own[0], uy - own[1]) <= OWN_AWAY * own[2]:
             return False
-    return bool(refs)
+        if not any(i != r and math.hypot(ux - x, uy - y) < LAYOUT_NEAR * rad
+                   for i, (x, y, rad) in enumerate(layout)):
+            return False
+    return refs
 
 
 def withhold_other_rotors(bank: RotorBank, per_rotor: list[list[RotorOutput]],
