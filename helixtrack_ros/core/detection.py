@@ -77,6 +77,7 @@ from helixtrack_ros.core.detection_rotation import (
 )
 from helixtrack_ros.core.detection_types import DetectedRotor, DetectionParams
 from helixtrack_ros.core.events import EventArrays
+from helixtrack_ros.core.fastmath import shaft_rpm
 
 __all__ = ['DetectedRotor', 'DetectionParams', 'detect_rotors']
 
@@ -239,7 +240,7 @@ def _rotors(cands: list, zs: np.ndarray, cnt: np.ndarray, blocks: _Blocks, t0: i
                 or rot['consistency'] < prm.consistency_min):
             continue
         blades = rot['blades']
-        rpm = abs(rot['omega_end']) / blades * 60.0 / (2.0 * math.pi)
+        rpm = shaft_rpm(rot['omega_end'], blades)
         if not prm.rpm_min <= rpm <= prm.rpm_max:
             continue
         if not _blade_pass_confirmed(cd, rot, bcx, bcy, blocks, prm):

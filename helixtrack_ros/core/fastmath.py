@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from helixtrack_ros.core.jit import drop_stale_cache, fma, fma_inline, kernel
+from helixtrack_ros.core.jit import drop_stale_cache, fma, fma_inline, kernel, kernel_inline
 
 _KERNEL_MODULES = ('fastmath', 'homography', 'phase_ekf', 'rotation_sign', 'pose_gn', 'tracker',
                    'health', 'routing', 'tracker_layout', 'tracker_kernel', 'motion_kf',
@@ -36,6 +36,26 @@ PI = math.pi
 TWO_PI = 2.0 * math.pi
 INV_TWO_PI = 1.0 / TWO_PI
 HALF_PI = 0.5 * math.pi
+
+
+def shaft_rpm(omega_rad_s, blades):
+    """Shaft RPM of the B-fold helical phase rate ``omega_rad_s`` of a rotor with ``blades``
+    blades: the phase turns B times per shaft turn (Sec. 3), so 60 |omega| / (2 pi B).
+
+    The one definition of the conversion; kernels call :func:`shaft_rpm_k`, this same
+    function compiled for inlining.
+    """
+    return 60.0 * abs(omega_rad_s) / (TWO_PI * blades)
+
+
+def helical_rate(rpm_shaft, blades):
+    """The B-fold helical phase rate [rad/s] of a shaft turning at ``rpm_shaft`` (the
+    inverse of :func:`shaft_rpm` for a positive rate)."""
+    return rpm_shaft * TWO_PI / 60.0 * blades
+
+
+shaft_rpm_k = kernel_inline(shaft_rpm)
+helical_rate_k = kernel_inline(helical_rate)
 
 # atan(t) ~ t * sum_k A_k t^(2k), t in [0, 1]
 _A0 = 0.9999993355873414

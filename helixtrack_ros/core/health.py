@@ -51,7 +51,7 @@ import math
 
 import numpy as np
 
-from helixtrack_ros.core import fastmath  # noqa: F401  (drops stale kernel caches)
+from helixtrack_ros.core.fastmath import shaft_rpm_k  # (the import drops stale kernel caches)
 from helixtrack_ros.core.jit import kernel, kernel_inline
 from helixtrack_ros.core.params import TrackerParams
 from helixtrack_ros.core.slots import Slots
@@ -252,7 +252,7 @@ def _gate(hp, hs, q, om, t_end):
 @kernel_inline
 def _shaft_rpm(hp, om):
     """Shaft RPM of the helical rate omega (B-fold)."""
-    return 60.0 * abs(om) / (2.0 * math.pi * max(hp[HP_BLADES], 1.0))
+    return shaft_rpm_k(om, max(hp[HP_BLADES], 1.0))
 
 
 @kernel_inline

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from helixtrack_ros.core.fastmath import TWO_PI
+from helixtrack_ros.core.fastmath import TWO_PI, shaft_rpm_k
 from helixtrack_ros.core.health import HI_LEVEL, HI_T0, _health_advance, _health_drift
 from helixtrack_ros.core.jit import kernel
 from helixtrack_ros.core.tracker_kernel import _process
@@ -169,7 +169,7 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
             out_v[k, j] = out_v1[0, j]
         for j in range(6):
             out_v[k, PK_QCORE + j] = q[j]
-        out_v[k, PK_RPM_EKF] = 60.0 * abs(fs[FS_OM]) / (TWO_PI * tp[TP_B])
+        out_v[k, PK_RPM_EKF] = shaft_rpm_k(fs[FS_OM], tp[TP_B])
         out_v[k, PK_ZETA] = ist[IS_ZETA]
         out_v[k, PK_N] = m
         for j in range(4):

@@ -22,7 +22,7 @@ import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.fast_step import _centroid_step, _fast_step
-from helixtrack_ros.core.fastmath import TWO_PI
+from helixtrack_ros.core.fastmath import shaft_rpm
 from helixtrack_ros.core.gn_layout import (
     ACC_LEN,
     G_COFF,
@@ -301,7 +301,7 @@ class HelixTracker:
     @property
     def rpm_shaft(self) -> float:
         """Shaft RPM of the EKF state (at its last event, no propagation; cheap)."""
-        return float(60.0 * abs(self.fs[FS_OM]) / (TWO_PI * self.rotor.blades))
+        return float(shaft_rpm(self.fs[FS_OM], self.rotor.blades))
 
     @property
     def rate_ref(self) -> float:

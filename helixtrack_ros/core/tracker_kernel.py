@@ -32,7 +32,13 @@ import math
 
 from helixtrack_ros.core.acquisition import _acquire_centroid, _buffer_ring_event, _lock
 from helixtrack_ros.core.fast_step import _fast_step
-from helixtrack_ros.core.fastmath import TWO_PI, _atan2_poly, _cos_poly, _exp_neg, _wrap_pi
+from helixtrack_ros.core.fastmath import (
+    _atan2_poly,
+    _cos_poly,
+    _exp_neg,
+    _wrap_pi,
+    shaft_rpm_k,
+)
 from helixtrack_ros.core.gn_accumulate import _accumulate
 from helixtrack_ros.core.gn_layout import (
     ACC_FAST,
@@ -123,10 +129,9 @@ def _emit(k, t, tp, fs, ist, q, out_t, out_v):
     om_t = om + dt * al
     P11_t = P11 + 2.0 * dt * P12 + dt * dt * P22 + tp[TP_QJ] * dt * dt * dt / 3.0
     zeta = 1.0 if ist[IS_ZETA] >= 0 else -1.0
-    c = 60.0 / (TWO_PI * B)
     out_t[k] = t
-    out_v[k, OUT_RPM] = c * abs(om_t)
-    out_v[k, OUT_STD] = c * math.sqrt(max(P11_t, 0.0))
+    out_v[k, OUT_RPM] = shaft_rpm_k(om_t, B)
+    out_v[k, OUT_STD] = shaft_rpm_k(math.sqrt(max(P11_t, 0.0)), B)
     # blade angle atan2(u_y, u_x) = zeta phi_eff / B = zeta phi / B - psi
     out_v[k, OUT_PHASE] = _wrap_pi(zeta * phi_t / B - q[1])
     out_v[k, OUT_OMEGA] = zeta * om_t / B

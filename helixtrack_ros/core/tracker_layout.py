@@ -13,7 +13,7 @@ load the kernel's locals from them and store them back.
 
 import numpy as np
 
-from helixtrack_ros.core.fastmath import TWO_PI
+from helixtrack_ros.core.fastmath import helical_rate, helical_rate_k
 from helixtrack_ros.core.health import HP_OUT0, HP_OUT1, HP_TIP_IN, HP_WIN
 from helixtrack_ros.core.jit import fma_inline, kernel
 from helixtrack_ros.core.params import RotorInit, TrackerParams
@@ -22,7 +22,7 @@ from helixtrack_ros.core.slots import Slots
 # ---- float state (fs) -------------------------------------------------------------------
 _FS = Slots('tracker float state')
 FS_PHI = _FS.slot()          # phase EKF x = [phi, omega, alpha] (Sec. 3.3)
-FS_OM = _FS.slot(lambda p, rotor: rotor.rpm_shaft * TWO_PI / 60.0 * rotor.blades)
+FS_OM = _FS.slot(lambda p, rotor: helical_rate(rotor.rpm_shaft, rotor.blades))
 FS_AL = _FS.slot()
 FS_P00 = _FS.slot('p0_phase_rad2')   # the six entries of P
 FS_P01 = _FS.slot()
@@ -85,7 +85,7 @@ TP_MAXEV = _TP.slot('pose_max_events')
 TP_ACQ_US = _TP.slot(lambda p, rotor, gn: 0.0 if p.sign_prefix else min(
     p.sign_turns * 60e6 / rotor.rpm_shaft, float(p.sign_max_us)))
 # initial |omega| [rad/s] of the B-fold phase
-TP_OMEGA0 = _TP.slot(lambda p, rotor, gn: rotor.rpm_shaft * TWO_PI / 60.0 * rotor.blades)
+TP_OMEGA0 = _TP.slot(lambda p, rotor, gn: helical_rate(rotor.rpm_shaft, rotor.blades))
 TP_SPAN = _TP.slot('sign_rpm_span')
 TP_MARGIN = _TP.slot('sign_margin')
 TP_P0PHI = _TP.slot('p0_phase_rad2')
@@ -193,7 +193,7 @@ def _fast_params(tp, B):
     One blade: no fast step (docs/DESIGN.md, "One blade").
     """
     fstep = int(tp[TP_FAST]) if B >= 2.0 else 0
-    om_fast = tp[TP_FASTRPM] * TWO_PI / 60.0 * B
+    om_fast = helical_rate_k(tp[TP_FASTRPM], B)
     return tp[TP_MOTION] != 0.0, int(tp[TP_MSTEP]), int(tp[TP_MHOLD]), fstep, om_fast
 
 
