@@ -82,7 +82,7 @@ CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'sc
                'perspective drift', 'RPM uncertain', 'implausible RPM',
                'implausible RPM change', 'implausible scale change', 'implausible centre step',
                'events lost in transport', 'rate settling', 'pose settling', 'rate unsteady',
-               'on another rotor', 'rate lagging')
+               'on another rotor', 'rate lagging', 'too few events to judge')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -109,7 +109,7 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 #: transport, the extrapolated state must pass health_recover_us of good windows again.
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
  R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING,
- R_POSE_SETTLING, R_UNSTEADY, R_OTHER_ROTOR, R_DRIFT) = range(18)
+ R_POSE_SETTLING, R_UNSTEADY, R_OTHER_ROTOR, R_DRIFT, R_THIN) = range(19)
 
 # ---- health parameter vector (hp), packed from TrackerParams, the blade count and the
 # rotor's own RPM range
@@ -148,6 +148,7 @@ HP_SETTLE = _HP.slot('health_settle_rpm_s')   # re-validation: change of acceler
 HP_SETTLE_SPILL = _HP.slot('health_settle_spill')   # re-validation: tip spill above usual
 HP_JERK_REL = _HP.slot('health_jerk_rel')   # change of acceleration bound per shaft RPM [1/s]
 HP_DRIFT = _HP.slot('health_phase_drift')   # |weighted mean EKF residual| bound [rad]
+HP_JUDGE = _HP.slot('health_judge_max_us')   # longest span of carried tip evidence [us]
 HP_LEN = _HP.close()
 
 # ---- float health state (hs) ---------------------------------------------------------------
@@ -192,6 +193,7 @@ HI_ACC0 = _HI.slot()                # in-annulus counter at the window start
 HI_NTIP = _HI.slot()                # pending window: tip-band events
 HI_NOUT = _HI.slot()                # pending window: spill-band events
 HI_LOSSES = _HI.slot()              # transitions to LOST
+HI_EV_T0 = _HI.slot(-1)             # start of the tip evidence carried (HI_NTIP ...) [us]
 HI_LEN = _HI.close()
 
 
@@ -384,6 +386,46 @@ def _health_drift(hp, hs, hi, t, om):
         hs[HS_GOOD_US] = 0.0
 
 
+@kernel_inline
+def _tip_evidence(hp, hs, hi, om, locked, t_end):
+    """The tip-band evidence of the window closing at ``t_end``: coherence and spill
+    (nan: too few events to judge), whether it is carried into the next window, and
+    over how long it was gathered [us].
+
+    A window with fewer than ``health_min_tip_events`` tip-band events judges no
+    coherence: its events are carried into the next windows until there are enough
+    (a small or sparse rotor), for at most ``health_judge_max_us`` or two blade
+    passes; then the rotor is too thin to judge (``thin``). Rotors of 2.7 px radius
+    on a drifting camera were published 10-100 % off for hundreds of ms while every
+    window, with 30 tip events or fewer, passed unjudged (scene review).
+    """
+    n_tip = hi[HI_NTIP]
+    n_out = hi[HI_NOUT]
+    if hi[HI_EV_T0] < 0:
+        hi[HI_EV_T0] = hi[HI_T0]
+    span = float(t_end - hi[HI_EV_T0])
+    coh = math.nan
+    spill = math.nan
+    if n_tip >= hp[HP_MINTIP]:
+        coh = hs[HS_COS] / n_tip
+    if n_tip + n_out >= hp[HP_MINTIP]:
+        spill = n_out / (n_tip + n_out)
+    carry = False
+    thin = False
+    if locked and coh != coh and hp[HP_JUDGE] > 0.0:
+        passes = 2.0 * 60e6 / max(_shaft_rpm(hp, om) * max(hp[HP_BLADES], 1.0), 1e-9)
+        if span < max(hp[HP_JUDGE], passes):
+            carry = True
+        else:
+            thin = True
+    if not carry:
+        hi[HI_NTIP] = 0
+        hi[HI_NOUT] = 0
+        hs[HS_COS] = 0.0
+        hi[HI_EV_T0] = t_end
+    return coh, spill, carry, thin, span
+
+
 @kernel
 def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
     """Close the health window ending at ``t_end`` and update the level.
@@ -399,14 +441,8 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
     drift = _drift(hp, hs)
     n_win = n_acc - hi[HI_ACC0]
     n_tip = hi[HI_NTIP]
-    n_out = hi[HI_NOUT]
     rate = n_win * 1000.0 / dur
-    coh = math.nan
-    spill = math.nan
-    if n_tip >= hp[HP_MINTIP]:
-        coh = hs[HS_COS] / n_tip
-    if n_tip + n_out >= hp[HP_MINTIP]:
-        spill = n_out / (n_tip + n_out)
+    coh, spill, carry, thin, span = _tip_evidence(hp, hs, hi, om, locked, t_end)
     s = math.exp(q[0])
     tn = math.sqrt(q[2] * q[2] + q[3] * q[3])
     ds = q[0] - hs[HS_LOGS_REF]
@@ -423,9 +459,6 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
     # the next window starts here
     hi[HI_T0] = t_end
     hi[HI_ACC0] = n_acc
-    hi[HI_NTIP] = 0
-    hi[HI_NOUT] = 0
-    hs[HS_COS] = 0.0
     hs[HS_EPS] = 0.0
     hs[HS_EPS2] = 0.0
     hs[HS_W] = 0.0
@@ -457,6 +490,8 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         usual = _usual_rate(hp, hs, om)
         if rate < hp[HP_STARVE] * usual:
             reason, val, ref = R_STARVED, rate, usual
+        elif thin:
+            reason, val, ref = R_THIN, n_tip, span
         elif coh == coh and (coh < hp[HP_COHMIN] or coh < hp[HP_COHREL] * hs[HS_COH_REF]):
             reason, val, ref = R_INCOHERENT, coh, hs[HS_COH_REF]
         elif spill == spill and (spill > hp[HP_SPILLMAX]
@@ -473,13 +508,20 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
             reason, val, ref = R_UNSTEADY, hs[HS_JERK], _jerk_bound(hp, hs)
         elif hp[HP_DRIFT] > 0.0 and drift > _drift_bound(hp, om, dur):
             reason, val, ref = R_DRIFT, drift, _drift_bound(hp, om, dur)
+    elif thin:
+        reason, val, ref = R_THIN, n_tip, span
     elif coh == coh and coh < hp[HP_COHMIN]:
         # no reference yet: absolute limits only
         reason, val, ref = R_INCOHERENT, coh, math.nan
     elif spill == spill and spill > hp[HP_SPILLMAX]:
         reason, val, ref = R_SPILL, spill, math.nan
     if reason == R_OK and level != TRACKING:
-        # re-validating: neither good nor bad time until the rate and the pose are settled
+        # re-validating: neither good nor bad time until the rate and the pose are settled,
+        # nor while the tip evidence is still gathered (a rotor turns TRACKING only on
+        # judged windows)
+        if carry:
+            hi[HI_REASON] = R_OK
+            return
         if _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
             return
     hi[HI_REASON] = reason
@@ -490,8 +532,10 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
             _set_cause(hs, hi, reason, val, ref)
         if level == TRACKING:
             hi[HI_LEVEL] = DEGRADED
-        elif level == DEGRADED and hs[HS_BAD_US] >= hp[HP_LOST] and reason != R_DRIFT:
-            # (a lagging rate settles by itself: DEGRADED, not a loss and a re-detection)
+        elif (level == DEGRADED and hs[HS_BAD_US] >= hp[HP_LOST] and reason != R_DRIFT
+              and reason != R_THIN):
+            # (a lagging rate settles by itself, a thin rotor is where it was: DEGRADED,
+            # not a loss and a re-detection)
             hi[HI_LEVEL] = LOST
             hi[HI_LOSSES] += 1
         return

@@ -44,6 +44,7 @@ from helixtrack_ros.core.health import (
     R_SETTLING,
     R_SPILL,
     R_STARVED,
+    R_THIN,
     R_UNCERTAIN,
     R_UNSTEADY,
     STATE_LEVELS,
@@ -92,6 +93,8 @@ _CAUSE_TEXT = {
                                      'its own: re-detecting'),
     R_DRIFT: lambda val, ref: (f'rate lagging: mean phase residual {val:.3f} rad '
                                f'(bound {ref:.3f})'),
+    R_THIN: lambda val, ref: (f'too few events to judge: {val:.0f} tip-band events in '
+                              f'{ref / 1000:.0f} ms'),
 }
 
 

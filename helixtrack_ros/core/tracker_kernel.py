@@ -49,6 +49,7 @@ from helixtrack_ros.core.gn_layout import (
 from helixtrack_ros.core.gn_solve import _solve
 from helixtrack_ros.core.health import (
     HI_ACC0,
+    HI_EV_T0,
     HI_NOUT,
     HI_NTIP,
     HI_T0,
@@ -178,13 +179,15 @@ def _health_window(hp, hs, hi, q, locked, om, P11, n_acc, t, h_t0, h_tip, h_out,
     """
     if h_t0 < 0:
         hi[HI_T0] = t
+        hi[HI_EV_T0] = t
         hi[HI_ACC0] = n_acc
     else:
         _health_store(hs, hi, h_tip, h_out, h_cos, h_we)
         _health_advance(hp, hs, hi, q, locked, om, P11, n_acc, t)
-        h_tip = 0
-        h_out = 0
-        h_cos = 0.0
+        # (the tip sums start again, or go on where too few to judge: _tip_evidence)
+        h_tip = hi[HI_NTIP]
+        h_out = hi[HI_NOUT]
+        h_cos = hs[HS_COS]
         h_we = (0.0, 0.0, 0.0)
     return hi[HI_T0], h_tip, h_out, h_cos, h_we
 

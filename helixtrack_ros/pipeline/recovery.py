@@ -183,7 +183,8 @@ class RotorRecovery:
             self.next_try_us = max(self.next_try_us, t_last + _min_span_us(
                 self.last_good(bank.inits[r]), cfg))
             return None
-        self.buf.append(EventArrays(ev.t_us[m], ev.x[m], ev.y[m], ev.p[m]))
+        if n_region:       # (a rotor with no usual rate yet passes the test above empty)
+            self.buf.append(EventArrays(ev.t_us[m], ev.x[m], ev.y[m], ev.p[m]))
         while self.buf and int(self.buf[0].t_us[-1]) < t_last - cfg.recovery_window_us:
             self.buf.pop(0)
         if t_last < self.next_try_us or not self.buf:
