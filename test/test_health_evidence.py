@@ -21,6 +21,7 @@ from helixtrack_ros.core.health import (
     HI_LEVEL,
     HI_NOUT,
     HI_NTIP,
+    HI_REASON,
     HI_T0,
     HP_WIN,
     HS_COH_REF,
@@ -31,6 +32,8 @@ from helixtrack_ros.core.health import (
     HS_RPM_REF,
     HS_SPILL_REF,
     R_INCOHERENT,
+    R_POSE_SETTLING,
+    R_SMALL,
     R_THIN,
     TRACKING,
     _health_close,
@@ -134,3 +137,47 @@ def test_rotors_too_small_to_judge_on_a_drifting_camera_publish_nothing_far_off(
             if np.isfinite(o.rpm_shaft):
                 worst = max(worst, abs(o.rpm_shaft - truth) / truth)
     assert worst < 0.025
+
+
+def _spill_window(hp, hs, hi, k, spill):
+    """A judged window (100 tip-band events and spill events for ``spill``)."""
+    n_out = round(100 * spill / (1.0 - spill))
+    hi[HI_NOUT] += n_out
+    _window(hp, hs, hi, k, 100, 0.95, 60 * (k + 1))
+
+
+def test_a_pose_still_converging_keeps_a_rotor_from_tracking_until_its_spill_settles():
+    """The rule of health_settle_spill (found after 35 lost packets at 3 m, egomotion 5:
+    the pose came back off, tip spill 0.25 against a usual 0.03, and the rate was 1-2 %
+    off while it converged): a re-validating window whose spill is 0.05 or more above
+    the usual one counts only once the spill stopped changing by 0.05 or more."""
+    for settle, spills, tracking_at in [
+            (0.05, [0.2, 0.3, 0.4, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6], 6),
+            (0.0, [0.2, 0.3, 0.4, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6], 3)]:
+        hp, hs, hi = _tracking(TrackerParams(health_settle_spill=settle, health_spill_rel=1.0,
+                                             health_spill_max=1.0))
+        hi[HI_LEVEL] = DEGRADED
+        levels, reasons = [], []
+        for k, spill in enumerate(spills):
+            _spill_window(hp, hs, hi, k, spill)
+            levels.append(int(hi[HI_LEVEL]))
+            reasons.append(int(hi[HI_REASON]))
+        assert levels.index(TRACKING) == tracking_at, (settle, levels, reasons)
+        assert (R_POSE_SETTLING in reasons) == (settle > 0)
+
+
+def test_a_rotor_smaller_than_the_least_radius_is_degraded_not_lost():
+    """On a 346 x 260 sensor, rotors of 4-6 px tip radius were published 3-13 % off (scene
+    review): below health_min_radius_px (8) a rotor is DEGRADED, 'too small'."""
+    hp, hs, hi = _tracking()
+    small = Q.copy()
+    small[0] = math.log(5.0)
+    hs[HS_LOGS_REF] = small[0]
+    for k in range(10):
+        hi[HI_NTIP] += 100
+        hs[HS_COS] += 95.0
+        _health_close(hp, hs, hi, small, True, OM, 1.0, 60 * (k + 1),
+                      (k + 1) * int(hp[HP_WIN]))
+        assert hi[HI_LEVEL] == DEGRADED
+    assert hi[HI_CAUSE] == R_SMALL
+    assert reason_text(hi, hs) == 'too small to measure: tip radius 5.0 px (least 8)'

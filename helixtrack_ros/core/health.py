@@ -82,7 +82,7 @@ CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'sc
                'perspective drift', 'RPM uncertain', 'implausible RPM',
                'implausible RPM change', 'implausible scale change', 'implausible centre step',
                'events lost in transport', 'rate settling', 'pose settling', 'rate unsteady',
-               'on another rotor', 'rate lagging', 'too few events to judge')
+               'on another rotor', 'rate lagging', 'too few events to judge', 'too small')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -109,7 +109,7 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 #: transport, the extrapolated state must pass health_recover_us of good windows again.
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
  R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING,
- R_POSE_SETTLING, R_UNSTEADY, R_OTHER_ROTOR, R_DRIFT, R_THIN) = range(19)
+ R_POSE_SETTLING, R_UNSTEADY, R_OTHER_ROTOR, R_DRIFT, R_THIN, R_SMALL) = range(20)
 
 # ---- health parameter vector (hp), packed from TrackerParams, the blade count and the
 # rotor's own RPM range
@@ -149,6 +149,7 @@ HP_SETTLE_SPILL = _HP.slot('health_settle_spill')   # re-validation: tip spill a
 HP_JERK_REL = _HP.slot('health_jerk_rel')   # change of acceleration bound per shaft RPM [1/s]
 HP_DRIFT = _HP.slot('health_phase_drift')   # |weighted mean EKF residual| bound [rad]
 HP_JUDGE = _HP.slot('health_judge_max_us')   # longest span of carried tip evidence [us]
+HP_MIN_RADIUS = _HP.slot('health_min_radius_px')   # smallest tip radius measured [px]
 HP_LEN = _HP.close()
 
 # ---- float health state (hs) ---------------------------------------------------------------
@@ -492,6 +493,8 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
             reason, val, ref = R_STARVED, rate, usual
         elif thin:
             reason, val, ref = R_THIN, n_tip, span
+        elif s < hp[HP_MIN_RADIUS]:
+            reason, val, ref = R_SMALL, s, hp[HP_MIN_RADIUS]
         elif coh == coh and (coh < hp[HP_COHMIN] or coh < hp[HP_COHREL] * hs[HS_COH_REF]):
             reason, val, ref = R_INCOHERENT, coh, hs[HS_COH_REF]
         elif spill == spill and (spill > hp[HP_SPILLMAX]
@@ -510,6 +513,8 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
             reason, val, ref = R_DRIFT, drift, _drift_bound(hp, om, dur)
     elif thin:
         reason, val, ref = R_THIN, n_tip, span
+    elif s < hp[HP_MIN_RADIUS]:
+        reason, val, ref = R_SMALL, s, hp[HP_MIN_RADIUS]
     elif coh == coh and coh < hp[HP_COHMIN]:
         # no reference yet: absolute limits only
         reason, val, ref = R_INCOHERENT, coh, math.nan
@@ -533,9 +538,9 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         if level == TRACKING:
             hi[HI_LEVEL] = DEGRADED
         elif (level == DEGRADED and hs[HS_BAD_US] >= hp[HP_LOST] and reason != R_DRIFT
-              and reason != R_THIN):
-            # (a lagging rate settles by itself, a thin rotor is where it was: DEGRADED,
-            # not a loss and a re-detection)
+              and reason != R_THIN and reason != R_SMALL):
+            # (a lagging rate settles by itself, a thin or small rotor is where it was:
+            # DEGRADED, not a loss and a re-detection)
             hi[HI_LEVEL] = LOST
             hi[HI_LOSSES] += 1
         return

@@ -42,6 +42,7 @@ from helixtrack_ros.core.health import (
     R_SCALE,
     R_SCALE_JUMP,
     R_SETTLING,
+    R_SMALL,
     R_SPILL,
     R_STARVED,
     R_THIN,
@@ -95,6 +96,8 @@ _CAUSE_TEXT = {
                                f'(bound {ref:.3f})'),
     R_THIN: lambda val, ref: (f'too few events to judge: {val:.0f} tip-band events in '
                               f'{ref / 1000:.0f} ms'),
+    R_SMALL: lambda val, ref: (f'too small to measure: tip radius {val:.1f} px (least '
+                               f'{ref:.0f})'),
 }
 
 

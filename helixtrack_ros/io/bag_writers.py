@@ -45,6 +45,10 @@ def _fast_mcap(storage: Any) -> bool:
                                                  'message_end_time')))
 
 
+#: The latest log time a bag can hold [ns] (int64; MCAP's are uint64).
+_MAX_LOG_TIME_NS = 2**63 - 1
+
+
 def _mcap_write(storage: Any, cid: int, ts: int, data: 'bytes | memoryview') -> None:
     """The same bytes and bookkeeping as rosbags' ``McapWriter.write``, in one pack.
 
@@ -129,13 +133,15 @@ class _BagWriterBase:
         if self._path_kind is None:
             self._path_kind = self._choose_path()
         kind = self._path_kind
+        # a bag's log times are unsigned: a time before 1970 (a damaged sensor clock,
+        # sensor times without a date) is written as 0 (it was a traceback)
+        ts = min(max(int(log_time_ns), 0), _MAX_LOG_TIME_NS)
         if kind == 'writer':
-            w.write(conn, int(log_time_ns), data)
+            w.write(conn, ts, data)
             return
         # what Writer.write does, without its check that the connection is one of its
         # own (a list search comparing every field; ours always is), and for MCAP the
         # message record in one write
-        ts = int(log_time_ns)
         if kind == 'mcap':
             _mcap_write(w.storage, conn.id, ts, data)
         else:

@@ -275,6 +275,7 @@ class PacketIntake:
             self.counters['time_gaps'] += 1
             self.time.reset()
             self.last_t_us = None
+        ev = self._without_spikes(ev)
         self.counters['events_in'] += len(ev)
         self.counters['events_clamped'] += delta[_CLAMPED]
         # (events held at an earlier time: the decoder's clock may be stale, see _accept)
@@ -283,7 +284,7 @@ class PacketIntake:
             # (no evidence either way: a run of suspect packets goes on); the silence in
             # header time, stamp against stamp
             silent_ns = 0 if self._last_stamp_ns is None else stamp_ns - self._last_stamp_ns
-            return Admission(None, ev, restart, None, stamp_ns, silent_ns)
+            return Admission(None, ev, restart, None, max(stamp_ns, 0), silent_ns)
         self._suspect_run = self._leap_run = 0
         self._trusted = self.decoder.snapshot()
         return self._accept(ev, restart, stamp_ns)
@@ -336,7 +337,8 @@ class PacketIntake:
             self.first_t_us = t_first
         # (no estimate yet: only stamps of 0 so far, which the outputs then keep)
         stamp_out = self.time.to_ros_ns(self.last_t_us) if self.time.has_estimate else stamp_ns
-        return Admission(None, ev, restart, gap_us, stamp_out)
+        # (a ROS time is never before 1970: a mapping learnt from damaged times can say so)
+        return Admission(None, ev, restart, gap_us, max(stamp_out, 0))
 
     def _stale_clock(self, n_events: int, n_clamped: int) -> bool:
         """Whether an EVT3 packet's times are not to be trusted: more than
@@ -388,6 +390,33 @@ class PacketIntake:
         self.counters['camera_restarts'] += 1
         self.time.reset()
         return ev.slice(after, len(ev))
+
+    def _without_spikes(self, ev: EventArrays) -> EventArrays:
+        """A packet's events without those far ahead of where the packet ends.
+
+        Sensor time is monotone up to microseconds within a packet; events more
+        than :data:`UNSEEN_GAP_US` later than the packet's last event, where that
+        one goes on from the packet before (no restart), were timed by a damaged
+        time word (one flipped bit of an EVT 2.0 TIME_HIGH: 67 s ahead until the
+        next one). Tracked, they moved every rotor's clock ahead and froze it: each
+        later event came "before" it, its health windows never closed, and it stayed
+        TRACKING 2-5 times off (bad-input review). Events before time 0 (a damaged
+        TIME_HIGH stepping back past the start) are no times either. Both are left
+        out (``events_mistimed``).
+        """
+        t = ev.t_us
+        if not len(t):
+            return ev
+        t_end = int(t[-1])
+        spiked = int(t.max()) > t_end + UNSEEN_GAP_US and (
+            self.last_t_us is None or t_end >= self.last_t_us - RESTART_JUMP_US)
+        if not spiked and int(t.min()) >= 0:
+            return ev                        # (the usual packet: a max and a min)
+        keep = t >= 0
+        if spiked:
+            keep &= t <= t_end + UNSEEN_GAP_US
+        self.counters['events_mistimed'] += len(t) - int(keep.sum())
+        return EventArrays(t[keep], ev.x[keep], ev.y[keep], ev.p[keep])
 
     @staticmethod
     def _jump_inside(ev: EventArrays) -> bool:

@@ -190,7 +190,8 @@ class RotorRecovery:
         if t_last < self.next_try_us or not self.buf:
             return None
         self.next_try_us = t_last + cfg.recovery_retry_us
-        events = EventArrays.concatenate(self.buf)
+        # (time order: packets may overlap by microseconds, and detection needs it)
+        events = EventArrays.concatenate(self.buf).time_sorted()
         k = int(np.searchsorted(events.t_us, t_last - cfg.recovery_window_us))
         return events.slice(k, len(events))
 

@@ -78,7 +78,8 @@ class StartupDetector:
         t0 = int(self._buffer[0].t_us[0])
         if int(ev.t_us[-1]) - t0 < DETECT_WINDOW_US:
             return None
-        events = EventArrays.concatenate(self._buffer)
+        # (time order: packets may overlap by microseconds, and detection needs it)
+        events = EventArrays.concatenate(self._buffer).time_sorted()
         self._buffer = []
         self.found = image_order(detect_rotors(events, width, height))
         return self.found
