@@ -103,3 +103,14 @@ def test_the_startup_detection_takes_packets_that_overlap_in_time():
         if found is not None:
             break
     assert found                                   # rotors detected, nothing raised
+
+
+def test_outputs_are_never_stamped_before_1970(evt2_quad):
+    """A time mapping learnt from damaged times gave output stamps before 1970, and
+    writing results.mcap raised (a traceback, bad-input review)."""
+    scene, pkts = evt2_quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    recs = [EventPacketRecord(-5 * 10**9 + pkts[i][1] * 1000, '', 720, 1280, i, 0, 'evt2',
+                              False, pkts[i][0]) for i in range(20)]
+    results = pipe.process_packets(recs)
+    assert all(r.stamp_ns >= 0 for r in results)
