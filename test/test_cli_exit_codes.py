@@ -259,6 +259,23 @@ def test_durations_must_be_positive(cmd, tmp_path, capsys):
     assert not (tmp_path / 'x').exists()
 
 
+@pytest.mark.parametrize('cmd', [
+    ['track', 'BAG', '--out', ''], ['simulate', '--out', ' '], ['demo', '--out', ''],
+    ['detect', 'BAG', '--out', ''], ['events', 'BAG', '-o', ''],
+])
+def test_an_empty_output_path_is_one_line_not_the_current_directory(cmd, tmp_path, capsys,
+                                                                     monkeypatch):
+    """``-o ""`` wrote rpm.csv and results.mcap into the current directory (bad-input
+    review)."""
+    monkeypatch.chdir(tmp_path)
+    cmd = [str(tmp_path / 'bag') if a == 'BAG' else a for a in cmd]
+    with pytest.raises(SystemExit) as exc:
+        main(cmd)
+    assert exc.value.code == 2
+    assert 'empty' in one_line(capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_simulate_to_dir_refuses_a_zero_duration(tmp_path):
     from helixtrack_ros.cli import CliError, simulate_to_dir
     with pytest.raises(CliError, match='> 0'):

@@ -26,6 +26,7 @@ from helixtrack_ros.cli.common import (
     CliError,
     ExitCode,
     Parser,
+    out_path,
     seconds,
     sensor_size,
 )
@@ -68,7 +69,7 @@ def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--skip', type=nonnegative_s, default=0.2,
                    help='seconds of convergence left out of the errors')
-    p.add_argument('-o', '--out', default='demo_out', help='output directory')
+    p.add_argument('-o', '--out', type=out_path, default='demo_out', help='output directory')
     _add_quiet(p)
     _command(p, 'demo')
 
@@ -84,7 +85,7 @@ def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--format', choices=SINK_FORMATS, default='rosbag2',
                    help='DIR/events as a rosbag2 of EVT3 EventPackets (default), or '
                         'DIR/events.raw, a Metavision RAW file of EVT 3.0, 2.0 or 2.1')
-    p.add_argument('-o', '--out', required=True, help='output directory')
+    p.add_argument('-o', '--out', type=out_path, required=True, help='output directory')
     _add_quiet(p)
     _command(p, 'simulate')
 
@@ -105,7 +106,7 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
                    help='ROS 2 parameter file with the rotors (default: detect them in the '
                         'first 100 ms)')
     p.add_argument('--topic', default=None, help=TOPIC_HELP)
-    p.add_argument('-o', '--out', required=True, help='output directory')
+    p.add_argument('-o', '--out', type=out_path, required=True, help='output directory')
     p.add_argument('--ground-truth', default=None, help='CSV t_us,rotor,rpm (shaft RPM)')
     p.add_argument('--skip', type=nonnegative_s, default=0.2,
                    help='seconds of convergence left out of the errors')
@@ -121,7 +122,8 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
                    help='start of the detection window, seconds after the first event')
     p.add_argument('--window', type=positive_s, default=0.1,
                    help='seconds of events to use')
-    p.add_argument('-o', '--out', required=True, help='parameter file to write (.yaml)')
+    p.add_argument('-o', '--out', type=out_path, required=True,
+                   help='parameter file to write (.yaml)')
     _add_preset(p, 'write this preset: into the parameter file')
     _add_quiet(p)
     _command(p, 'detect')
@@ -129,7 +131,7 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser('events', help="decode a bag's event packets to npz files")
     p.add_argument('bag', help=RECORDING_HELP)
     p.add_argument('--topic', default=None, help=TOPIC_HELP)
-    p.add_argument('-o', '--out', required=True,
+    p.add_argument('-o', '--out', type=out_path, required=True,
                    help='output FILE.npz, or a directory that receives chunk files '
                         'events_000000.npz, ... as decoding goes (bounded memory)')
     _add_quiet(p)
@@ -172,7 +174,7 @@ def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
     """The sub-commands that run many tracking jobs on Dask: ``batch`` and ``sweep``."""
     p = sub.add_parser('batch', help='track many recordings at once (Dask), with a summary')
     p.add_argument('recordings', nargs='+', metavar='RECORDING', help=RECORDING_HELP)
-    p.add_argument('-o', '--out', required=True,
+    p.add_argument('-o', '--out', type=out_path, required=True,
                    help='output directory: per recording its track outputs in a '
                         'sub-directory, and summary.csv (.parquet with pyarrow), summary.png')
     _add_fleet_options(p, "tracker configuration (replaces the parameter file's preset:)",
@@ -185,7 +187,7 @@ def _add_batch_and_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--grid', required=True,
                    help='YAML grid: grid: {parameter: [values]}, optionally fixed: '
                         '{parameter: value} (example: config/sweep_paper_s3.yaml)')
-    p.add_argument('-o', '--out', default='sweep_out',
+    p.add_argument('-o', '--out', type=out_path, default='sweep_out',
                    help='output directory: ranking.csv, cells.csv and the cache of cells '
                         '(run again to resume; default sweep_out)')
     p.add_argument('--rank-by', choices=('mean', 'worst', 'scale'), default='mean',

@@ -108,6 +108,14 @@ def sensor_size(text: str) -> tuple[int, int]:
     return int(w), int(h)
 
 
+def out_path(text: str) -> str:
+    """An argparse type: an output path, not empty (an empty one was the current
+    directory, written into without a word)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError('expected a path, got an empty one')
+    return text
+
+
 def _unwritable(directory: Path) -> str | None:
     """Why files cannot be made in ``directory`` (created if missing), or None."""
     for above in (directory, *directory.parents):
