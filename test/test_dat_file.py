@@ -89,6 +89,48 @@ def test_damaged_times_anywhere_are_left_out_not_read_as_wraps(tmp_path, monkeyp
     assert len(notes) == 1 and f'from event {k}' in notes[0] and 'left out' in notes[0]
 
 
+@pytest.mark.parametrize('case', ['10 s ahead', 'bit 31', '0.5 s back'])
+def test_a_short_run_away_and_back_is_left_out(tmp_path, case):
+    """One time 10 s late held the rest of a recording at that time, and times with bit 31
+    flipped (a step of 2**31 minus a few us) were read as 35 min of gap (review)."""
+    ev = _events(6000, t0=1_000_000)
+    t = ev.t_us.copy()
+    at = [2000, 4000, 4001] if case == 'bit 31' else [3000]
+    t[at] = {'10 s ahead': t[at] + 10_000_000, 'bit 31': t[at] | 1 << 31,
+             '0.5 s back': t[at] - 500_000}[case]
+    path = tmp_path / 'away.dat'
+    write_dat(path, EventArrays(t, ev.x, ev.y, ev.p), 1280, 720)
+    notes: list[str] = []
+    got = _decoded(path, notes)
+    keep = np.ones(6000, bool)
+    keep[at] = False
+    for name in ('t_us', 'x', 'y', 'p'):
+        assert np.array_equal(getattr(got, name), getattr(ev, name)[keep]), name
+    assert [n.split(' from')[0] for n in notes] == (
+        ['1 event(s)', '2 event(s)'] if case == 'bit 31' else ['1 event(s)'])
+    assert all('left out as damaged times' in n for n in notes)
+
+
+def test_a_jump_that_stays_is_a_gap_and_a_run_across_the_wrap_keeps_it(tmp_path):
+    """A gap of 10 s is kept (and a run back at the end is left out); a damaged time just
+    before the wrap is left out and the wrap still counted."""
+    ev = _events(3000)
+    t = ev.t_us + np.where(np.arange(3000) >= 1000, 10_000_000, 0)
+    t[-1] = 5                                               # a run back at the end
+    path = tmp_path / 'gap.dat'
+    write_dat(path, EventArrays(t, ev.x, ev.y, ev.p), 1280, 720)
+    notes: list[str] = []
+    assert np.array_equal(_decoded(path, notes).t_us, t[:-1])
+    assert len(notes) == 1 and 'from event 2999' in notes[0]
+    wrapped = _events(3000, t0=(1 << 32) - 2500)
+    t = wrapped.t_us % (1 << 32)
+    k = int(np.flatnonzero(t < 1 << 31)[0]) - 1             # the last time before the wrap
+    t[k] = 123_456_789
+    write_dat(path, EventArrays(t, wrapped.x, wrapped.y, wrapped.p), 1280, 720)
+    keep = np.arange(3000) != k
+    assert np.array_equal(_decoded(path, notes).t_us, wrapped.t_us[keep])
+
+
 def test_events_out_of_time_order_are_sorted_and_said(tmp_path):
     ev = _events(5000)
     path = tmp_path / 'shuffled.dat'

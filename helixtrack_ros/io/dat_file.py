@@ -36,6 +36,12 @@ _EVENT = np.dtype([('t', '<u4'), ('w', '<u4')])
 _CHUNK = 1 << 20
 #: The most events in a row a damaged time may put far ahead (more are a gap in time).
 _MAX_OUTLIERS = 64
+#: A step in time this far (either way) opens a run that, if it comes back within
+#: :data:`_MAX_OUTLIERS` events, is damage [us]. Sensor times step back by microseconds,
+#: not this far (but at the wrap), and a damaged time less far off holds back at most
+#: this much (a revolution at 6000 RPM); 100 ms left a file with 2000 flipped bits
+#: 800 k events held at a stray time, 10 ms 130 k.
+_MAX_JUMP_US = 10_000
 
 
 @dataclass(frozen=True)
@@ -126,8 +132,11 @@ def _chunks(path: Path, head: DatHeader, unwrap: '_Unwrapper') -> Iterator[Event
         return
     events = _events(path, head.data_offset, head.n_events)
     for lo in range(0, head.n_events, _CHUNK):
-        chunk = events[lo:lo + _CHUNK]
-        t_us, keep = unwrap.times(chunk['t'].astype(np.int64), lo)
+        hi = min(lo + _CHUNK, head.n_events)
+        chunk = events[lo:hi]
+        # (the events after the chunk tell whether a jump at its end comes back)
+        t_us, keep = unwrap.times(events['t'][lo:hi + _MAX_OUTLIERS].astype(np.int64),
+                                  hi - lo, lo)
         w = chunk['w'] if keep is None else chunk['w'][keep]
         ev = EventArrays(t_us, (w & 0x3FFF).astype(np.uint16),
                          ((w >> 14) & 0x3FFF).astype(np.uint16),
@@ -135,60 +144,90 @@ def _chunks(path: Path, head: DatHeader, unwrap: '_Unwrapper') -> Iterator[Event
         yield unwrap.sorted(ev, lo)
 
 
+def _signed(d: 'np.ndarray | int') -> 'np.ndarray | int':
+    """Differences of 32-bit times as the shorter way round (-2**31 .. 2**31-1)."""
+    return (d + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
 class _Unwrapper:
     """Sensor times from a DAT file's 32-bit times, across chunks.
 
-    A step of more than 2**31 us between two events is either a wrap of the
-    counter (a step back, every 71.6 min) or damage: a run of up to
-    :data:`_MAX_OUTLIERS` events that jumps away (ahead or back) and comes
-    back is left out as damaged times (read as a wrap, they would put every
-    later event 71.6 min late), as is such a run at a chunk's end that the
-    next chunk brings back. The first time is the median of the first
-    events (a damaged first event is left out like any other). Events out
-    of time order within a chunk are sorted (a stable sort); each repair is
-    said through ``notice``.
+    A step of more than 2**31 us back between two events is a wrap of the
+    counter (every 71.6 min). A run of up to :data:`_MAX_OUTLIERS` events
+    that jumps more than :data:`_MAX_JUMP_US` away (ahead or back) and comes
+    back (to nearer the time before it than half the jump) is damage: a
+    flipped bit, a stray time. It is left out: read as a wrap it would put
+    every later event 71.6 min late, read as a time it would hold every
+    later event at the stray time (sensor times never step back that far).
+    A jump ahead that stays is a real, if odd, gap; a run back at the file's
+    end is left out too. The first time is the median of the first events
+    (a damaged first event is left out like any other). Events out of time
+    order within a chunk are sorted (a stable sort); each repair is said
+    through ``notice``.
     """
 
     def __init__(self, notice: 'Callable[[str], None]') -> None:
         self.notice = notice
         self.wraps = 0
         self.prev_t32: int | None = None
+        self.skip = 0      # events of a left-out run that the chunk before began
 
-    def times(self, t32: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """The unwrapped times of a chunk's events and which are kept (None: all)."""
+    def times(self, t32: np.ndarray, n: int, first: int
+              ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The unwrapped times of a chunk's ``n`` events and which are kept (None: all).
+
+        ``t32`` is the chunk's times and up to :data:`_MAX_OUTLIERS` times after it.
+        """
         prev = (int(np.median(t32[:_MAX_OUTLIERS + 1])) if self.prev_t32 is None
                 else self.prev_t32)
-        step = np.diff(t32, prepend=prev)
-        wrap = np.zeros(len(t32), np.int64)
-        keep = np.ones(len(t32), bool)
-        jumps = np.flatnonzero(np.abs(step) > 1 << 31).tolist()
-        k = 0
-        while k < len(jumps):
-            i = jumps[k]
-            back = jumps[k + 1] if k + 1 < len(jumps) else len(t32)
-            returns = back < len(t32) and (step[back] > 0) != (step[i] > 0)
-            if back - i <= _MAX_OUTLIERS and (returns or step[i] > 0 and back == len(t32)):
-                # damage: away and back (or still away at the chunk's end: the next
-                # chunk, compared with the time before the run, tells)
-                keep[i:back] = False
-                self.notice(f'{back - i} event(s) from event {first + i} stand more than '
-                            f'2**31 us off the events around them (time {int(t32[i])} us '
-                            f'after {int(t32[i - 1]) if i else prev} us): left out as '
-                            'damaged times')
-                k += 2
-                continue
-            if step[i] < 0:             # a wrap: from here on 2**32 us later
-                wrap[i] += 1
-            k += 1                      # (a step ahead that stays: a real, if odd, gap)
-        t_us = t32 + ((self.wraps + np.cumsum(wrap)) << 32)
+        keep = self._damage(t32, n, first, prev)
+        t32, keep = t32[:n], keep[:n]
+        kept = t32[keep]
+        wrap = np.diff(kept, prepend=prev) < -(1 << 31)     # (between kept events only)
+        t_us = kept + ((self.wraps + np.cumsum(wrap)) << 32)
         self.wraps += int(wrap.sum())
-        if keep.all():
-            if len(t32):
-                self.prev_t32 = int(t32[-1])
-            return t_us, None
-        if keep.any():
-            self.prev_t32 = int(t32[keep][-1])
-        return t_us[keep], keep
+        if len(kept):
+            self.prev_t32 = int(kept[-1])
+        return t_us, (None if keep.all() else keep)
+
+    def _damage(self, t32: np.ndarray, n: int, first: int, prev: int) -> np.ndarray:
+        """Which of ``t32`` are kept: the runs that jump away and back, from the first n."""
+        keep = np.ones(len(t32), bool)
+        keep[:self.skip] = False
+        jumps = np.flatnonzero(np.abs(_signed(np.diff(t32, prepend=prev))) > _MAX_JUMP_US)
+        ref, i = prev, self.skip     # the last kept time; where to look on from
+        check = self.skip > 0        # whether t32[i] must be checked against ref
+        self.skip = 0
+        while True:
+            if not check:
+                c = int(np.searchsorted(jumps, i))
+                if c == len(jumps):
+                    return keep
+                i = int(jumps[c])
+                ref = int(t32[i - 1]) if i else prev
+            check = False
+            if i >= n:
+                return keep
+            step = int(_signed(int(t32[i]) - ref))
+            if abs(step) <= _MAX_JUMP_US:
+                i += 1
+                continue
+            after = np.abs(_signed(t32[i + 1:i + 1 + _MAX_OUTLIERS] - ref))
+            back = np.flatnonzero(2 * after < abs(step))
+            # (a run back at the file's end: still away, as if the next events were near ref)
+            at_end = len(t32) < n + _MAX_OUTLIERS and len(t32) - i <= _MAX_OUTLIERS
+            if not len(back) and not (at_end and step < 0):
+                i += 1                     # a jump ahead that stays: a real gap
+                continue
+            j = i + 1 + (int(back[0]) if len(back) else len(after))
+            keep[i:j] = False
+            self.notice(f'{j - i} event(s) from event {first + i} stand more than '
+                        f'{_MAX_JUMP_US / 1e6:g} s off the events around them (time '
+                        f'{int(t32[i])} us after {ref} us): left out as damaged times')
+            self.skip = max(j - n, 0)
+            i, check = j, j < len(t32)
+            if not check:
+                return keep
 
     def sorted(self, ev: EventArrays, first: int) -> EventArrays:
         """The chunk's events in time order (said when they were not)."""
