@@ -107,3 +107,28 @@ def test_a_text_file_without_events_exits_1(tmp_path, capsys):
         path.write_text(text)
         assert main(['track', str(path), '-q', '-o', str(tmp_path / 'o')]) == 1
         assert f'no rotor tracked: no event in {path}' in capsys.readouterr().err
+
+
+def test_damaged_lines_are_left_out_and_said_once(tmp_path, capsys):
+    """One bad line in many, a file cut mid-line, a fractional time among whole
+    microseconds and a UTF-8 BOM each refused the file or read it as seconds (review)."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    t = np.sort(rng.integers(0, 100_000, n))
+    lines = [f'{x},{y},{p},{tt}' for x, y, p, tt in zip(rng.integers(0, 64, n),
+             rng.integers(0, 48, n), rng.integers(0, 2, n), t)]
+    good = np.ones(n, bool)
+    good[[10, 700, 2000]] = False
+    lines[10], lines[700] = 'garbage,,x', lines[700].rsplit(',', 1)[0] + ',1.5'
+    lines[2000] = lines[2000][:5]
+    path = tmp_path / 'd.csv'
+    path.write_bytes(b'\xef\xbb\xbf%geometry:64,48\n' + '\n'.join(lines).encode())
+    text = read_text_events(path)
+    assert np.array_equal(text.events.t_us, t[good]) and (text.width, text.height) == (64, 48)
+    assert len(text.notices) == 2
+    assert '2 line(s) are not events' in text.notices[1] and "line 12: 'garbage,,x'" in \
+        text.notices[1]
+    assert '1 event(s) have a time with a fraction (the first 1.5)' in text.notices[0]
+    path.write_text('1,2,0,5\n1,2,0\n3,4,1,6\nx\n')         # half the lines: refused
+    with pytest.raises(TextEventsError, match=r"line 2: '1,2,0' is not an event.*2 of 4"):
+        read_text_events(path)

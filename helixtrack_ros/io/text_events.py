@@ -15,7 +15,10 @@ A line of names (``t``/``ts``/``timestamp``/``time``, ``x``, ``y``,
 otherwise the order is the one whose polarity column holds only -1, 0 or 1
 and whose time column does not fall (but for 1 % of its steps). Fields are separated by commas,
 semicolons, tabs or spaces. Times with a fraction are seconds, whole ones
-microseconds (a name ending in ``_ns`` or ``_s`` says so). Lines starting
+microseconds (a name ending in ``_ns`` or ``_s`` says so); most lines decide,
+and the few with a fraction among whole microseconds are damaged lines. Lines
+that are not four numbers (a damaged line, a file cut mid-line) are left out
+and said once, unless at least half are (then the file is refused). Lines starting
 with ``%`` or ``#`` are comments, ``% Width 640`` / ``% Height 480`` and
 ``%geometry:640,480`` give the sensor size, else the events do. A file is
 parsed once per process (:func:`read_text_events`) and its events kept
@@ -50,6 +53,12 @@ _ORDERS = {'.csv': ('xypt', 'txyp'), '.txt': ('txyp', 'xypt')}
 _SEPARATORS = re.compile(rb'[,;\t ]+')
 #: The separators as spaces, and carriage returns dropped (bytes.translate: fast).
 _TO_SPACES = bytes.maketrans(b',;\t', b'   ')
+# (one way to match each number: a long line of digits must not backtrack quadratically)
+_NUMBER = rb'(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|(?i:[-+]?(?:nan|inf(?:inity)?)))'
+#: A line (separators as spaces) that is neither blank nor four numbers.
+_NOT_EVENT = re.compile(rb'^(?! *$| *%s +%s +%s +%s *$).*$' % ((_NUMBER,) * 4), re.M)
+#: The UTF-8 byte order mark some editors and spreadsheets write first.
+_BOM = b'\xef\xbb\xbf'
 
 
 class TextEventsError(ValueError):
@@ -86,15 +95,30 @@ def iter_text_packets(path: 'str | Path', on_notice: 'Callable[[str], None] | No
     yield from mono_packets(chunks, text.width, text.height, 0, packet_us)
 
 
+@dataclass
+class _BadLines:
+    """The lines left out as not events: how many, and the first (its number, text)."""
+
+    count: int = 0
+    first: str = ''
+
+    def add(self, count: int, line: int, text: bytes) -> None:
+        if count and not self.first:
+            self.first = f'line {line}: {text.decode("latin-1").strip()[:60]!r}'
+        self.count += count
+
+
 @functools.lru_cache(maxsize=1)
 def _read_cached(path: str, _mtime_ns: int, _size: int) -> TextEvents:
     """:func:`read_text_events` of one version of a file (the last one kept)."""
     file = Path(path)
+    bad = _BadLines()
     with file.open('rb') as fh:
         head = _Header.read(file, fh)
-        parts = [_parse(file, chunk, line0) for chunk, line0 in _chunks(file, fh, head.line)]
+        parts = [_parse(file, chunk, line0, bad)
+                 for chunk, line0 in _chunks(file, fh, head.line)]
     table = np.concatenate(parts) if parts else np.empty((0, 4))
-    return _events(file, table, head)
+    return _events(file, table, head, bad)
 
 
 @dataclass
@@ -111,6 +135,8 @@ class _Header:
     def read(cls, path: Path, fh: io.BufferedReader) -> '_Header':
         """Read the header lines and leave ``fh`` at the first event line."""
         head = cls()
+        if fh.peek(3)[:3] == _BOM:
+            fh.read(3)
         while True:
             pos = fh.tell()
             raw = fh.readline(_LONGEST_LINE)
@@ -193,9 +219,30 @@ def _chunks(path: Path, fh: io.BufferedReader, line0: int) -> Iterator[tuple[byt
             line0 += data.count(b'\n')
 
 
-def _parse(path: Path, chunk: bytes, line0: int) -> np.ndarray:
-    """A piece of event lines as an (n, 4) array (whole numbers kept exact)."""
+def _parse(path: Path, chunk: bytes, line0: int, bad: _BadLines) -> np.ndarray:
+    """A piece of event lines as an (n, 4) array (whole numbers kept exact).
+
+    Lines that are not four numbers are left out and counted in ``bad`` (the
+    pattern is tried only when the fast parse fails: clean files pay nothing).
+    """
     text = chunk.translate(_TO_SPACES, b'\r')
+    table = _table(text)
+    if table is None:
+        first = _NOT_EVENT.search(text)
+        if first is not None:
+            text, count = _NOT_EVENT.subn(b'', text)
+            bad.add(count, line0 + chunk.count(b'\n', 0, first.start()),
+                    chunk[first.start():].split(b'\n', 1)[0])
+            table = _table(text)
+    if table is None:
+        raise TextEventsError(_bad_line(path, chunk, line0))
+    return table
+
+
+def _table(text: bytes) -> 'np.ndarray | None':
+    """Lines of four numbers as an (n, 4) array; None when some line is not."""
+    if not text.strip():
+        return np.empty((0, 4), np.int64)
     # (integers parse 2.5 times faster; a decimal point makes that try a waste)
     for dtype in (np.float64,) if b'.' in text else (np.int64, np.float64):
         try:
@@ -203,9 +250,9 @@ def _parse(path: Path, chunk: bytes, line0: int) -> np.ndarray:
         except ValueError:
             continue
         if table.size and table.shape[1] != 4:
-            break
+            return None
         return table.reshape(-1, 4)
-    raise TextEventsError(_bad_line(path, chunk, line0))
+    return None
 
 
 def _bad_line(path: Path, chunk: bytes, line0: int) -> str:
@@ -221,14 +268,29 @@ def _bad_line(path: Path, chunk: bytes, line0: int) -> str:
     return f'{path}: lines {line0}..: not events of four numbers'
 
 
-def _events(path: Path, table: np.ndarray, head: _Header) -> TextEvents:
+def _events(path: Path, table: np.ndarray, head: _Header, bad: _BadLines) -> TextEvents:
     """The columns as events: order, time unit, polarity, checks, time order."""
     order = head.order or _order(path, table)
-    cols = {k: table[:, order.index(k)] for k in 'txyp'}
-    t, notices = cols['t'], []
+    t, notices = table[:, order.index('t')], []
     if not np.all(np.isfinite(t)):
         raise TextEventsError(f'{path}: {int(np.sum(~np.isfinite(t)))} time(s) are not numbers')
-    scale = head.scale or (1e6 if t.dtype.kind == 'f' and np.any(t != np.round(t)) else 1.0)
+    scale, odd = head.scale, None
+    if not scale:
+        scale, odd = _unit(t)
+    if odd is not None:
+        notices.append(f'{int(odd.sum())} event(s) have a time with a fraction (the first '
+                       f'{t[odd][0]:g}) among whole microseconds: left out as damaged lines')
+        table, t = table[~odd], t[~odd]
+    n_bad = bad.count + (0 if odd is None else int(odd.sum()))
+    if n_bad and n_bad >= len(t):
+        what = (f'{bad.first!s} is not an event (four numbers: t, x, y, p in some order)'
+                if bad.first else 'times with a fraction among whole microseconds')
+        raise TextEventsError(f'{path}: {what}; {n_bad} of {n_bad + len(t)} lines are not '
+                              'events')
+    if bad.count:
+        notices.append(f'{bad.count} line(s) are not events (four numbers) and are left out, '
+                       f'the first {bad.first}')
+    cols = {k: table[:, order.index(k)] for k in 'txyp'}
     t_us = np.round(t * scale) if scale != 1.0 else t
     if len(t_us) and (t_us.min() < 0 or t_us.max() > MAX_T_US):
         raise TextEventsError(f'{path}: times run from {t.min():g} to {t.max():g}'
@@ -249,6 +311,20 @@ def _events(path: Path, table: np.ndarray, head: _Header) -> TextEvents:
     if not (width > 0 and height > 0):
         width, height = ((int(out.x.max()) + 1, int(out.y.max()) + 1) if len(out) else (1, 1))
     return TextEvents(out, width, height, tuple(notices))
+
+
+def _unit(t: np.ndarray) -> tuple[float, 'np.ndarray | None']:
+    """The times' scale to microseconds, decided by most of them, and those that disagree.
+
+    Mostly times with a fraction: seconds (a whole second is a time too); mostly whole:
+    microseconds, and the times with a fraction among them damaged (None: no such time).
+    """
+    if t.dtype.kind != 'f':
+        return 1.0, None
+    odd = t != np.round(t)
+    if 2 * np.count_nonzero(odd) > len(t):
+        return 1e6, None
+    return 1.0, (odd if odd.any() else None)
 
 
 def _order(path: Path, table: np.ndarray) -> str:
