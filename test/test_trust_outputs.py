@@ -19,8 +19,10 @@ from helixtrack_ros.core.health import (
     DEGRADED,
     HI_CAUSE,
     HI_LEVEL,
+    HI_NTIP,
     HI_T0,
     HP_WIN,
+    HS_COS,
     HS_LOGS_REF,
     HS_NREF,
     LOST,
@@ -352,6 +354,9 @@ def _gate_state():
 
 
 def _close(hp, hs, hi, q, rpm_shaft, t_end):
+    """Close the window ending at t_end (with 50 coherent tip-band events: judged)."""
+    hi[HI_NTIP] += 50
+    hs[HS_COS] += 50 * 0.95
     om = rpm_shaft * 2.0 * math.pi / 60.0 * 2
     _health_close(hp, hs, hi, np.asarray(q, float), True, om, 1.0, 1000 * t_end, t_end)
 
