@@ -35,6 +35,7 @@ from helixtrack_ros.core.health import (
     TRACKING,
     RotorState,
     _health_close,
+    _health_range,
     new_health_state,
     pack_health_params,
 )
@@ -367,6 +368,20 @@ def test_rpm_outside_its_range_is_lost_at_the_first_window(rpm, cause):
     q = [math.log(50.0), 0.0, 400.0, 300.0, 0.0, 0.0]
     _close(hp, hs, hi, q, rpm, int(hp[HP_WIN]))
     assert hi[HI_LEVEL] == LOST and hi[HI_CAUSE] == cause
+
+
+def test_a_tracking_rpm_leaving_its_range_is_lost_at_the_packet_not_the_window_close():
+    """A motor stopping was published at 55 and 2 RPM (gate_rpm_min 100) until its window
+    closed (scene review): the range is checked after every packet too."""
+    hp, hs, hi = _gate_state()
+    for rpm, level in [(5000.0, TRACKING), (60_000.0, TRACKING), (55.0, LOST)]:
+        _health_range(hp, hs, hi, rpm * 2.0 * math.pi / 60.0 * 2)
+        assert hi[HI_LEVEL] == level, rpm
+    assert hi[HI_CAUSE] == R_RPM_RANGE
+    hp, hs, hi = _gate_state()
+    hi[HI_LEVEL] = DEGRADED                      # (only a TRACKING rotor is judged here)
+    _health_range(hp, hs, hi, 1.0)
+    assert hi[HI_LEVEL] == DEGRADED
 
 
 def test_a_per_rotor_rpm_range_replaces_the_default_bounds():

@@ -224,9 +224,8 @@ def _gate(hp, hs, q, om, t_end):
     becomes the next comparison point; one that fails does not, so a runaway
     keeps failing until the state is plausible again.
     """
-    rpm = _shaft_rpm(hp, om)
-    if not (rpm >= hp[HP_RPM_MIN] and rpm <= hp[HP_RPM_MAX]):
-        bound = hp[HP_RPM_MAX] if rpm > hp[HP_RPM_MAX] else hp[HP_RPM_MIN]
+    out, rpm, bound = _outside_rpm_range(hp, om)
+    if out:
         return R_RPM_RANGE, rpm, bound
     if hp[HP_SCALE_GATE] > 0.0 and hs[HS_NREF] > 0 \
             and abs(q[0] - hs[HS_LOGS_REF]) > hp[HP_SCALE_GATE]:
@@ -364,6 +363,33 @@ def _drift_bound(hp, om, span_us):
     """The drift bound [rad]: ``health_phase_drift``, or less on a slow rotor
     (:data:`_DRIFT_REL` of the blade phase turned in the span ``span_us``)."""
     return min(hp[HP_DRIFT], _DRIFT_REL * abs(om) * span_us * 1e-6)
+
+
+@kernel_inline
+def _outside_rpm_range(hp, om):
+    """(True when the shaft RPM of omega is outside its plausible range, the RPM, the
+    bound crossed)."""
+    rpm = _shaft_rpm(hp, om)
+    if rpm >= hp[HP_RPM_MIN] and rpm <= hp[HP_RPM_MAX]:
+        return False, rpm, 0.0
+    return True, rpm, hp[HP_RPM_MAX] if rpm > hp[HP_RPM_MAX] else hp[HP_RPM_MIN]
+
+
+@kernel
+def _health_range(hp, hs, hi, om):
+    """Per packet: a TRACKING rotor whose shaft RPM left its plausible range is LOST at
+    once, as at a window close (a motor stopping was published at 55 and 2 RPM, below
+    gate_rpm_min's 100, until the window closed; scene review)."""
+    if hi[HI_LEVEL] != TRACKING:
+        return
+    out, rpm, bound = _outside_rpm_range(hp, om)
+    if not out:
+        return
+    hi[HI_LEVEL] = LOST
+    hi[HI_REASON] = R_RPM_RANGE
+    hi[HI_LOSSES] += 1
+    _set_cause(hs, hi, R_RPM_RANGE, rpm, bound)
+    hs[HS_GOOD_US] = 0.0
 
 
 @kernel

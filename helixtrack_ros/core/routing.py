@@ -15,7 +15,13 @@ import math
 import numpy as np
 
 from helixtrack_ros.core.fastmath import TWO_PI, shaft_rpm_k
-from helixtrack_ros.core.health import HI_LEVEL, HI_T0, _health_advance, _health_drift
+from helixtrack_ros.core.health import (
+    HI_LEVEL,
+    HI_T0,
+    _health_advance,
+    _health_drift,
+    _health_range,
+)
 from helixtrack_ros.core.jit import kernel
 from helixtrack_ros.core.tracker_kernel import _process
 from helixtrack_ros.core.tracker_layout import (
@@ -165,6 +171,8 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
                             ist[IS_ACCEPT], t_last)
         # a rate lagging a sudden acceleration is not published (not only at window close)
         _health_drift(hp, hs, hi, t_last, fs[FS_OM])
+        # (and an RPM outside its plausible range is LOST before it is published)
+        _health_range(hp, hs, hi, fs[FS_OM])
         for j in range(OUT_LEN):
             out_v[k, j] = out_v1[0, j]
         for j in range(6):
