@@ -86,3 +86,21 @@ def test_a_young_estimate_takes_jumps_at_once():
     late.update(12_000_000_000, 0)             # 2 s of latency
     late.update(10_001_000_000, 1000)
     assert late.offset_ns == 10_000_000_000 and late.n_set_aside == 0
+
+
+def test_one_packet_timed_ahead_does_not_move_the_estimate():
+    """A damaged time word put one packet's sensor time 32.8 ms ahead: its sample sat
+    32.8 ms below the rest, the minimum took it, and every later output was stamped
+    32.8 ms early for minutes (live-node review). Now set aside; a latency floor that
+    really fell by 30 ms is followed once it lasted confirm_us."""
+    m = TimeMapper()
+    for k in range(150):
+        m.update(10_000_000_000 + k * 1_000_000, 5_000_000 + k * 1000)
+    offset = m.offset_ns
+    assert not m.update(10_150_000_000, 5_150_000 + 32_768)
+    for k in range(151, 300):
+        assert m.update(10_000_000_000 + k * 1_000_000, 5_000_000 + k * 1000)
+    assert m.offset_ns == offset and m.n_restarts == 0
+    for k in range(300, 420):             # the latency floor falls by 30 ms, for good
+        m.update(10_000_000_000 + k * 1_000_000 - 30_000_000, 5_000_000 + k * 1000)
+    assert m.offset_ns == offset - 30_000_000 and m.n_restarts == 1

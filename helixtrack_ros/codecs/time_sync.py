@@ -29,7 +29,12 @@ the creep accumulated between low-latency packets. A sample more than
 stamp of 0 or days off (a driver or host clock glitch) is set aside, and
 only when such samples, agreeing with one another, went on for
 ``confirm_us`` of sensor time (the host clock was set, a bag looped) the
-estimate restarts from the last one. A restarted sensor clock is told by
+estimate restarts from the last one. A sample more than ``drop_ns`` (default
+5 ms) below a settled estimate is such a jump too, confirmed only by samples
+agreeing within ``drop_ns``: the minimum took one packet whose sensor time a
+damaged time word had put 33 ms ahead, and every later output was stamped
+33 ms early for minutes (live-node review); a latency floor that really fell
+is taken after ``confirm_us``. A restarted sensor clock is told by
 the sensor times themselves (the caller resets the mapper). While the
 estimate is younger than ``confirm_us`` a jump is taken at once (a first
 packet that came late, or stamped before a clock ran). A stamp of 0 is no
@@ -55,16 +60,22 @@ class TimeMapper:
     confirm_us : int
         Sensor time over which jumps in a row, agreeing within ``reset_ns``,
         restart the estimate [us].
+    drop_ns : int
+        A sample this much below a settled estimate is a jump too (confirmed by
+        samples agreeing within it) [ns].
     """
 
     def __init__(self, creep_ns_per_s: float = 100_000.0, reset_ns: int = 1_000_000_000,
-                 confirm_us: int = 100_000) -> None:
+                 confirm_us: int = 100_000, drop_ns: int = 5_000_000) -> None:
         if creep_ns_per_s < 0:
             raise ValueError(f'creep_ns_per_s must be >= 0, got {creep_ns_per_s}')
         if reset_ns <= 0:
             raise ValueError(f'reset_ns must be > 0, got {reset_ns}')
         if confirm_us < 0:
             raise ValueError(f'confirm_us must be >= 0, got {confirm_us}')
+        if drop_ns <= 0:
+            raise ValueError(f'drop_ns must be > 0, got {drop_ns}')
+        self.drop_ns = int(drop_ns)
         self.creep_ns_per_s = float(creep_ns_per_s)
         self.reset_ns = int(reset_ns)
         self.confirm_us = int(confirm_us)
@@ -117,7 +128,8 @@ class TimeMapper:
         dt_ns = max(stamp_ns - self._last_stamp_ns, 0)
         crept = self._offset_ns + int(self.creep_ns_per_s * dt_ns * 1e-9)
         young = t_us - self._start_us < self.confirm_us
-        if abs(sample - crept) <= self.reset_ns or (young and sample < crept):
+        dropped = crept - sample > self.drop_ns
+        if (abs(sample - crept) <= self.reset_ns and not dropped) or (young and sample < crept):
             # (a young estimate follows lower samples at once: a first packet that came
             # late must not hold the offset for confirm_us)
             self._jump = None
@@ -126,7 +138,8 @@ class TimeMapper:
             self.n_restarts += 1
             self._start_us = t_us
             return self._take(sample, stamp_ns)
-        if self._jump is None or abs(sample - self._jump[1]) > self.reset_ns:
+        agree = self.drop_ns if abs(sample - crept) <= self.reset_ns else self.reset_ns
+        if self._jump is None or abs(sample - self._jump[1]) > agree:
             self._jump = (t_us, sample)    # a new run of jumps
         else:
             self._jump = (self._jump[0], sample)
