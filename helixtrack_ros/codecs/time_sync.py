@@ -150,6 +150,14 @@ class TimeMapper:
         self._start_us = t_us
         return self._take(sample, stamp_ns)
 
+    @property
+    def lowest_ns(self) -> int:
+        """The offset estimate, or the sample of a jump below it still to be confirmed: the
+        lowest offset the recent packets say (a packet whose sensor time went this far
+        beyond its stamp is no new sign of events lost upstream)."""
+        offset = self.offset_ns
+        return offset if self._jump is None else min(offset, self._jump[1])
+
     def _take(self, offset_ns: int, stamp_ns: int) -> bool:
         """Make ``offset_ns`` the estimate, as of header stamp ``stamp_ns``; True."""
         self._offset_ns = offset_ns

@@ -372,7 +372,7 @@ class PacketIntake:
         t_ref = int(ev.t_us[0])
         if self._clamp_recent and self.decoder_key[0] in _TIME_HIGH_ENCODINGS:
             t_ref = int(ev.t_us[_largest_step(ev.t_us)[0]])
-        below_ns = self.time.offset_ns - (stamp_ns - t_ref * 1000)
+        below_ns = self.time.lowest_ns - (stamp_ns - t_ref * 1000)
         return below_ns // 1000 if 0 < below_ns <= self.time.reset_ns else 0
 
     def _restart_inside(self, ev: EventArrays) -> EventArrays:
