@@ -68,7 +68,15 @@ def step_time_high(abs_high, high, bits, reset_steps, counters):
     back = mask + 1 - d
     abs_high -= back
     counters[cs.BACK] += 1
-    if back > reset_steps and abs_high >= 0:  # far back: the clock restarted
+    if abs_high < 0:
+        # back past the stream's start: no clock does that, a damaged word does (a flipped
+        # high bit read as a step back); its value is taken as it stands, a restart. (The
+        # count stayed negative for good: every later event was held at the time of the
+        # one before, and the rotors froze TRACKING; bad-input review.)
+        abs_high = high
+        counters[cs.RESETS] += 1
+        return abs_high, True
+    if back > reset_steps:  # far back: the clock restarted
         counters[cs.RESETS] += 1
         return abs_high, True
     return abs_high, False

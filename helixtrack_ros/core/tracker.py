@@ -299,6 +299,11 @@ class HelixTracker:
                 'gn_stride': int(self.ist[IS_GN_STRIDE])}
 
     @property
+    def clock_us(self) -> int:
+        """The tracker's time: its latest event's [us] (later events come after it)."""
+        return int(self.ist[IS_TMAX])
+
+    @property
     def rpm_shaft(self) -> float:
         """Shaft RPM of the EKF state (at its last event, no propagation; cheap)."""
         return float(shaft_rpm(self.fs[FS_OM], self.rotor.blades))

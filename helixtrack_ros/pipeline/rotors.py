@@ -27,6 +27,7 @@ from helixtrack_ros.core.tracker_stack import TrackerStack
 from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
 from helixtrack_ros.pipeline.config import PipelineConfig
 from helixtrack_ros.pipeline.identity import withhold_other_rotors
+from helixtrack_ros.pipeline.intake import RESTART_JUMP_US
 from helixtrack_ros.pipeline.outputs import outputs_of, searching_output
 from helixtrack_ros.pipeline.realtime import gn_divisor
 from helixtrack_ros.pipeline.records import RotorOutput
@@ -83,19 +84,31 @@ class RotorBank:
 
     def restart(self) -> None:
         """Re-initialise every tracker from its current estimate (time restarted)."""
-        for rec in self.recs:
-            rec.searching = False
-            rec.buf = []
-            rec.detecting = None
+        for i in range(len(self.trackers)):
+            self._restart_tracker(i)
+
+    def _restart_tracker(self, i: int) -> None:
+        """Re-initialise tracker i from its current estimate; its search ends."""
+        rec = self.recs[i]
+        rec.searching = False
+        rec.buf = []
+        rec.detecting = None
+        tracker = self.trackers[i]
+        st = tracker.state
+        q = st.q
+        init = replace(self.inits[i], center_px=(float(q[2]), float(q[3])),
+                       radius_px=float(q[0]), psi_rad=float(q[1]),
+                       perspective=(float(q[4]), float(q[5])),
+                       rpm_shaft=max(float(st.rpm_shaft), 1.0), direction=int(st.direction))
+        tracker.reset(init)
+
+    def _restart_clocks_ahead(self, t_first_us: int) -> None:
+        """Restart every tracker whose clock is further ahead of the stream than a camera
+        restart: its events can never come again (damaged times once took a tracker to
+        33.7 s of a 0.5 s stream, and it stayed ACQUIRING; bad-input review)."""
         for i, tracker in enumerate(self.trackers):
-            st = tracker.state
-            q = st.q
-            init = replace(self.inits[i], center_px=(float(q[2]), float(q[3])),
-                           radius_px=float(q[0]), psi_rad=float(q[1]),
-                           perspective=(float(q[4]), float(q[5])),
-                           rpm_shaft=max(float(st.rpm_shaft), 1.0),
-                           direction=int(st.direction))
-            tracker.reset(init)
+            if tracker.clock_us > t_first_us + RESTART_JUMP_US:
+                self._restart_tracker(i)
 
     def skip_gap(self, gap_us: int) -> None:
         """Events were lost: every rotor skips ``gap_us`` (not read as starvation)."""
@@ -131,6 +144,7 @@ class RotorBank:
         full = [pk for pk in pending if pk.t_last >= 0]
         if not full or not self.trackers:
             return inf
+        self._restart_clocks_ahead(int(full[0].ev.t_us[0]))
         parts = [pk.ev for pk in full]
         inf.ev = parts[0] if len(parts) == 1 else buffer.joined(parts)
         if inf.ev is None:
