@@ -38,7 +38,10 @@ class NaiveEvt2Decoder:
         else:
             self.high -= STEPS - d
             self.counters['time_backwards'] += 1
-            if STEPS - d > 1024 and self.high >= 0:
+            restarted = STEPS - d > 1024
+            if self.high < 0:           # back past the start: the word's value, a restart
+                self.high, restarted = v, True
+            if restarted:
                 self.counters['time_resets'] += 1
                 self.latest = self.high * 64
 

@@ -98,7 +98,10 @@ class NaiveEvt3Decoder:
                 else:
                     self.high_count -= 4096 - forward
                     c['time_backwards'] += 1
-                    if 4096 - forward > 16 and self.high_count >= 0:  # a restarted clock
+                    restarted = 4096 - forward > 16                   # a restarted clock
+                    if self.high_count < 0:   # back past the start: the word's value
+                        self.high_count, restarted = body, True
+                    if restarted:
                         c['time_resets'] += 1
                         self.fresh_events = False
                         self.latest_event_t = self.high_count * 4096
