@@ -45,10 +45,6 @@ def _fast_mcap(storage: Any) -> bool:
                                                  'message_end_time')))
 
 
-#: The latest log time a bag can hold [ns] (int64; MCAP's are uint64).
-_MAX_LOG_TIME_NS = 2**63 - 1
-
-
 def _mcap_write(storage: Any, cid: int, ts: int, data: 'bytes | memoryview') -> None:
     """The same bytes and bookkeeping as rosbags' ``McapWriter.write``, in one pack.
 
@@ -133,9 +129,7 @@ class _BagWriterBase:
         if self._path_kind is None:
             self._path_kind = self._choose_path()
         kind = self._path_kind
-        # a bag's log times are unsigned: a time before 1970 (a damaged sensor clock,
-        # sensor times without a date) is written as 0 (it was a traceback)
-        ts = min(max(int(log_time_ns), 0), _MAX_LOG_TIME_NS)
+        ts = int(log_time_ns)
         if kind == 'writer':
             w.write(conn, ts, data)
             return
