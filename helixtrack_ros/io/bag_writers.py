@@ -129,13 +129,13 @@ class _BagWriterBase:
         if self._path_kind is None:
             self._path_kind = self._choose_path()
         kind = self._path_kind
-        ts = int(log_time_ns)
         if kind == 'writer':
-            w.write(conn, ts, data)
+            w.write(conn, int(log_time_ns), data)
             return
         # what Writer.write does, without its check that the connection is one of its
         # own (a list search comparing every field; ours always is), and for MCAP the
         # message record in one write
+        ts = int(log_time_ns)
         if kind == 'mcap':
             _mcap_write(w.storage, conn.id, ts, data)
         else:
