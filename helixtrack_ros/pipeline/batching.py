@@ -277,7 +277,7 @@ class BatchQueue:
             bank.collect(inflight)
         pending, self._pending = self._pending, []
         if (inflight is not None and inflight.ev is not None and not diagnostics_due
-                and pending and bank.all_tracking(inflight)):
+                and pending and bank.finished_for_good(inflight)):
             self._inflight = bank.start(pending, stride, self.events)
             self._finish(inflight, stride)
             return

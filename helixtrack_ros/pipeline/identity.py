@@ -24,7 +24,7 @@ belongs.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from helixtrack_ros.core.health import LOST, R_OTHER_ROTOR, RotorState
 from helixtrack_ros.pipeline.records import ERROR, RotorOutput, withheld
@@ -40,11 +40,15 @@ LAYOUT_NEAR = 0.5
 OWN_AWAY = 1.0
 
 
-def _disc(o: RotorOutput) -> tuple[float, float, float]:
-    """Centre and tip radius [px] of a TRACKING output (its homography)."""
-    h = o.homography
+def disc_of(h: Any) -> tuple[float, float, float]:
+    """Centre and tip radius [px] of a homography (3 x 3 array or nested lists)."""
     (h00, _, h02), (h10, _, h12), (_, _, h22) = h.tolist() if hasattr(h, 'tolist') else h
     return h02 / h22, h12 / h22, math.hypot(h00, h10) / abs(h22)
+
+
+def _disc(o: RotorOutput) -> tuple[float, float, float]:
+    """Centre and tip radius [px] of a TRACKING output (its homography)."""
+    return disc_of(o.homography)
 
 
 def _on_a_place(r: int, c: tuple, places: list[tuple]) -> bool:
@@ -81,22 +85,51 @@ def _off_the_layout(r: int, c: tuple, tracked: dict[int, tuple], layout: list[tu
     return refs
 
 
+def _places(bank: RotorBank, anchors: list) -> tuple[list[tuple], list[tuple]]:
+    """The rotors' layout (initial discs) and places (last good discs, ``anchors``: each
+    rotor's last good ``q_core`` before the batch, None if never: its initial place)."""
+    layout = [(i.center_px[0], i.center_px[1], i.radius_px) for i in bank.inits]
+    places = [(a[2], a[3], math.exp(a[0])) if a is not None else lay
+              for a, lay in zip(anchors, layout)]
+    return layout, places
+
+
+def _on_another_rotor(tracked: dict[int, tuple], places: list[tuple],
+                      layout: list[tuple]) -> list[tuple[int, float]]:
+    """The TRACKING trackers of one packet (``tracked``: rotor -> disc) that sit on another
+    rotor, each with its distance from its own place in its tip radii."""
+    hits = []
+    for r, c in tracked.items():
+        if _on_a_place(r, c, places) or _off_the_layout(r, c, tracked, layout):
+            hits.append((r, math.hypot(c[0] - places[r][0], c[1] - places[r][1])
+                         / places[r][2]))
+    return hits
+
+
+def any_on_another_rotor(bank: RotorBank, discs: list[list[tuple | None]],
+                         anchors: list) -> bool:
+    """Whether :func:`withhold_other_rotors` would withhold a packet of a batch whose
+    outputs' discs are ``discs`` (per rotor, per packet; None: not TRACKING), without
+    building the outputs or changing a tracker."""
+    layout, places = _places(bank, anchors)
+    for k in range(min(len(d) for d in discs)):
+        tracked = {r: d[k] for r, d in enumerate(discs) if d[k] is not None}
+        if _on_another_rotor(tracked, places, layout):
+            return True
+    return False
+
+
 def withhold_other_rotors(bank: RotorBank, per_rotor: list[list[RotorOutput]],
                           anchors: list) -> None:
     """Withhold, per packet, the TRACKING outputs of trackers on another rotor (module
     docstring). ``anchors``: each rotor's last good ``q_core`` before the batch (None if
     never: then its initial place)."""
-    layout = [(i.center_px[0], i.center_px[1], i.radius_px) for i in bank.inits]
-    places = [(a[2], a[3], math.exp(a[0])) if a is not None else lay
-              for a, lay in zip(anchors, layout)]
+    layout, places = _places(bank, anchors)
     for k in range(min(len(outs) for outs in per_rotor)):
         tracked = {r: _disc(outs[k]) for r, outs in enumerate(per_rotor)
                    if outs[k].state == RotorState.TRACKING}
-        for r, c in tracked.items():
-            if not (_on_a_place(r, c, places) or _off_the_layout(r, c, tracked, layout)):
-                continue
+        for r, away in _on_another_rotor(tracked, places, layout):
             o = per_rotor[r][k]
-            away = math.hypot(c[0] - places[r][0], c[1] - places[r][1]) / places[r][2]
             bank.trackers[r].lose(R_OTHER_ROTOR, away)
             bank.recs[r].good_q = anchors[r]
             per_rotor[r][k] = withheld(o.name, o.t_us, o.events, ERROR,

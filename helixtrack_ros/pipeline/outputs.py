@@ -31,6 +31,7 @@ from helixtrack_ros.core.health import (
 )
 from helixtrack_ros.core.homography import homography_from_paper_q
 from helixtrack_ros.core.tracker import PacketRun
+from helixtrack_ros.pipeline.identity import disc_of
 from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withheld
 from helixtrack_ros.pipeline.recovery import RotorRecovery
 
@@ -165,6 +166,27 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
                                 message, health))
     _note_good(rec, rows, good)
     return outs
+
+
+def tracking_discs(run: PacketRun, size: tuple[int, int],
+                   homographies: np.ndarray | None = None) -> list[tuple | None]:
+    """Per row of a kernel run, the disc (centre x, y, tip radius [px]) that
+    :func:`outputs_of` publishes when the row's output is TRACKING, else None: the same
+    status and homography, without building the outputs or running a recovery step."""
+    rows = run.values.tolist()
+    levels = run.health_int[:, HI_LEVEL].tolist()
+    discs: list[tuple | None] = []
+    for k in range(run.done):
+        v = rows[k]
+        if levels[k] != TRACKING or rotor_status(
+                size, 1, v[_TX], v[_TY], v[layout.OUT_RPM], TRACKING, 0, 0, '',
+                v[layout.PK_BOX:layout.PK_BOX + 4])[2] != RotorState.TRACKING:
+            discs.append(None)
+            continue
+        hom = (homographies[k] if homographies is not None else
+               homography_from_paper_q(*v[layout.OUT_Q:layout.OUT_Q + 6]))
+        discs.append(disc_of(hom))
+    return discs
 
 
 def _note_good(rec: RotorRecovery, rows: list[list[float]], k: int) -> int:

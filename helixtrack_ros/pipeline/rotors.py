@@ -26,9 +26,9 @@ from helixtrack_ros.core.tracker import HelixTracker, PacketRun
 from helixtrack_ros.core.tracker_stack import TrackerStack
 from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
 from helixtrack_ros.pipeline.config import PipelineConfig
-from helixtrack_ros.pipeline.identity import withhold_other_rotors
+from helixtrack_ros.pipeline.identity import any_on_another_rotor, withhold_other_rotors
 from helixtrack_ros.pipeline.intake import RESTART_JUMP_US
-from helixtrack_ros.pipeline.outputs import outputs_of, searching_output
+from helixtrack_ros.pipeline.outputs import outputs_of, searching_output, tracking_discs
 from helixtrack_ros.pipeline.realtime import gn_divisor
 from helixtrack_ros.pipeline.records import RotorOutput
 from helixtrack_ros.pipeline.recovery import RotorRecovery
@@ -189,17 +189,29 @@ class RotorBank:
                 inf.runs[r] = run
         return inf.runs
 
-    def all_tracking(self, inf: Inflight) -> bool:
+    def finished_for_good(self, inf: Inflight) -> bool:
         """True when phase 1 finished a batch for good: every rotor ran through every
-        packet and is TRACKING, none is recovering. Its outputs then change nothing
-        the next batch's kernels read, and can be built while they run."""
+        packet and is TRACKING, none is recovering, none sits on another rotor's place.
+        Its outputs then change nothing the next batch's kernels read, and can be built
+        while they run.
+
+        (The identity test of phase 2 declares a tracker on another rotor LOST: run
+        while the next batch tracked it in a worker thread, the outcome depended on
+        which came first, and offline results differed from run to run.)
+        """
         n_pk = len(inf.t_last) if inf.t_last is not None else 0
         for run, rec in zip(inf.runs, self.recs):
             if (not isinstance(run, PacketRun) or run.done != n_pk
                     or int(run.levels[n_pk - 1]) != TRACKING
                     or rec.searching or rec.reset):
                 return False
-        return True
+        if len(inf.runs) < 2:
+            return True
+        size = self.image_size()
+        homs = inf.homographies
+        discs = [tracking_discs(run, size, None if homs is None else homs[r])
+                 for r, run in enumerate(inf.runs)]
+        return not any_on_another_rotor(self, discs, [rec.good_q for rec in self.recs])
 
     def rows(self, inf: Inflight, stride: int) -> list[list[RotorOutput]]:
         """Phase 2 of a batch: per packet with events, the outputs of every rotor."""
