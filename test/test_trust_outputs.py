@@ -986,3 +986,23 @@ def test_a_rate_lagging_a_sudden_acceleration_is_not_published():
     assert _published_off(scene, TrackerParams(health_phase_drift=0.0)) >= 3
     assert _published_off(scene, TrackerParams(health_phase_drift=0.0,
                                                 health_jerk_rel=0.0)) >= 8
+
+
+def test_refused_packets_are_events_lost_not_starvation(quad):
+    """Found by the live-node review: 20 packets of an unknown encoding were counted as
+    refused, but the stream went on as if nothing was lost: the next packet was decoded
+    with a stale clock (a TRACKING value stamped 20 ms before its data) and the rotors
+    were STARVED for up to 0.6 s. A refused packet now counts as events lost in
+    transport: the decoder resynchronises and the rotors are re-validated."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    pipe.process_packets(_raw(pkts, range(150)))
+    unknown = [r._replace(encoding='mystery_fmt') for r in _raw(pkts, range(150, 170))]
+    assert all(r.error for r in pipe.process_packets(unknown))
+    after = pipe.process_packets(_raw(pkts, range(170, 230)))
+    assert pipe.counters['events_clamped'] == 0
+    states = [{o.state for o in r.rotors} for r in after]
+    assert not any(RotorState.STARVED in s for s in states)
+    assert states[-1] == {RotorState.TRACKING}
+    for r in after:
+        assert r.stamp_ns >= STAMP0_NS + r.t_us * 1000 - 2_000_000

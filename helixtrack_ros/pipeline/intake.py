@@ -196,6 +196,7 @@ class PacketIntake:
         self._trusted: np.ndarray | None = None
         #: packets were dropped or refused since the last accepted one
         self._events_lost = False
+        self._lost_at_ns: int | None = None     # the header stamp of the packet of the loss
         self._decoder_stale = False
         #: the last packet with events jumped inside by more than UNSEEN_GAP_US
         self._jumped = False
@@ -223,18 +224,16 @@ class PacketIntake:
             return Admission(None, dropped='a copy of the packet before (the same seq and '
                                            'payload)')
         if self.seq.count(seq):
-            self._events_lost = self._decoder_stale = True
+            self._lose(int(pkt.stamp_ns))
         if self.seq.late:
             # its events are older than those tracked: it was taken for lost when skipped
             return Admission(None, dropped='late (reordered in transport)')
         try:
             decoder = self._get_decoder(pkt.encoding, int(pkt.width), int(pkt.height))
         except UnsupportedEncodingError as exc:
-            self.counters['packets_refused'] += 1
-            return Admission(str(exc))
+            return self._refused(pkt, str(exc))
         except ValueError as exc:
-            self.counters['packets_refused'] += 1
-            return Admission(f'bad packet: {exc}')
+            return self._refused(pkt, f'bad packet: {exc}')
         if self._decoder_stale:
             # the stream state of the decoder is stale after lost packets
             decoder.resync()
@@ -246,8 +245,7 @@ class PacketIntake:
             ev = decoder.decode(pkt.events, is_bigendian=bool(pkt.is_bigendian),
                                 time_base=int(pkt.time_base), out=out).events
         except ValueError as exc:
-            self.counters['packets_refused'] += 1
-            return Admission(f'undecodable payload: {exc}')
+            return self._refused(pkt, f'undecodable payload: {exc}')
         delta = (decoder.counts() - before).tolist()
         self.counters['decode_errors'] += sum([delta[i] for i in _ERRORS])
         stamp_ns = int(pkt.stamp_ns)
@@ -266,7 +264,7 @@ class PacketIntake:
                 self._leap_run = 0
             self.counters['packets_corrupt'] += 1
             self._suspect_run += 1
-            self._events_lost = self._decoder_stale = True
+            self._lose(stamp_ns)
             return Admission(f'corrupt payload dropped (seq {seq}): {reason}')
         restart = reason is not None
         if restart:
@@ -282,12 +280,30 @@ class PacketIntake:
         self._clamp_recent = CLAMP_RECENT if delta[_CLAMPED] else max(self._clamp_recent - 1, 0)
         if len(ev) == 0:
             # (no evidence either way: a run of suspect packets goes on); the silence in
-            # header time, stamp against stamp
-            silent_ns = 0 if self._last_stamp_ns is None else stamp_ns - self._last_stamp_ns
+            # header time, stamp against stamp, unless events were lost since (a packet
+            # decoded to nothing while the decoder resynchronises is no starvation: 1-3
+            # such packets after each transport gap turned the rotors STARVED)
+            since = self._lost_at_ns if self._events_lost else self._last_stamp_ns
+            silent_ns = 0 if since is None else stamp_ns - since
             return Admission(None, ev, restart, None, max(stamp_ns, 0), silent_ns)
         self._suspect_run = self._leap_run = 0
         self._trusted = self.decoder.snapshot()
         return self._accept(ev, restart, stamp_ns)
+
+    def _refused(self, pkt: EventPacketRecord, why: str) -> Admission:
+        """A packet refused whole: its events are lost to the stream, as a seq gap's are
+        (20 packets of an unknown encoding left the decoder's clock stale and the rotors
+        STARVED for up to 0.6 s, instead of re-validated; live-node review)."""
+        self.counters['packets_refused'] += 1
+        self._lose(int(pkt.stamp_ns))
+        return Admission(why)
+
+    def _lose(self, stamp_ns: int) -> None:
+        """Events were lost before the packet stamped ``stamp_ns`` (a seq gap) or in it
+        (refused, corrupt): the decoder's stream state is stale, the next events come
+        after a gap, and a silence is counted from here, not from the last events."""
+        self._events_lost = self._decoder_stale = True
+        self._lost_at_ns = stamp_ns
 
     def _accept(self, ev: EventArrays, restart: bool, stamp_ns: int) -> Admission:
         """Time bookkeeping of a packet with events: restarts, gaps, the ROS stamp."""
