@@ -82,7 +82,8 @@ CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'sc
                'perspective drift', 'RPM uncertain', 'implausible RPM',
                'implausible RPM change', 'implausible scale change', 'implausible centre step',
                'events lost in transport', 'rate settling', 'pose settling', 'rate unsteady',
-               'on another rotor', 'rate lagging', 'too few events to judge', 'too small')
+               'on another rotor', 'rate lagging', 'too few events to judge', 'too small',
+               'phase filter coasting')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -109,7 +110,7 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 #: transport, the extrapolated state must pass health_recover_us of good windows again.
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
  R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING,
- R_POSE_SETTLING, R_UNSTEADY, R_OTHER_ROTOR, R_DRIFT, R_THIN, R_SMALL) = range(20)
+ R_POSE_SETTLING, R_UNSTEADY, R_OTHER_ROTOR, R_DRIFT, R_THIN, R_SMALL, R_COASTING) = range(21)
 
 # ---- health parameter vector (hp), packed from TrackerParams, the blade count and the
 # rotor's own RPM range
@@ -126,11 +127,13 @@ HP_COHREL = _HP.slot('health_coherence_rel')
 HP_SPILLMAX = _HP.slot('health_spill_max')
 HP_SPILLREL = _HP.slot('health_spill_rel')
 HP_STARVE = _HP.slot('health_starve_rel')
+HP_SUPPORT = _HP.slot('health_support_rel')
 HP_SCALETOL = _HP.slot('health_scale_tol')
 HP_PERSPTOL = _HP.slot('health_persp_tol')
 HP_STDREL = _HP.slot('health_rpm_std_rel')
 HP_LOST = _HP.slot('health_lost_us')
 HP_RECOVER = _HP.slot('health_recover_us')
+HP_RECOVER_PASSES = _HP.slot('health_recover_passes')
 HP_REFTAU = _HP.slot('health_ref_tau_us')
 HP_POSETAU = _HP.slot('health_pose_tau_us')
 HP_TIP_IN = _HP.slot(0.2)      # tip band: 1 - HP_TIP_IN < r <= 1
@@ -182,6 +185,8 @@ HS_GATE_CY = _HS.slot()
 HS_GATE_ACC = _HS.slot(math.nan)   # shaft acceleration [RPM/s] between the last two passes
 HS_JERK = _HS.slot(math.nan)       # its change at the last pass (nan: not known yet)
 HS_RPM_REF = _HS.slot()        # shaft RPM of the windows averaged into HS_RATE_REF
+HS_SUPPORT_REF = _HS.slot()    # the EKF's update weight per ms (its support) of good windows
+HS_SUPPORT = _HS.slot(math.nan)    # that of the last window
 HS_LEN = _HS.close()
 
 # ---- int health state (hi) -----------------------------------------------------------------
@@ -266,6 +271,49 @@ def _usual_rate(hp, hs, om):
     if hs[HS_RPM_REF] <= 0.0:
         return hs[HS_RATE_REF]
     return hs[HS_RATE_REF] * min(1.0, _shaft_rpm(hp, om) / hs[HS_RPM_REF])
+
+
+@kernel_inline
+def _usual_support(hp, hs, om):
+    """The EKF's update weight per ms expected now (its support): the slow reference,
+    scaled down with the shaft RPM like :func:`_usual_rate`."""
+    if hs[HS_RPM_REF] <= 0.0:
+        return hs[HS_SUPPORT_REF]
+    return hs[HS_SUPPORT_REF] * min(1.0, _shaft_rpm(hp, om) / hs[HS_RPM_REF])
+
+
+#: least update weight the usual support promises in a span for :func:`_coasting` to judge
+#: it (fewer: a sparse rotor's support scatters too much)
+_SUPPORT_MIN_WEIGHT = 30.0
+
+
+@kernel_inline
+def _coasting(hp, hs, om, support, span_us):
+    """True when the EKF's support (update weight per ms) over ``span_us`` fell below
+    ``health_support_rel`` of its usual value: few events agree with the predicted phase,
+    so the rate is extrapolated, not measured.
+
+    The in-annulus rate does not see it: on a shaking camera the events of a rotor
+    whose pose lags keep the annulus busy while the filter's weight fell from ~80 to
+    1 per ms and its rate coasted 9-11 % low, coherence still 0.6-0.8 (scene review).
+    """
+    if hp[HP_SUPPORT] <= 0.0 or hs[HS_NREF] <= 0.0:
+        return False
+    usual = _usual_support(hp, hs, om)
+    if usual * span_us * 1e-3 < _SUPPORT_MIN_WEIGHT:
+        return False
+    return support < hp[HP_SUPPORT] * usual
+
+
+@kernel_inline
+def _recover_us(hp, om):
+    """Good time that makes a rotor TRACKING [us]: ``health_recover_us``, and at least
+    ``health_recover_passes`` blade passes (a slow rotor's rate is not validated in less:
+    at 1,400 RPM a first lock was published up to 3.6 % off for 10 ms, its rate still
+    wandering within the first blade pass; scene review)."""
+    passes = hp[HP_RECOVER_PASSES] * 60e6 / max(_shaft_rpm(hp, om) * max(hp[HP_BLADES], 1.0),
+                                                 1e-9)
+    return max(hp[HP_RECOVER], passes)
 
 
 @kernel_inline
@@ -413,6 +461,22 @@ def _health_drift(hp, hs, hi, t, om):
         hs[HS_GOOD_US] = 0.0
 
 
+@kernel
+def _health_support(hp, hs, hi, t, om):
+    """Per packet: a TRACKING rotor whose phase filter coasts (:func:`_coasting`) on the
+    pending window (from ``_DRIFT_MIN_SPAN`` of a window on) becomes DEGRADED at once,
+    as :func:`_health_drift` does for a lagging rate."""
+    span = t - hi[HI_T0]
+    if hi[HI_LEVEL] != TRACKING or span < _DRIFT_MIN_SPAN * hp[HP_WIN]:
+        return
+    support = hs[HS_W] * 1000.0 / span
+    if _coasting(hp, hs, om, support, span):
+        hi[HI_LEVEL] = DEGRADED
+        hi[HI_REASON] = R_COASTING
+        _set_cause(hs, hi, R_COASTING, support, _usual_support(hp, hs, om))
+        hs[HS_GOOD_US] = 0.0
+
+
 @kernel_inline
 def _tip_evidence(hp, hs, hi, om, locked, t_end):
     """The tip-band evidence of the window closing at ``t_end``: coherence and spill
@@ -476,6 +540,8 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
     dp = math.sqrt((q[4] - hs[HS_P31_REF]) ** 2 + (q[5] - hs[HS_P32_REF]) ** 2) * tn / max(
         s, 1e-300)
     std_rel = math.sqrt(max(P11, 0.0)) / max(abs(om), 1e-9)
+    support = hs[HS_W] * 1000.0 / dur
+    hs[HS_SUPPORT] = support
     hs[HS_RATE] = rate
     hs[HS_COH] = coh
     spill_prev = hs[HS_SPILL]
@@ -526,6 +592,9 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
         elif spill == spill and (spill > hp[HP_SPILLMAX]
                                  or spill > hs[HS_SPILL_REF] + hp[HP_SPILLREL]):
             reason, val, ref = R_SPILL, spill, hs[HS_SPILL_REF]
+        elif _coasting(hp, hs, om, support, dur):
+            # (after the pose checks: a pose error is the more telling reason)
+            reason, val, ref = R_COASTING, support, _usual_support(hp, hs, om)
         elif abs(ds) > hp[HP_SCALETOL]:
             reason, val, ref = R_SCALE, ds, 0.0
         elif dp > hp[HP_PERSPTOL]:
@@ -571,7 +640,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
             hi[HI_LOSSES] += 1
         return
     hs[HS_GOOD_US] += dur
-    if hs[HS_GOOD_US] >= hp[HP_RECOVER]:
+    if hs[HS_GOOD_US] >= _recover_us(hp, om):
         hs[HS_BAD_US] = 0.0
         if level != TRACKING:
             hi[HI_LEVEL] = TRACKING
@@ -591,6 +660,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
             hs[HS_P32_REF] += ap * (q[5] - hs[HS_P32_REF])
         hs[HS_RATE_REF] += a * (rate - hs[HS_RATE_REF])
         hs[HS_RPM_REF] += a * (_shaft_rpm(hp, om) - hs[HS_RPM_REF])
+        hs[HS_SUPPORT_REF] += a * (support - hs[HS_SUPPORT_REF])
         if coh == coh:
             hs[HS_COH_REF] += (a if nref > 0 else 1.0) * (coh - hs[HS_COH_REF])
         if spill == spill:

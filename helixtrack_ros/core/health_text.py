@@ -26,11 +26,13 @@ from helixtrack_ros.core.health import (
     HS_RATE,
     HS_SCALE_D,
     HS_SPILL,
+    HS_SUPPORT,
     LEVEL_NAMES,
     LOST,
     R_ACCEL,
     R_ACQUIRING,
     R_CENTRE_JUMP,
+    R_COASTING,
     R_DRIFT,
     R_GAP,
     R_INCOHERENT,
@@ -98,6 +100,8 @@ _CAUSE_TEXT = {
                               f'{ref / 1000:.0f} ms'),
     R_SMALL: lambda val, ref: (f'too small to measure: tip radius {val:.1f} px (least '
                                f'{ref:.0f})'),
+    R_COASTING: lambda val, ref: (f'phase filter coasting: update weight {val:.1f} per ms '
+                                  f'(usual {ref:.1f})'),
 }
 
 
@@ -127,5 +131,6 @@ def health_values(hi: np.ndarray, hs: np.ndarray) -> dict[str, str]:
         'tip_coherence': fmt(float(hs[HS_COH]), '.3f'),
         'tip_spill': fmt(float(hs[HS_SPILL]), '.3f'),
         'annulus_events_per_ms': fmt(float(hs[HS_RATE]), '.1f'),
+        'filter_support_per_ms': fmt(float(hs[HS_SUPPORT]), '.1f'),
         'scale_drift_pct': fmt(100.0 * math.expm1(float(hs[HS_SCALE_D])), '.1f'),
     }

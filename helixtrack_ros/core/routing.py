@@ -21,6 +21,7 @@ from helixtrack_ros.core.health import (
     _health_advance,
     _health_drift,
     _health_range,
+    _health_support,
 )
 from helixtrack_ros.core.jit import kernel
 from helixtrack_ros.core.tracker_kernel import _process
@@ -171,6 +172,8 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
                             ist[IS_ACCEPT], t_last)
         # a rate lagging a sudden acceleration is not published (not only at window close)
         _health_drift(hp, hs, hi, t_last, fs[FS_OM])
+        # (nor a rate the phase filter only extrapolates)
+        _health_support(hp, hs, hi, t_last, fs[FS_OM])
         # (and an RPM outside its plausible range is LOST before it is published)
         _health_range(hp, hs, hi, fs[FS_OM])
         for j in range(OUT_LEN):

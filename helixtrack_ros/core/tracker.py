@@ -49,6 +49,7 @@ from helixtrack_ros.core.health import (
     HS_EPS2,
     HS_GOOD_US,
     HS_RATE_REF,
+    HS_SUPPORT_REF,
     HS_W,
     LOST,
     R_GAP,
@@ -200,6 +201,7 @@ class HelixTracker:
         real-time stride): the usual in-annulus rate, which starvation is judged
         against, follows at once instead of over ``health_ref_tau_us``."""
         self.hs[HS_RATE_REF] *= float(factor)
+        self.hs[HS_SUPPORT_REF] *= float(factor)
 
     def set_gn_divisor(self, divisor: int) -> None:
         """Divide the Gauss-Newton event target by ``divisor`` (the real-time stride).

@@ -5,11 +5,13 @@
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
-from helixtrack_ros.core.health import LOST
+from helixtrack_ros.core.health import LOST, _health_drift, _health_range, _health_support
+from helixtrack_ros.core.tracker_layout import FS_OM
 
 
 def process_packets_naive(tracker, events, pkt_end, pkt_t_last, stride=1):
-    """Per packet: boolean-mask routing in the box, every stride-th, process, advance.
+    """Per packet: boolean-mask routing in the box, every stride-th, process, advance, the
+    per-packet health checks.
 
     Returns a list of (rpm_shaft, phase_rad, omega_rad_s, routed, box, health)
     rows, stopping after a packet that leaves the rotor LOST (like the kernel).
@@ -24,6 +26,11 @@ def process_packets_naive(tracker, events, pkt_end, pkt_t_last, stride=1):
         sub = EventArrays(ev.t_us[keep], ev.x[keep], ev.y[keep], ev.p[keep])
         s = tracker.process(sub, sample_t_us=np.array([t_last], np.int64))
         tracker.advance(int(t_last))
+        # the per-packet checks of the pending window and the RPM range
+        om = float(tracker.fs[FS_OM])
+        _health_drift(tracker.hp, tracker.hs, tracker.hi, int(t_last), om)
+        _health_support(tracker.hp, tracker.hs, tracker.hi, int(t_last), om)
+        _health_range(tracker.hp, tracker.hs, tracker.hi, om)
         rows.append((float(s.rpm_shaft[0]), float(s.phase_rad[0]), float(s.omega_rad_s[0]),
                      len(keep), (x0, y0, x1, y1), tracker.health))
         e0 = int(e1)
