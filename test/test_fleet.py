@@ -212,6 +212,8 @@ def test_grid_files_are_checked_like_parameter_files(tmp_path):
         'fixed: {tracker.r_in: 0.1}\ngrid: {tracker.r_in: [0.2]}': 'both fixed and in the grid',
         'fixed: {preset: paper}': 'expected a mapping with grid:',
         'grid: {tracker.r_in: [0.1]}\nsweep: 1': 'unknown sections sweep',
+        'grid: {tracker.r_in: [0.1], tracker.r_in: [0.2]}':
+            "line 1, column 29: duplicate key 'tracker.r_in'",
     }
     for text, message in cases.items():
         path = tmp_path / 'grid.yaml'

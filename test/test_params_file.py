@@ -50,6 +50,27 @@ def test_bad_files_give_clear_errors(tmp_path):
         load_ros_params(other)
 
 
+def test_a_key_given_twice_is_refused_with_its_name_and_line(tmp_path, capsys):
+    """Before: PyYAML kept the last of two keys without a word (blades: 2 then blades: 7
+    tracked 7 blades; a second rotors: block replaced the first)."""
+    from helixtrack_ros.cli import main
+    path = tmp_path / 'p.yaml'
+    path.write_text('/**:\n  ros__parameters:\n    rotor_names: [a]\n    rotors:\n'
+                    '      a: {center_px: [100.0, 100.0], radius_px: 40.0, rpm: 3000.0}\n'
+                    '    rotors:\n      a: {center_px: [90.0, 90.0], radius_px: 40.0, '
+                    'rpm: 3000.0, blades: 2, blades: 7}\n')
+    with pytest.raises(ValueError, match=r"line 6, column 5: duplicate key 'rotors'"):
+        load_ros_params(path)
+    path.write_text(path.read_text().replace('    rotors:\n      a: {center_px: [90.0', '    x'
+                                             ': {center_px: [90.0'))
+    with pytest.raises(ValueError, match=r"line 6, column .*duplicate key 'blades'"):
+        load_ros_params(path)
+    assert main(['track', str(tmp_path / 'none'), '--params', str(path), '-o',
+                 str(tmp_path / 'o')]) == 2
+    err = capsys.readouterr().err
+    assert "duplicate key 'blades'" in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_cli_names_unknown_parameters_with_the_closest_known_one(tmp_path, capsys):
     """Before: the CLI ignored key typos silently (the node warned, without a hint)."""
     from helixtrack_ros.cli.track import load_config

@@ -64,12 +64,14 @@ def load_grid(path: Path) -> Grid:
     """Read and check a grid file; every problem as a one-line CliError naming the file."""
     import yaml
 
-    from helixtrack_ros.io.params_file import flatten
+    from helixtrack_ros.io.params_file import flatten, load_yaml_text, yaml_problem
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = load_yaml_text(path.read_text())
     except FileNotFoundError:
         raise CliError(f'grid file not found: {path}') from None
-    except (OSError, yaml.YAMLError) as exc:
+    except yaml.YAMLError as exc:
+        raise CliError(f'{path}: not a YAML file ({yaml_problem(exc)})') from None
+    except OSError as exc:
         raise CliError(f'{path}: not a YAML file ({str(exc).splitlines()[0]})') from None
     if not isinstance(doc, dict) or not isinstance(doc.get('grid'), dict) or not doc['grid']:
         raise CliError(f'{path}: expected a mapping with grid: (parameter -> list of values) '

@@ -54,6 +54,31 @@ def yaml_problem(exc: Exception) -> str:
     return f'line {mark.line + 1}, column {mark.column + 1}: {problem}'
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """The mapping of ``node``; a repeated key is a ConstructorError naming it."""
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                repeated = key in seen
+            except TypeError:   # an unhashable key: the base class says so
+                break
+            if repeated:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f'duplicate key {key!r} (each key once per mapping: a '
+                    'later one would replace the earlier silently)', key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml_text(text: str) -> Any:
+    """The YAML document of ``text``, refusing duplicate keys (:class:`UniqueKeyLoader`)."""
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+
+
 def load_ros_params(path: str | Path, node_name: str = 'helixtrack') -> dict[str, Any]:
     """Read a ROS 2 parameter file and return the flat parameters for one node.
 
@@ -71,7 +96,7 @@ def load_ros_params(path: str | Path, node_name: str = 'helixtrack') -> dict[str
     if not path.is_file():
         raise FileNotFoundError(f'parameter file not found: {path}')
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = load_yaml_text(path.read_text())
     except yaml.YAMLError as exc:
         raise ValueError(f'{path}: not valid YAML ({yaml_problem(exc)})') from None
     if not isinstance(doc, dict):
