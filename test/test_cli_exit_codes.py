@@ -565,6 +565,9 @@ def test_simulate_refuses_a_scene_that_would_fill_the_disk(tmp_path, capsys, mon
     ('rotor_names: [rotor', 'not valid YAML (line '),
     ('rotor_names: [rotor]\n    tracker: {gate_rpm_max: 9000.0}',
      'rotors.rotor.rpm=10000 is outside the plausible shaft RPM [100, 9000]'),
+    # before: accepted, and recovery_min_us then ignored (helper review, 2026-11-27)
+    ('rotor_names: [rotor]\n    recovery_min_us: 200000\n    recovery_window_us: 50000',
+     'recovery_min_us=200000 is above recovery_window_us=50000'),
 ])
 def test_the_command_line_refuses_rotor_names_as_the_node_does(scene, tmp_path, capsys,
                                                                text, message):

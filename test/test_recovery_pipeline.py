@@ -94,6 +94,18 @@ def test_recovery_can_be_switched_off_and_is_configurable(big_jump):
     assert 'recovery_retry_us' in parameter_table()
 
 
+def test_a_re_detection_minimum_above_its_window_is_refused():
+    """Before: accepted, and the minimum then ignored (min(window, max(min, ...)));
+    the node and the command line both build their config here."""
+    with pytest.raises(ValueError, match='recovery_min_us=200000 is above '
+                                         'recovery_window_us=50000'):
+        PipelineConfig.from_ros_params({'rotor_names': [], 'recovery_min_us': 200_000,
+                                        'recovery_window_us': 50_000})
+    cfg = PipelineConfig.from_ros_params({'recovery_min_us': 50_000,
+                                          'recovery_window_us': 50_000})
+    assert cfg.recovery_min_us == cfg.recovery_window_us == 50_000
+
+
 def test_background_re_detection_recovers_without_stalling_a_packet(big_jump):
     import time
 

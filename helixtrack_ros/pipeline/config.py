@@ -106,7 +106,13 @@ class PipelineConfig:
     detect_in_background: bool = False
 
     def __post_init__(self) -> None:
-        """Refuse a rotor whose initial RPM its plausibility gate would reject at once."""
+        """Refuse a rotor whose initial RPM its plausibility gate would reject at once, and
+        a re-detection span whose minimum exceeds its maximum (the minimum was ignored)."""
+        if self.recovery_min_us > self.recovery_window_us:
+            raise ValueError(
+                f'recovery_min_us={self.recovery_min_us} is above recovery_window_us='
+                f'{self.recovery_window_us} (the shortest span of events a re-detection '
+                'uses cannot exceed the longest)')
         for r in self.rotors:
             lo, hi = (r.rpm_range if r.rpm_range != (0.0, 0.0) else
                       (self.tracker.gate_rpm_min, self.tracker.gate_rpm_max))
