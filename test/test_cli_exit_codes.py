@@ -514,7 +514,11 @@ def test_a_run_that_measures_no_rpm_exits_1_and_says_why(scene, tmp_path, capsys
     bad.write_text(yaml.safe_dump(params))
     assert main(['track', str(scene / 'events'), '--params', str(bad), '--out',
                  str(tmp_path / 'o')]) == 1
-    line = one_line(capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err
+    warning, line = err.strip().splitlines()   # (the warning since the sensor check)
+    assert 'rotor rotor: center_px [-5000, 99999] is outside the 1280x720 sensor' in warning
+    assert 'every given rotor is impossible' in line
     assert 'no rotor reached TRACKING' in line and 'OUTSIDE' in line
 
 
@@ -662,3 +666,37 @@ def test_the_console_script_ends_quickly_with_its_exit_code_and_every_line(scene
     missing = subprocess.run(run[:4] + [str(tmp_path / 'none')] + run[5:], capture_output=True,
                              text=True, timeout=300)
     assert missing.returncode == 2 and 'recording not found' in one_line(missing.stderr)
+
+
+def test_a_rotor_the_sensor_cannot_show_is_said_and_named_in_the_summary(scene, tmp_path,
+                                                                         capsys):
+    """Before: a centre off the sensor, a disc far larger than it or a 1 px radius were
+    tracked without a word, exit 0, the rotor OUTSIDE on every row (helper review,
+    2026-11-27); with every given rotor impossible the run measured nothing."""
+    import yaml
+    params = yaml.safe_load((scene / 'params.yaml').read_text())
+    tree = params['/**']['ros__parameters']
+    (name,) = tree['rotor_names']
+    good = tree['rotors'][name]
+    bad = {'off': {**good, 'center_px': [5000.0, -3000.0]},
+           'huge': {**good, 'radius_px': 5000.0}, 'tiny': {**good, 'radius_px': 1.0}}
+    tree['rotors'].update(bad)
+    tree['rotor_names'] = [name, *bad]
+    path = tmp_path / 'p.yaml'
+    path.write_text(yaml.safe_dump(params))
+    assert main(['track', str(scene / 'events'), '--params', str(path), '-q',
+                 '--out', str(tmp_path / 'o')]) == 0
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err
+    for what, text in (('off', 'center_px [5000, -3000] is outside the 1280x720 sensor'),
+                       ('huge', 'radius_px 5000 is far larger than the 1280x720 sensor'),
+                       ('tiny', 'radius_px 1 is below the 4 px')):
+        assert f'warning: rotor {what}: {text}' in err, err
+        assert re.search(f'rotor {what} never reached TRACKING.*last state [A-Z]+', err), err
+    assert f'rotor {name} never' not in err
+    tree['rotor_names'] = list(bad)
+    path.write_text(yaml.safe_dump(params))
+    assert main(['track', str(scene / 'events'), '--params', str(path), '-q',
+                 '--out', str(tmp_path / 'o2')]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert 'no rotor tracked: every given rotor is impossible on this sensor' in last, last

@@ -50,8 +50,9 @@ EXIT_STATUS_HELP = """exit status:
   0    done (batch, sweep: at least one recording tracked; the others are rows
        of the summary with the reason)
   1    nothing found: track tracked no rotor (no message or event, every packet
-       refused, no rotor detected without --params, or no rotor ever reached
-       TRACKING: every RPM is NaN), detect found no rotor,
+       refused, no rotor detected without --params, every rotor of --params
+       impossible on the sensor, or no rotor ever reached TRACKING: every RPM
+       is NaN), detect found no rotor,
        events decoded no event; batch, sweep: no recording had a rotor tracked
   2    bad command line or input, one line on stderr: unknown option, a
        duration <= 0 (--skip, --at-s < 0), missing recording or topic, a topic

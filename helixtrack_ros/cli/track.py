@@ -113,7 +113,8 @@ KINDS_SAID = 10
 class _TrackRun:
     """What one ``track`` run has processed and written so far."""
 
-    def __init__(self, rotor_names: list[str], frames: bool = True) -> None:
+    def __init__(self, rotor_names: list[str], frames: bool = True,
+                 rotors: list[Any] | None = None) -> None:
         self.rows: dict[str, dict[str, list]] = {n: {k: [] for k in ROW_FIELDS}
                                                  for n in rotor_names}
         self.t_first_us: int | None = None
@@ -129,6 +130,31 @@ class _TrackRun:
         self.read_error: CliError | None = None
         #: event frames for overlay.png (None: no pictures drawn)
         self.frames = FrameSampler() if frames else None
+        #: the given rotors (RotorInit), checked against the sensor once its size is known
+        self.rotors = list(rotors or [])
+        self.sensor: tuple[int, int] | None = None
+        #: given rotor -> why the sensor cannot show it (each said in a warning line)
+        self.impossible: dict[str, str] = {}
+
+    def check_sensor(self, width: int, height: int) -> None:
+        """Say, once, each given rotor that a ``width`` x ``height`` sensor cannot show."""
+        from helixtrack_ros.pipeline.config import rotor_geometry_problem
+        if self.sensor is not None:
+            return
+        self.sensor = (width, height)
+        for r in self.rotors:
+            problem = rotor_geometry_problem(r, width, height)
+            if problem is not None:
+                self.impossible[r.name] = problem
+                print(f'helixtrack: warning: rotor {r.name}: {problem}; it cannot be tracked '
+                      f'(check rotors.{r.name} of the parameter file)', file=sys.stderr)
+
+    def _sized(self, packets: Any) -> Iterator[Any]:
+        """The packets; the first that gives a sensor size has the rotors checked against it."""
+        for pkt in packets:
+            if self.sensor is None and pkt.width and pkt.height:
+                self.check_sensor(int(pkt.width), int(pkt.height))
+            yield pkt
 
     @property
     def sensor_s(self) -> float:
@@ -146,7 +172,7 @@ class _TrackRun:
     def _batches(self, packets: Packets) -> Iterator[list[Any]]:
         """The packets in batches; a read failure ends them (outputs keep what came before)."""
         try:
-            yield from _batches(packets)
+            yield from _batches(self._sized(packets))
         except CliError as exc:
             self.read_error = exc
 
@@ -289,7 +315,9 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
                 pictures: PictureWorker) -> dict[str, Any]:
     """The body of :func:`track_recording` once the pipeline is made."""
     from helixtrack_ros.io.bags import ResultBagWriter
-    run = _TrackRun(pipe.rotor_names, frames=out is not None)
+    run = _TrackRun(pipe.rotor_names, frames=out is not None, rotors=config.rotors)
+    if recording.width and recording.height:   # the header's (else the first packet's)
+        run.check_sensor(int(recording.width), int(recording.height))
     wall0 = time.perf_counter()
     progress = Progress(recording.count, 'tracking', enabled=progress_enabled(quiet))
     packets = Packets(recording)
@@ -325,7 +353,8 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
             'kind': recording.kind,
             'size': (f'{recording.width}x{recording.height}' if recording.width
                      else 'declared'),
-            'auto_detect': not config.rotors,
+            'auto_detect': not config.rotors, 'given': [r.name for r in config.rotors],
+            'impossible': run.impossible,
             'truncated': packets.truncated, 'read_error': run.read_error,
             'detected': detected, 'match': match, 'overlay_labels': labels,
             'arrays': arrays, 'truth_rpm': truth_rpm, 'truth_radius': truth_radius,
@@ -404,7 +433,11 @@ def _batches(packets: Any) -> Iterator[list[Any]]:
 def _nothing_tracked(info: dict[str, Any]) -> str | None:
     """Why ``track`` measured nothing: no rotor state, or no RPM (None when it measured)."""
     if info['rows']:
-        return _nothing_measured(info['arrays'])
+        measured = _nothing_measured(info['arrays'])
+        if info.get('given') and set(info['given']) <= set(info.get('impossible') or {}):
+            return ('every given rotor is impossible on this sensor (warnings above): '
+                    + (measured or 'nothing measured'))
+        return measured
     c = info['counters']
     if not info['packets']:
         what = 'no event in' if info['kind'] in ('raw', 'dat', 'npz', 'text') else \
@@ -434,6 +467,21 @@ def _nothing_measured(arrays: dict[str, dict[str, np.ndarray]]) -> str | None:
     seen = ', '.join(f'{RotorState(int(c)).name} {n}' for c, n in
                      sorted(zip(codes, counts), key=lambda cn: -cn[1]))
     return f'no rotor reached TRACKING, every RPM is NaN (rows per state: {seen})'
+
+
+def _print_unmeasured(info: dict[str, Any]) -> None:
+    """Name each rotor that never published a value (TRACKING), with its last state.
+
+    Only when another rotor did: when none did, the run's one line says so.
+    """
+    from helixtrack_ros.core.health import RotorState
+    arrays = info['arrays']
+    if not any(np.isfinite(a['rpm']).any() for a in arrays.values()):
+        return
+    for name, a in arrays.items():
+        if len(a['state']) and not np.isfinite(a['rpm']).any():
+            print(f'helixtrack: warning: rotor {name} never reached TRACKING, no RPM published '
+                  f'(last state {RotorState(int(a["state"][-1])).name})', file=sys.stderr)
 
 
 def track_status(info: dict[str, Any]) -> tuple[ExitCode, str | None]:
@@ -514,6 +562,7 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
     _print_rotors(info)
     if info['table']:
         print_error_table(info['table'], skip_s)
+    _print_unmeasured(info)
     out = info['out']
     print(f'outputs: {out / "rpm.csv"}, {out / "results.mcap"}, {out / "rpm.png"}, '
           f'{out / "overlay.png"}')

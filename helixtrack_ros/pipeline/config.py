@@ -274,6 +274,33 @@ def _is_rotor_key(key: str, params: dict[str, Any]) -> bool:
             and parts[2] in ROTOR_FIELDS)
 
 
+#: a blade-tip radius below this many pixels cannot be tracked: its blades cover a few
+#: pixels (start-up detection searches from 12 px, the simulator's scenes from 1 px up)
+MIN_TRACKABLE_RADIUS_PX = 4.0
+
+
+def rotor_geometry_problem(rotor: RotorInit, width: int, height: int) -> str | None:
+    """Why a given rotor cannot be seen on a ``width`` x ``height`` sensor (None if it can).
+
+    The centre outside the sensor, a blade-tip circle that lies entirely
+    outside it (the disc far larger than the sensor), or a tip radius below
+    :data:`MIN_TRACKABLE_RADIUS_PX`. Known only once the sensor size is: the
+    first packet or the recording's header.
+    """
+    cx, cy = rotor.center_px
+    r = rotor.radius_px
+    size = f'{width}x{height}'
+    if not (0.0 <= cx <= width and 0.0 <= cy <= height):
+        return f'center_px [{cx:g}, {cy:g}] is outside the {size} sensor'
+    reach = max(math.hypot(x - cx, y - cy) for x in (0, width) for y in (0, height))
+    if r > reach:
+        return (f'radius_px {r:g} is far larger than the {size} sensor (its blade-tip circle '
+                'lies entirely outside it)')
+    if r < MIN_TRACKABLE_RADIUS_PX:
+        return f'radius_px {r:g} is below the {MIN_TRACKABLE_RADIUS_PX:g} px a rotor needs'
+    return None
+
+
 _NAME_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
 
 
