@@ -700,3 +700,21 @@ def test_a_rotor_the_sensor_cannot_show_is_said_and_named_in_the_summary(scene, 
                  '--out', str(tmp_path / 'o2')]) == 1
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert 'no rotor tracked: every given rotor is impossible on this sensor' in last, last
+
+
+def test_a_skip_longer_than_the_recording_is_said_in_one_line(scene, tmp_path, capsys):
+    """Before: exit 0 with an all-NaN error table and no word (helper review,
+    2026-11-27); demo, which knows its duration, ran the whole scene first."""
+    assert main(['demo', '--duration', '0.1', '--skip', '5', '-q',
+                 '-o', str(tmp_path / 'dm')]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert '--skip 5 s leaves no sample for the errors: --duration is 0.1 s' in line
+    assert not (tmp_path / 'dm').exists()
+    assert main(['track', str(scene / 'events'), '--params', str(scene / 'params.yaml'),
+                 '--ground-truth', str(scene / 'ground_truth.csv'), '--skip', '100', '-q',
+                 '-o', str(tmp_path / 't')]) == 0
+    captured = capsys.readouterr()
+    line = one_line(captured.err)
+    assert re.search(r'--skip 100 s leaves no sample for the errors: the events span 0\.\d+ s',
+                     line), line
+    assert 'nan' not in captured.out

@@ -55,7 +55,8 @@ EXIT_STATUS_HELP = """exit status:
        is NaN), detect found no rotor,
        events decoded no event; batch, sweep: no recording had a rotor tracked
   2    bad command line or input, one line on stderr: unknown option, a
-       duration <= 0 (--skip, --at-s < 0), missing recording or topic, a topic
+       duration <= 0 (--skip, --at-s < 0), a demo --skip not shorter than its
+       --duration, missing recording or topic, a topic
        not of type EventPacket or EventArray, a bag with no event topic or with
        several and no --topic, a .raw file without a header or of another
        format than EVT 2.0/2.1/3.0, a .dat file of other than CD events, an
@@ -98,6 +99,15 @@ def seconds(positive: bool) -> Callable[[str], float]:
         return value
     parse.__name__ = 'seconds'
     return parse
+
+
+def skip_problem(skip_s: float, duration_s: float, what: str) -> str | None:
+    """Why ``--skip`` leaves no sample for the errors of ``duration_s`` seconds of ``what``
+    (None when it leaves some): the one rule of ``demo`` (up front) and ``track`` (after)."""
+    if skip_s < duration_s:
+        return None
+    return (f'--skip {skip_s:g} s leaves no sample for the errors: {what} {duration_s:.3g} s '
+            '(give a shorter --skip)')
 
 
 def sensor_size(text: str) -> tuple[int, int]:

@@ -7,13 +7,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from helixtrack_ros.cli.common import output_dir
+from helixtrack_ros.cli.common import CliError, output_dir, skip_problem
 from helixtrack_ros.cli.simulate import simulate_to_dir
 from helixtrack_ros.cli.track import print_track_summary, track_bag, track_outcome
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """``helixtrack demo``: simulate the default quadcopter, track it, report errors."""
+    problem = skip_problem(args.skip, args.duration, '--duration is')
+    if problem is not None:
+        raise CliError(problem)
     out = output_dir(Path(args.out))
     print(f'simulating scenario "{args.scenario}" ({args.duration:g} s) ...')
     info = simulate_to_dir(args.scenario, args.duration, args.seed, out / 'scene',

@@ -30,6 +30,7 @@ from helixtrack_ros.cli.common import (
     open_or_fail,
     output_dir,
     remove_output,
+    skip_problem,
 )
 from helixtrack_ros.cli.detect import NAMING, rotor_line
 from helixtrack_ros.cli.picture_worker import PictureWorker
@@ -560,7 +561,10 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
     if info['interrupted']:
         print('interrupted: outputs hold what was processed so far')
     _print_rotors(info)
-    if info['table']:
+    skipped_all = skip_problem(skip_s, info['sensor_s'], 'the events span')
+    if info['table'] and skipped_all and not any(e.n for _, e in info['table']):
+        print(f'helixtrack: warning: {skipped_all}', file=sys.stderr)
+    elif info['table']:
         print_error_table(info['table'], skip_s)
     _print_unmeasured(info)
     out = info['out']
