@@ -99,6 +99,21 @@ def test_batch_where_nothing_succeeds_exits_non_zero(flights, scheduler, tmp_pat
     capsys.readouterr()
 
 
+def test_more_workers_than_cores_are_capped_with_one_line(tmp_path, capsys):
+    """Before: --workers 1000 on 2 cores started 1000 processes (> 60 s, 480 semaphores
+    leaked on kill; helper review, 2026-11-27)."""
+    from helixtrack_ros.fleet.engine import Engine, available_cores
+    cores = available_cores()
+    assert Engine(workers=cores + 1000).workers == cores
+    line = capsys.readouterr().err.strip()
+    assert line == (f'helixtrack: warning: --workers {cores + 1000} is more than the {cores} '
+                    f'cores this process may use: using {cores}')
+    assert Engine(workers=cores).workers == cores and not capsys.readouterr().err
+    assert main(['batch', str(tmp_path / 'x.raw'), '--out', str(tmp_path / 'o'),
+                 '--workers', '100000', '--params', str(tmp_path / 'none.yaml')]) == 2
+    assert f'--workers 100000 is more than the {cores} cores' in capsys.readouterr().err
+
+
 def test_batch_refuses_a_bad_command_line_before_any_work(flights, tmp_path, capsys):
     assert main(['batch', str(flights['ok']), '--out', str(tmp_path / 'o'),
                  '--workers', '0']) == 2

@@ -144,7 +144,8 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
                    help='an existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: an '
                         'embedded local cluster); its workers must see the same paths')
     p.add_argument('--workers', type=int, default=None,
-                   help='worker processes of the embedded cluster (default: one per core)')
+                   help='worker processes of the embedded cluster (default and most: one per '
+                        'core)')
     p.add_argument('--retries', type=int, default=2,
                    help='further tries of a task that crashed (default 2); an input that '
                         'track refuses fails at once')

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 import logging
 import os
+import sys
 from typing import Any
 import uuid
 
@@ -102,8 +103,14 @@ class Engine:
             raise CliError(f'--workers must be at least 1, got {workers}')
         if retries < 0:
             raise CliError(f'--retries must be at least 0, got {retries}')
+        cores = available_cores()
+        if workers is not None and workers > cores:
+            # more tracking processes than cores only share them (and each loads the kernels)
+            print(f'helixtrack: warning: --workers {workers} is more than the {cores} cores '
+                  f'this process may use: using {cores}', file=sys.stderr)
+            workers = cores
         self.scheduler = scheduler
-        self.workers = workers or available_cores()
+        self.workers = workers or cores
         self.retries = retries
         self.quiet = quiet
         self.cluster: Any = None
