@@ -718,3 +718,23 @@ def test_a_skip_longer_than_the_recording_is_said_in_one_line(scene, tmp_path, c
     assert re.search(r'--skip 100 s leaves no sample for the errors: the events span 0\.\d+ s',
                      line), line
     assert 'nan' not in captured.out
+
+
+@pytest.mark.parametrize('given, out', [('bag', 'bag'), ('bag', 'bag/sub'),
+                                        ('bag/x.mcap', 'bag'), ('bag', 'bag/../bag/')])
+def test_track_refuses_to_write_into_the_input_recording(scene, tmp_path, capsys,
+                                                         monkeypatch, given, out):
+    """Before: ``track simcopy -o simcopy`` wrote rpm.csv, results.mcap, ... among the
+    rosbag2's own files (helper review, 2026-11-27)."""
+    bag = tmp_path / 'bag'
+    shutil.copytree(scene / 'events', bag)
+    (mcap,) = bag.glob('*.mcap')
+    mcap.rename(bag / 'x.mcap')
+    meta = bag / 'metadata.yaml'
+    meta.write_text(meta.read_text().replace(mcap.name, 'x.mcap'))
+    before = sorted(p.name for p in bag.iterdir())
+    monkeypatch.chdir(tmp_path)
+    assert main(['track', given, '-q', '-o', out]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"output directory {Path(out)} lies in the input recording's directory {bag}" in line
+    assert sorted(p.name for p in bag.iterdir()) == before

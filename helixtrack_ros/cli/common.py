@@ -60,9 +60,9 @@ EXIT_STATUS_HELP = """exit status:
        not of type EventPacket or EventArray, a bag with no event topic or with
        several and no --topic, a .raw file without a header or of another
        format than EVT 2.0/2.1/3.0, a .dat file of other than CD events, an
-       output that cannot be written or an output directory that is an
-       existing file; batch, sweep: no recording could be read, a bad grid
-       file
+       output that cannot be written, an output directory that is an
+       existing file or lies in the input rosbag2's directory; batch,
+       sweep: no recording could be read, a bad grid file
   3    the input is cut short or damaged: the bag's MCAP file (recorder
        killed; every intact message before the damage was processed and
        written; the message says how many and how to repair the file:
@@ -149,6 +149,22 @@ def output_dir(path: Path) -> Path:
     if reason is not None:
         raise CliError(f'cannot write to output directory {path}: {reason}')
     return path
+
+
+def output_outside(out: Path, recording: Path) -> None:
+    """Refuse an output directory that is the input recording's directory or inside it.
+
+    The recording's directory: the recording itself when it is a directory (a
+    rosbag2), or the directory of a file of a rosbag2 (beside a metadata.yaml).
+    """
+    rec = recording.resolve()
+    if not rec.is_dir():
+        rec = rec.parent if (rec.parent / 'metadata.yaml').is_file() else None
+    target = out.resolve()
+    if rec is not None and (target == rec or rec in target.parents):
+        raise CliError(f"output directory {out} lies in the input recording's directory "
+                       f"{rec}: the outputs would be mixed with the recording's files (give "
+                       'another -o)')
 
 
 def output_file(path: Path) -> Path:

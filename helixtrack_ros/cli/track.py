@@ -29,6 +29,7 @@ from helixtrack_ros.cli.common import (
     damage_line,
     open_or_fail,
     output_dir,
+    output_outside,
     remove_output,
     skip_problem,
 )
@@ -301,6 +302,7 @@ def track_recording(bag: str, config: Any, out: Path | None, truth: GroundTruth 
     with pictures:
         recording = open_or_fail(bag, topic)
         if out is not None:
+            output_outside(out, Path(recording.path))
             output_dir(out)
             remove_output(out / 'results.mcap')
         TrackingPipeline.warmup()
