@@ -738,3 +738,16 @@ def test_track_refuses_to_write_into_the_input_recording(scene, tmp_path, capsys
     line = one_line(capsys.readouterr().err)
     assert f"output directory {Path(out)} lies in the input recording's directory {bag}" in line
     assert sorted(p.name for p in bag.iterdir()) == before
+
+
+def test_a_rosbag2_with_a_garbage_metadata_file_is_said_so(tmp_path, capsys):
+    """Before: "ReaderError: Invalid bag metadata: string indices must be integers, not
+    'str'." (helper review, 2026-11-27)."""
+    bag = tmp_path / 'bag'
+    bag.mkdir()
+    (bag / 'metadata.yaml').write_text('hi\n')
+    (bag / 'x.mcap').write_bytes(b'x' * 100)
+    assert main(['track', str(bag), '-q', '-o', str(tmp_path / 'o')]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line == (f'helixtrack: error: cannot read bag {bag}: {bag}/metadata.yaml is not a '
+                    'rosbag2 metadata file (no rosbag2_bagfile_information mapping)')

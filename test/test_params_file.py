@@ -71,6 +71,18 @@ def test_a_key_given_twice_is_refused_with_its_name_and_line(tmp_path, capsys):
     assert "duplicate key 'blades'" in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_a_directory_or_a_binary_file_as_parameter_file_is_said_so(tmp_path):
+    """Before: a directory was "parameter file not found", a binary file "'utf-8' codec
+    can't decode byte ..." (helper review, 2026-11-27)."""
+    with pytest.raises(ValueError, match=f'^{tmp_path} is a directory, not a parameter file$'):
+        load_ros_params(tmp_path)
+    binary = tmp_path / 'b.yaml'
+    binary.write_bytes(b'/**:\n  ros__parameters:\n' + bytes(range(128, 256)))
+    with pytest.raises(ValueError, match=r'b.yaml: not a text YAML file \(byte 0x80 at offset '
+                                         r'24 is not UTF-8 text\)$'):
+        load_ros_params(binary)
+
+
 def test_cli_names_unknown_parameters_with_the_closest_known_one(tmp_path, capsys):
     """Before: the CLI ignored key typos silently (the node warned, without a hint)."""
     from helixtrack_ros.cli.track import load_config

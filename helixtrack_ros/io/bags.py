@@ -31,6 +31,7 @@ import struct
 from typing import Any
 
 from rosbags.rosbag2 import Reader
+import yaml
 
 from helixtrack_ros.io.bag_writers import EventBagWriter, ResultBagWriter
 from helixtrack_ros.io.event_packet_cdr import parse_event_packet
@@ -90,8 +91,25 @@ def _open(bag_path: 'str | Path') -> Reader:
         files = mcap_files_if_damaged(path)
         if files:   # a recording cut short: read what precedes the damage
             return McapSalvage(path, files)
-        raise ValueError(f'cannot read bag {path}: {one_line(err)}') from err
+        meta = _metadata_problem(path)
+        raise ValueError(meta or f'cannot read bag {path}: {one_line(err)}') from err
     return reader
+
+
+def _metadata_problem(path: Path) -> str | None:
+    """Why a rosbag2 directory's metadata.yaml is no rosbag2 metadata file (None if it is
+    one or there is none): rosbags says only that it fails to index it."""
+    meta = path / 'metadata.yaml'
+    if not meta.is_file():
+        return None
+    try:
+        doc = yaml.safe_load(meta.read_bytes())
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get('rosbag2_bagfile_information'), dict):
+        return None
+    return (f'cannot read bag {path}: {meta} is not a rosbag2 metadata file (no '
+            'rosbag2_bagfile_information mapping)')
 
 
 def _topic_types(reader: Reader) -> dict[str, str]:

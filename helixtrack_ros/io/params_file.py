@@ -93,10 +93,15 @@ def load_ros_params(path: str | Path, node_name: str = 'helixtrack') -> dict[str
         The file is not a ROS 2 parameter file.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f'{path} is a directory, not a parameter file')
     if not path.is_file():
         raise FileNotFoundError(f'parameter file not found: {path}')
     try:
-        doc = load_yaml_text(path.read_text())
+        doc = load_yaml_text(path.read_text(encoding='utf-8'))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f'{path}: not a text YAML file (byte {exc.object[exc.start]:#04x} at '
+                         f'offset {exc.start} is not UTF-8 text)') from None
     except yaml.YAMLError as exc:
         raise ValueError(f'{path}: not valid YAML ({yaml_problem(exc)})') from None
     if not isinstance(doc, dict):
