@@ -751,3 +751,42 @@ def test_a_rosbag2_with_a_garbage_metadata_file_is_said_so(tmp_path, capsys):
     line = one_line(capsys.readouterr().err)
     assert line == (f'helixtrack: error: cannot read bag {bag}: {bag}/metadata.yaml is not a '
                     'rosbag2 metadata file (no rosbag2_bagfile_information mapping)')
+
+
+@pytest.mark.parametrize('cmd, message', [
+    # before: "duration_us must be positive" (neither the option nor the unit)
+    (['simulate', '--duration', '1e-9'],
+     'helixtrack simulate: error: argument --duration: must be at least 1e-06 s, got 1e-9 s'),
+    (['demo', '--duration', '5e-7'], 'argument --duration: must be at least 1e-06 s'),
+    # before: "front_left: radius_px must be > 1"
+    (['simulate', '--duration', '0.01', '--size', '1x1'],
+     'error: a 1x1 sensor is too small for scenario quadcopter (a rotor tip radius would be '
+     '1 px or less): at least 25x15'),
+    (['simulate', '--duration', '0.01', '--size', '12x7', '--scenario', 'lone_constant'],
+     'error: a 12x7 sensor is too small for scenario lone_constant'),
+    # before: "expected non-negative integer" (numpy's, without the option)
+    (['simulate', '--duration', '0.01', '--seed', '-1'],
+     'argument --seed: must be an integer >= 0, got -1'),
+    (['demo', '--seed', '-3'], 'argument --seed: must be an integer >= 0, got -3'),
+    # before: simulated, tracked, then exit 2 "no ground-truth rows below the header"
+    (['demo', '--duration', '0.05', '--scenario', 'background_only'],
+     'error: scenario background_only has no rotor to track and score'),
+])
+def test_simulation_options_are_refused_in_one_line_naming_them(cmd, message, tmp_path,
+                                                                capsys):
+    """Helper review, 2026-11-27: each message named neither the option nor the remedy."""
+    try:
+        code = main([*cmd, '-q', '-o', str(tmp_path / 'o')])
+    except SystemExit as exc:   # (argparse's refusals)
+        code = exc.code
+    assert code == 2
+    line = one_line(capsys.readouterr().err)
+    assert message in line, line
+    assert not (tmp_path / 'o').exists() or not any((tmp_path / 'o').iterdir())
+
+
+def test_the_least_sensor_size_said_is_enough(tmp_path):
+    assert main(['simulate', '--duration', '0.005', '--size', '25x15', '-q',
+                 '-o', str(tmp_path / 'q')]) == 0
+    assert main(['simulate', '--duration', '0.005', '--size', '13x8', '-q', '--scenario',
+                 'lone_constant', '-o', str(tmp_path / 'l')]) == 0

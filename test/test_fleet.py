@@ -114,6 +114,17 @@ def test_more_workers_than_cores_are_capped_with_one_line(tmp_path, capsys):
     assert f'--workers 100000 is more than the {cores} cores' in capsys.readouterr().err
 
 
+def test_a_sweep_of_no_recording_says_so(tmp_path, capsys):
+    """Before: an empty directory was "no recording has ground truth beside it", as if a
+    recording had been found (helper review, 2026-11-27)."""
+    (tmp_path / 'empty').mkdir()
+    assert main(['sweep', str(tmp_path / 'empty'), str(tmp_path / 'none.raw'), '--grid',
+                 str(GRID_2X2), '-q', '-o', str(tmp_path / 'o')]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f'helixtrack: error: no recording found: {tmp_path / "empty"} is not a '
+                   'rosbag2 directory: no metadata.yaml and 0 .mcap/.db3 files (and 1 more)')
+
+
 def test_batch_refuses_a_bad_command_line_before_any_work(flights, tmp_path, capsys):
     assert main(['batch', str(flights['ok']), '--out', str(tmp_path / 'o'),
                  '--workers', '0']) == 2

@@ -22,12 +22,14 @@ from typing import Any
 from helixtrack_ros.cli.common import (
     EXIT_STATUS_HELP,
     RECORDING_HELP,
+    SCENE_LEAST_S,
     TOPIC_HELP,
     CliError,
     ExitCode,
     Parser,
     out_path,
     seconds,
+    seed,
     sensor_size,
 )
 from helixtrack_ros.io.recordings import SINK_FORMATS
@@ -61,12 +63,13 @@ def _add_quiet(p: argparse.ArgumentParser) -> None:
 
 def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
     """The ``demo`` and ``simulate`` sub-commands."""
-    positive_s, nonnegative_s = seconds(positive=True), seconds(positive=False)
+    nonnegative_s = seconds(positive=False)
+    scene_s = seconds(positive=True, least=SCENE_LEAST_S)
     p = sub.add_parser('demo', help='simulate the default quadcopter scene, track it, '
                                     'print the error table')
     p.add_argument('--scenario', default='quadcopter')
-    p.add_argument('--duration', type=positive_s, default=1.0, help='seconds of scene time')
-    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--duration', type=scene_s, default=1.0, help='seconds of scene time')
+    p.add_argument('--seed', type=seed, default=0)
     p.add_argument('--skip', type=nonnegative_s, default=0.2,
                    help='seconds of convergence left out of the errors')
     p.add_argument('-o', '--out', type=out_path, default='demo_out', help='output directory')
@@ -75,8 +78,8 @@ def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser('simulate', help='write a simulated scene as a rosbag2 or a .raw file')
     p.add_argument('--scenario', default='quadcopter')
-    p.add_argument('--duration', type=positive_s, default=1.0, help='seconds of scene time')
-    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--duration', type=scene_s, default=1.0, help='seconds of scene time')
+    p.add_argument('--seed', type=seed, default=0)
     p.add_argument('--ego-level', type=int, default=None, choices=range(0, 8),
                    help="camera egomotion level 0-7 (default: the scenario's)")
     p.add_argument('--size', type=sensor_size, default=(1280, 720), metavar='WxH',

@@ -86,8 +86,13 @@ class Parser(argparse.ArgumentParser):
         self.exit(ExitCode.USAGE, f'{self.prog}: error: {message} (see {self.prog} --help)\n')
 
 
-def seconds(positive: bool) -> Callable[[str], float]:
-    """An argparse type: a finite number of seconds, > 0 (``positive``) or >= 0."""
+#: the shortest scene the simulator makes: one microsecond, its time step
+SCENE_LEAST_S = 1e-6
+
+
+def seconds(positive: bool, least: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds, > 0 (``positive``) or >= 0, and at
+    least ``least`` when given (argparse names the option in its message)."""
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -96,6 +101,9 @@ def seconds(positive: bool) -> Callable[[str], float]:
         if not math.isfinite(value) or value < 0 or (positive and value == 0):
             raise argparse.ArgumentTypeError(
                 f'must be {"> 0" if positive else ">= 0"} s, got {text}')
+        if least is not None and value < least:
+            raise argparse.ArgumentTypeError(
+                f'must be at least {least:g} s, got {text} s')
         return value
     parse.__name__ = 'seconds'
     return parse
@@ -108,6 +116,17 @@ def skip_problem(skip_s: float, duration_s: float, what: str) -> str | None:
         return None
     return (f'--skip {skip_s:g} s leaves no sample for the errors: {what} {duration_s:.3g} s '
             '(give a shorter --skip)')
+
+
+def seed(text: str) -> int:
+    """An argparse type: a random seed, an integer >= 0 (numpy's rule)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected an integer, got {text!r}') from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f'must be an integer >= 0, got {text}')
+    return value
 
 
 def sensor_size(text: str) -> tuple[int, int]:

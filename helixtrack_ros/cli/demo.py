@@ -14,6 +14,10 @@ from helixtrack_ros.cli.track import print_track_summary, track_bag, track_outco
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """``helixtrack demo``: simulate the default quadcopter, track it, report errors."""
+    from helixtrack_ros.sim.scenarios import ROTORLESS
+    if args.scenario in ROTORLESS:
+        raise CliError(f'scenario {args.scenario} has no rotor to track and score: demo needs '
+                       'one with rotors (helixtrack simulate writes this one)')
     problem = skip_problem(args.skip, args.duration, '--duration is')
     if problem is not None:
         raise CliError(problem)

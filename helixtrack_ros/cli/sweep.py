@@ -35,6 +35,16 @@ def print_ranking(rows: list[dict[str, Any]], axes: list[str]) -> None:
         print(f'... {len(rows) - SHOWN} more in ranking.csv')
 
 
+def _some_recording(jobs: list[Any]) -> None:
+    """Refuse a sweep where no path given is a recording at all (before: "no recording has
+    ground truth beside it", as if recordings were found)."""
+    from helixtrack_ros.io.recordings import recording_problem
+    problems = [recording_problem(j.recording) for j in jobs]
+    if all(problems):
+        more = f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''
+        raise CliError(f'no recording found: {problems[0]}{more}')
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``helixtrack sweep``."""
     from helixtrack_ros.fleet.batch import batch_jobs
@@ -53,6 +63,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = output_dir(Path(args.out))
     configs = plan(grid, args.params, args.preset)
     jobs = batch_jobs(args.recordings, None, args.topic, args.skip)
+    _some_recording(jobs)
     left_out = [j.recording for j in jobs if j.truth is None]
     jobs = [j for j in jobs if j.truth is not None]
     if not jobs:

@@ -109,6 +109,18 @@ def recording_kind(path: 'str | Path') -> str:
                          '.txt file, a ROS 1 .bag, or a rosbag2 directory, .mcap or .db3 file)')
 
 
+def recording_problem(path: 'str | Path') -> str | None:
+    """Why ``path`` is no recording at all, by its name and files without reading them
+    (missing, an unknown kind, a directory that is no rosbag2); None when it may be one."""
+    from helixtrack_ros.io.bags import resolve_bag_path
+    try:
+        if recording_kind(path) == 'rosbag2':
+            resolve_bag_path(path)
+    except (FileNotFoundError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
 def choose_topic(path: Path, topics: dict[str, str], topic: str | None) -> str:
     """The event topic: ``topic`` if given, else the only one of an event type."""
     from helixtrack_ros.io.ros_types import READABLE_EVENT_TYPES

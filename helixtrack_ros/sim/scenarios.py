@@ -194,6 +194,34 @@ def _induce_losses(name: str, rotors: list, hide_rotor, jump) -> None:
         r.jump_px = (float(dx_frac) * r.radius_px, float(dy_frac) * r.radius_px)
 
 
+#: the scenarios without a rotor (nothing to track or score)
+ROTORLESS = ('background_only',)
+
+
+def _rotors(base_name: str, seed: int, duration_us: int,
+            size: tuple[int, int, float]) -> list[RotorSpec]:
+    """The rotors of a scenario on a sensor of ``size`` (width, height, scale)."""
+    rng = np.random.default_rng([int(seed), sum(map(ord, base_name))])
+    if base_name.startswith('quadcopter'):
+        return _quad(rng, {'quadcopter_2m': 100.0, 'quadcopter_3m': 66.0}.get(base_name, 50.0),
+                     size)
+    if base_name in ROTORLESS:
+        return []
+    return _lone(base_name, rng, duration_us, size)
+
+
+def _too_small(name: str, base_name: str, seed: int, duration_us: int, width: int,
+               height: int) -> str:
+    """The line for a sensor on which a rotor's tip radius would be 1 px or less, with the
+    least size of the same aspect as the full one (the radii scale with the sensor)."""
+    smallest = min(r.radius_px for r in _rotors(base_name, seed, duration_us,
+                                                (WIDTH, HEIGHT, 1.0)))
+    k = 1.001 / smallest
+    least = (math.ceil(WIDTH * k), math.ceil(HEIGHT * k))
+    return (f'a {width}x{height} sensor is too small for scenario {name} (a rotor tip radius '
+            f'would be 1 px or less): at least {least[0]}x{least[1]}')
+
+
 def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = None,
                   seed: int = 0, hide_rotor=None, jump=None,
                   sensor_size: 'tuple[int, int]' = (WIDTH, HEIGHT),
@@ -247,21 +275,18 @@ def make_scenario(name: str, duration_s: float = 1.0, ego_level: int | None = No
     k = min(width / WIDTH, height / HEIGHT)
     size = (width, height, k)
     base_name = 'quadcopter_4m' if name == 'quadcopter' else name
-    rng = np.random.default_rng([int(seed), sum(map(ord, base_name))])
     jolt = 3.0 if name == 'low_rpm_shake' else 1.0
     cam_rng = np.random.default_rng([int(seed), 7, sum(map(ord, base_name))])
     camera = CameraMotion.generate(level, duration_us, cam_rng, (width / 2, height / 2),
                                    jolt_scale=jolt)
-    if base_name.startswith('quadcopter'):
-        rotors = _quad(rng, {'quadcopter_2m': 100.0, 'quadcopter_3m': 66.0}.get(base_name, 50.0),
-                       size)
-        edge_len = 30_000.0
-    elif base_name == 'background_only':
-        rotors = []
-        edge_len = 30_000.0
-    else:
-        rotors = _lone(base_name, rng, duration_us, size)
-        edge_len = 26_000.0
+    try:
+        rotors = _rotors(base_name, seed, duration_us, size)
+    except ValueError as exc:
+        if 'radius_px' not in str(exc):
+            raise
+        raise ValueError(_too_small(name, base_name, seed, duration_us, width, height)) from None
+    lone = not base_name.startswith('quadcopter') and base_name not in ROTORLESS
+    edge_len = 26_000.0 if lone else 30_000.0
     margin = camera.max_shift_px() + 10.0
     bg_rng = np.random.default_rng([int(seed), 11])
     edges = EdgeSet.concatenate([random_background(bg_rng, width, height, min(margin, 400.0),
