@@ -224,7 +224,7 @@ def test_unwritable_outputs_are_one_line_and_exit_2(scene, tmp_path, capsys):
         (['track', bag, '--params', params, '--out', str(a_file / 'sub')], 'is a file'),
         (['simulate', '--scenario', 'lone_constant', '--duration', '0.1', '--out',
           '/proc/helixtrack_x'], 'cannot write to output directory /proc/helixtrack_x'),
-        (['demo', '--duration', '0.1', '--out', str(a_file)], 'is a file'),
+        (['demo', '--duration', '0.3', '--out', str(a_file)], 'is a file'),
         (['events', bag, '--out', str(a_file / 'e.npz')], 'is a file'),
         (['events', bag, '--out', str(tmp_path / 'd.npz')], 'is a directory'),
         (['events', bag, '--out', str(a_file / 'chunks')], 'is a file'),
