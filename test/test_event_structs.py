@@ -162,9 +162,11 @@ def test_a_struct_event_bag_is_tracked_as_the_driver_bag(tmp_path, msgtype, ros1
     params = str(tmp_path / 'sim' / 'params.yaml')
     rows = {}
     for name, path in (('ref', bag), ('dvs', dest)):
-        assert main(['track', str(path), '--params', params, '--out', str(tmp_path / name)]) == 0
+        # (outputs beside, not inside, the rosbag2 directory: track refuses that)
+        out = tmp_path / f'{name}_out'
+        assert main(['track', str(path), '--params', params, '--out', str(out)]) == 0
         rows[name] = [{k: v for k, v in r.items() if k != 'stamp_ns'}
-                      for r in csv.DictReader((tmp_path / name / 'rpm.csv').open())]
+                      for r in csv.DictReader((out / 'rpm.csv').open())]
     assert len(rows['ref']) == 150 and sum(r['state'] == 'TRACKING' for r in rows['ref']) > 100
     assert rows['dvs'] == rows['ref']   # every column but the stamps, exactly
 
