@@ -690,7 +690,7 @@ def test_a_rotor_the_sensor_cannot_show_is_said_and_named_in_the_summary(scene, 
     assert 'Traceback' not in err
     for what, text in (('off', 'center_px [5000, -3000] is outside the 1280x720 sensor'),
                        ('huge', 'radius_px 5000 is far larger than the 1280x720 sensor'),
-                       ('tiny', 'radius_px 1 is below the 4 px')):
+                       ('tiny', 'radius_px 1 is below health_min_radius_px (8 px)')):
         assert f'warning: rotor {what}: {text}' in err, err
         assert re.search(f'rotor {what} never reached TRACKING.*last state [A-Z]+', err), err
     assert f'rotor {name} never' not in err

@@ -116,7 +116,7 @@ class _TrackRun:
     """What one ``track`` run has processed and written so far."""
 
     def __init__(self, rotor_names: list[str], frames: bool = True,
-                 rotors: list[Any] | None = None) -> None:
+                 rotors: list[Any] | None = None, min_radius_px: float = 0.0) -> None:
         self.rows: dict[str, dict[str, list]] = {n: {k: [] for k in ROW_FIELDS}
                                                  for n in rotor_names}
         self.t_first_us: int | None = None
@@ -134,6 +134,7 @@ class _TrackRun:
         self.frames = FrameSampler() if frames else None
         #: the given rotors (RotorInit), checked against the sensor once its size is known
         self.rotors = list(rotors or [])
+        self.min_radius_px = min_radius_px     # (the tracker's health_min_radius_px)
         self.sensor: tuple[int, int] | None = None
         #: given rotor -> why the sensor cannot show it (each said in a warning line)
         self.impossible: dict[str, str] = {}
@@ -145,7 +146,7 @@ class _TrackRun:
             return
         self.sensor = (width, height)
         for r in self.rotors:
-            problem = rotor_geometry_problem(r, width, height)
+            problem = rotor_geometry_problem(r, width, height, self.min_radius_px)
             if problem is not None:
                 self.impossible[r.name] = problem
                 print(f'helixtrack: warning: rotor {r.name}: {problem}; it cannot be tracked '
@@ -318,7 +319,8 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
                 pictures: PictureWorker) -> dict[str, Any]:
     """The body of :func:`track_recording` once the pipeline is made."""
     from helixtrack_ros.io.bags import ResultBagWriter
-    run = _TrackRun(pipe.rotor_names, frames=out is not None, rotors=config.rotors)
+    run = _TrackRun(pipe.rotor_names, frames=out is not None, rotors=config.rotors,
+                    min_radius_px=config.tracker.health_min_radius_px)
     if recording.width and recording.height:   # the header's (else the first packet's)
         run.check_sensor(int(recording.width), int(recording.height))
     wall0 = time.perf_counter()

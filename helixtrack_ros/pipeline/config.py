@@ -274,18 +274,15 @@ def _is_rotor_key(key: str, params: dict[str, Any]) -> bool:
             and parts[2] in ROTOR_FIELDS)
 
 
-#: a blade-tip radius below this many pixels cannot be tracked: its blades cover a few
-#: pixels (start-up detection searches from 12 px, the simulator's scenes from 1 px up)
-MIN_TRACKABLE_RADIUS_PX = 4.0
-
-
-def rotor_geometry_problem(rotor: RotorInit, width: int, height: int) -> str | None:
-    """Why a given rotor cannot be seen on a ``width`` x ``height`` sensor (None if it can).
+def rotor_geometry_problem(rotor: RotorInit, width: int, height: int,
+                           min_radius_px: float) -> str | None:
+    """Why a given rotor cannot be measured on a ``width`` x ``height`` sensor (None if it
+    can).
 
     The centre outside the sensor, a blade-tip circle that lies entirely
     outside it (the disc far larger than the sensor), or a tip radius below
-    :data:`MIN_TRACKABLE_RADIUS_PX`. Known only once the sensor size is: the
-    first packet or the recording's header.
+    ``min_radius_px`` (the tracker's ``health_min_radius_px``: never published). Known
+    only once the sensor size is: the first packet or the recording's header.
     """
     cx, cy = rotor.center_px
     r = rotor.radius_px
@@ -296,8 +293,9 @@ def rotor_geometry_problem(rotor: RotorInit, width: int, height: int) -> str | N
     if r > reach:
         return (f'radius_px {r:g} is far larger than the {size} sensor (its blade-tip circle '
                 'lies entirely outside it)')
-    if r < MIN_TRACKABLE_RADIUS_PX:
-        return f'radius_px {r:g} is below the {MIN_TRACKABLE_RADIUS_PX:g} px a rotor needs'
+    if r < min_radius_px:
+        return (f'radius_px {r:g} is below health_min_radius_px ({min_radius_px:g} px): too '
+                'small to measure')
     return None
 
 
