@@ -14,21 +14,17 @@ bad: 'phase filter coasting'.
 import math
 
 import numpy as np
+from test_health_evidence import OM, Q
+from test_health_evidence import _tracking as _settled
 
 from helixtrack_ros.core.health import (
     DEGRADED,
     HI_CAUSE,
     HI_LEVEL,
     HI_NTIP,
-    HI_T0,
     HP_WIN,
-    HS_COH_REF,
     HS_COS,
-    HS_LOGS_REF,
     HS_NREF,
-    HS_RATE_REF,
-    HS_RPM_REF,
-    HS_SPILL_REF,
     HS_SUPPORT,
     HS_SUPPORT_REF,
     HS_W,
@@ -36,26 +32,17 @@ from helixtrack_ros.core.health import (
     TRACKING,
     _health_close,
     _health_support,
-    new_health_state,
-    pack_health_params,
 )
 from helixtrack_ros.core.health_text import health_values, reason_text
 from helixtrack_ros.core.params import TrackerParams
 
-Q = np.array([math.log(50.0), 0.0, 400.0, 300.0, 0.0, 0.0])
-RPM = 8000.0
-OM = RPM * 2.0 * math.pi / 60.0 * 2        # the 2-fold helical rate
 USUAL = 80.0                               # update weight per ms of the good windows
 
 
 def _tracking(params=None, usual=USUAL):
-    """A TRACKING rotor with settled references and a window open since t = 0."""
-    hp = pack_health_params(params or TrackerParams(), 2)
-    hs, hi = new_health_state()
-    hi[HI_T0] = 0
-    hi[HI_LEVEL] = TRACKING
-    hs[HS_NREF], hs[HS_RATE_REF], hs[HS_RPM_REF] = 5.0, 10.0, RPM
-    hs[HS_COH_REF], hs[HS_SPILL_REF], hs[HS_LOGS_REF] = 0.9, 0.1, Q[0]
+    """A TRACKING rotor with settled references (its usual support too), a window open
+    since t = 0."""
+    hp, hs, hi = _settled(params)
     hs[HS_SUPPORT_REF] = usual
     return hp, hs, hi
 
