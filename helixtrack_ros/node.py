@@ -24,7 +24,7 @@ def _load() -> Callable[..., int]:
     return run
 
 
-def _load_deferring_signals() -> tuple[Callable[..., int] | None, bool]:
+def _load_deferring_signals() -> tuple[Callable[..., int], bool]:
     """(:func:`_load`'s result, whether SIGINT or SIGTERM came meanwhile): the signals
     wait until the imports are done."""
     came: list[int] = []

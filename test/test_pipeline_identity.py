@@ -93,3 +93,17 @@ def test_the_disc_of_an_output_is_its_homography_centre_and_tip_radius():
     assert (x, y, rad) == (320.0, 180.0, 25.0)
     Out.homography = Out.homography.tolist()
     assert I._disc(Out()) == (320.0, 180.0, 25.0)
+
+
+def test_the_disc_of_a_paper_q_is_that_of_its_homography_bit_for_bit():
+    """The batch's identity pre-check takes discs from the kernel rows without making each
+    homography; phase 2 takes them from the outputs' homographies: the same numbers, or
+    the two could disagree on a withheld packet."""
+    from helixtrack_ros.core.homography import disc_from_paper_q, homography_from_paper_q
+    rng = np.random.default_rng(5)
+    for _ in range(2000):
+        s, psi = rng.uniform(1.0, 400.0), rng.uniform(-4.0, 4.0)
+        tx, ty = rng.uniform(-50.0, 1400.0, 2)
+        p31, p32 = rng.normal(0.0, 1e-3, 2)
+        H = homography_from_paper_q(s, psi, tx, ty, p31, p32)
+        assert disc_from_paper_q(s, psi, tx, ty) == I.disc_of(H)

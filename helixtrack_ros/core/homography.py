@@ -194,6 +194,13 @@ def homography_from_paper_q(s: float, psi: float, tx: float, ty: float, p31: flo
     return np.array([[s * c, -s * sn, tx], [s * sn, s * c, ty], [p31, p32, 1.0]])
 
 
+def disc_from_paper_q(s: float, psi: float, tx: float, ty: float) -> tuple[float, float, float]:
+    """Centre and tip radius [px] of :func:`homography_from_paper_q`'s H (its h02 / h22,
+    h12 / h22, hypot(h00, h10) / |h22|), the same numbers without making the matrix (a
+    per-row check of every batch would pay a small numpy array per row)."""
+    return tx / 1.0, ty / 1.0, math.hypot(s * math.cos(psi), s * math.sin(psi)) / 1.0
+
+
 def homography(q_core: np.ndarray) -> np.ndarray:
     """H(q) of Eq. (1): 3x3 matrix mapping rotor plane to image.
 

@@ -29,7 +29,7 @@ from helixtrack_ros.core.health import (
     RotorState,
     rotor_state,
 )
-from helixtrack_ros.core.homography import homography_from_paper_q
+from helixtrack_ros.core.homography import disc_from_paper_q, homography_from_paper_q
 from helixtrack_ros.core.tracker import PacketRun
 from helixtrack_ros.pipeline.identity import disc_of
 from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withheld
@@ -183,9 +183,8 @@ def tracking_discs(run: PacketRun, size: tuple[int, int],
                 v[layout.PK_BOX:layout.PK_BOX + 4])[2] != RotorState.TRACKING:
             discs.append(None)
             continue
-        hom = (homographies[k] if homographies is not None else
-               homography_from_paper_q(*v[layout.OUT_Q:layout.OUT_Q + 6]))
-        discs.append(disc_of(hom))
+        discs.append(disc_of(homographies[k]) if homographies is not None else
+                     disc_from_paper_q(*v[layout.OUT_Q:layout.OUT_Q + 4]))
     return discs
 
 

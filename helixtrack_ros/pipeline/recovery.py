@@ -37,6 +37,7 @@ from helixtrack_ros.core.health import LOST, R_STARVED, TRACKING
 from helixtrack_ros.core.params import RotorInit
 
 if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.pipeline.config import PipelineConfig
     from helixtrack_ros.pipeline.rotors import RotorBank
 
 #: A re-initialised rotor that is not TRACKING this long after the window is searched again.
@@ -175,9 +176,7 @@ class RotorRecovery:
         cfg = bank.config
         size = bank.image_size()
         region = _search_region(picked[0], size, cfg.tracker.r_out + cfg.recovery_margin)
-        events = EventArrays.concatenate(self.buf).time_sorted()
-        k = int(np.searchsorted(events.t_us, t_last - cfg.recovery_window_us))
-        return detect_rotors(events.slice(k, len(events)), size[0], size[1], region=region)
+        return detect_rotors(self._recent(cfg, t_last), size[0], size[1], region=region)
 
     def _clip_region(self, bank: RotorBank, r: int) -> None:
         """The search region around the last good pose, in the image as it is now."""
@@ -218,7 +217,11 @@ class RotorRecovery:
         if t_last < self.next_try_us or not self.buf:
             return None
         self.next_try_us = t_last + cfg.recovery_retry_us
-        # (time order: packets may overlap by microseconds, and detection needs it)
+        return self._recent(cfg, t_last)
+
+    def _recent(self, cfg: PipelineConfig, t_last: int) -> EventArrays:
+        """The buffered events of the last ``recovery_window_us`` before ``t_last``, in time
+        order (packets may overlap by microseconds, and detection needs it)."""
         events = EventArrays.concatenate(self.buf).time_sorted()
         k = int(np.searchsorted(events.t_us, t_last - cfg.recovery_window_us))
         return events.slice(k, len(events))

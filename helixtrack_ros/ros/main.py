@@ -52,6 +52,17 @@ def default_pipeline_api() -> tuple[Callable, Callable, dict[str, ParamSpec]]:
     return factory, warmup, table
 
 
+def _params_files(argv: list[str]) -> list[str]:
+    """The ``--params-file`` paths of a command line's ``--ros-args`` blocks."""
+    files, in_ros = [], False
+    for i, arg in enumerate(argv):
+        if arg in ('--ros-args', '--'):
+            in_ros = arg == '--ros-args'
+        elif in_ros and arg == '--params-file' and i + 1 < len(argv):
+            files.append(argv[i + 1])
+    return files
+
+
 def params_file_problem(argv: list[str]) -> str | None:
     """Why a ``--params-file`` of the command line cannot be read, as one line, or None.
 
@@ -60,13 +71,7 @@ def params_file_problem(argv: list[str]) -> str | None:
     rcl does, so that no file rcl accepts is refused here.
     """
     import yaml
-    in_ros = False
-    for i, arg in enumerate(argv):
-        if arg in ('--ros-args', '--'):
-            in_ros = arg == '--ros-args'
-        if not (in_ros and arg == '--params-file' and i + 1 < len(argv)):
-            continue
-        path = argv[i + 1]
+    for path in _params_files(argv):
         try:
             with open(path, encoding='utf-8') as fh:
                 for _ in yaml.parse(fh, Loader=yaml.SafeLoader):
@@ -78,17 +83,6 @@ def params_file_problem(argv: list[str]) -> str | None:
         except yaml.YAMLError as exc:
             return f'parameter file {path} is not valid YAML: {yaml_problem(exc)}'
     return None
-
-
-def _params_files(argv: list[str]) -> list[str]:
-    """The ``--params-file`` paths of a command line's ``--ros-args`` blocks."""
-    files, in_ros = [], False
-    for i, arg in enumerate(argv):
-        if arg in ('--ros-args', '--'):
-            in_ros = arg == '--ros-args'
-        elif in_ros and arg == '--params-file' and i + 1 < len(argv):
-            files.append(argv[i + 1])
-    return files
 
 
 def _section_names_node(key: str, fqn: str) -> bool:
