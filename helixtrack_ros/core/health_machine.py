@@ -209,8 +209,180 @@ def _health_support(hp, hs, hi, t, om):
         hs[HS_GOOD_US] = 0.0
 
 
+@kernel_inline
+def _pose_drifts(hs, q):
+    """The tip radius s [px] of the pose ``q``, the drift of its log scale from the slow
+    reference, and that of its perspective terms (times the centre's distance, per s)."""
+    s = math.exp(q[0])
+    tn = math.sqrt(q[2] * q[2] + q[3] * q[3])
+    ds = q[0] - hs[HS_LOGS_REF]
+    dp = math.sqrt((q[4] - hs[HS_P31_REF]) ** 2 + (q[5] - hs[HS_P32_REF]) ** 2) * tn / max(
+        s, 1e-300)
+    return s, ds, dp
+
+
+@kernel_inline
+def _keep_window_metrics(hs, rate, coh, spill, ds, dp, std_rel, support):
+    """The closed window's metrics, for the health messages and the next window's checks."""
+    hs[HS_SUPPORT] = support
+    hs[HS_RATE] = rate
+    hs[HS_COH] = coh
+    hs[HS_SPILL] = spill
+    hs[HS_SCALE_D] = ds
+    hs[HS_PERSP_D] = dp
+    hs[HS_STD_REL] = std_rel
+
+
+@kernel_inline
+def _start_next_window(hs, hi, t_end, n_acc):
+    """Open the next window at ``t_end``: its in-annulus counter start and empty residual
+    sums (the tip sums are reset, or carried on, by :func:`_tip_evidence`)."""
+    hi[HI_T0] = t_end
+    hi[HI_ACC0] = n_acc
+    hs[HS_EPS] = 0.0
+    hs[HS_EPS2] = 0.0
+    hs[HS_W] = 0.0
+
+
+@kernel_inline
+def _hold_acquiring(hs, hi, level):
+    """A window of a rotor not locked yet: DEGRADED 'acquiring' (unless LOST), and the
+    gates compare from the next lock on."""
+    hi[HI_REASON] = R_ACQUIRING
+    hs[HS_GATE_T] = -1.0
+    hs[HS_GATE_ACC] = math.nan
+    if level != LOST:
+        hi[HI_LEVEL] = DEGRADED
+        hi[HI_CAUSE] = R_ACQUIRING
+
+
+@kernel_inline
+def _lose_implausible(hs, hi, level, gate, gval, gref, dur):
+    """A window that failed a plausibility gate (:func:`_gate`), an implausible state: bad
+    time, and LOST at once (no DEGRADED grace period)."""
+    hi[HI_REASON] = gate
+    hs[HS_BAD_US] += dur
+    hs[HS_GOOD_US] = 0.0
+    if level != LOST:
+        hi[HI_LEVEL] = LOST
+        hi[HI_LOSSES] += 1
+        _set_cause(hs, hi, gate, gval, gref)
+
+
+@kernel_inline
+def _reason_with_references(hp, hs, level, om, rate, thin, n_tip, span, s, coh, spill,
+                            support, dur, ds, dp, std_rel, drift):
+    """(reason, value, reference) of the first check a window fails once slow references
+    exist, in the reason codes' order of priority; R_OK when it passes them all."""
+    reason = R_OK
+    val = 0.0
+    ref = 0.0
+    usual = _usual_rate(hp, hs, om)
+    if rate < hp[HP_STARVE] * usual:
+        reason, val, ref = R_STARVED, rate, usual
+    elif thin:
+        reason, val, ref = R_THIN, n_tip, span
+    elif s < hp[HP_MIN_RADIUS]:
+        reason, val, ref = R_SMALL, s, hp[HP_MIN_RADIUS]
+    elif coh == coh and (coh < hp[HP_COHMIN] or coh < hp[HP_COHREL] * hs[HS_COH_REF]):
+        reason, val, ref = R_INCOHERENT, coh, hs[HS_COH_REF]
+    elif spill == spill and (spill > hp[HP_SPILLMAX]
+                             or spill > hs[HS_SPILL_REF] + hp[HP_SPILLREL]):
+        reason, val, ref = R_SPILL, spill, hs[HS_SPILL_REF]
+    elif _coasting(hp, hs, om, support, dur):
+        # (after the pose checks: a pose error is the more telling reason)
+        reason, val, ref = R_COASTING, support, _usual_support(hp, hs, om)
+    elif abs(ds) > hp[HP_SCALETOL]:
+        reason, val, ref = R_SCALE, ds, 0.0
+    elif dp > hp[HP_PERSPTOL]:
+        reason, val, ref = R_PERSP, dp, 0.0
+    elif std_rel > hp[HP_STDREL]:
+        reason, val, ref = R_UNCERTAIN, std_rel, 0.0
+    elif level == TRACKING and hs[HS_JERK] > _jerk_bound(hp, hs):
+        # (while re-validating, _revalidation_unsettled holds the same bound)
+        reason, val, ref = R_UNSTEADY, hs[HS_JERK], _jerk_bound(hp, hs)
+    elif hp[HP_DRIFT] > 0.0 and drift > _drift_bound(hp, om, dur):
+        reason, val, ref = R_DRIFT, drift, _drift_bound(hp, om, dur)
+    return reason, val, ref
+
+
+@kernel_inline
+def _reason_before_references(hp, thin, n_tip, span, s, coh, spill):
+    """(reason, value, reference) of the first absolute limit a window fails while no slow
+    reference exists yet; R_OK when it passes them all."""
+    reason = R_OK
+    val = 0.0
+    ref = 0.0
+    if thin:
+        reason, val, ref = R_THIN, n_tip, span
+    elif s < hp[HP_MIN_RADIUS]:
+        reason, val, ref = R_SMALL, s, hp[HP_MIN_RADIUS]
+    elif coh == coh and coh < hp[HP_COHMIN]:
+        # no reference yet: absolute limits only
+        reason, val, ref = R_INCOHERENT, coh, math.nan
+    elif spill == spill and spill > hp[HP_SPILLMAX]:
+        reason, val, ref = R_SPILL, spill, math.nan
+    return reason, val, ref
+
+
+@kernel_inline
+def _count_bad_window(hp, hs, hi, level, reason, val, ref, dur):
+    """A bad window: bad time; TRACKING -> DEGRADED, DEGRADED -> LOST after
+    ``health_lost_us`` of it."""
+    hs[HS_BAD_US] += dur
+    hs[HS_GOOD_US] = 0.0
+    if level != LOST:
+        _set_cause(hs, hi, reason, val, ref)
+    if level == TRACKING:
+        hi[HI_LEVEL] = DEGRADED
+    elif (level == DEGRADED and hs[HS_BAD_US] >= hp[HP_LOST] and reason != R_DRIFT
+          and reason != R_THIN and reason != R_SMALL):
+        # (a lagging rate settles by itself, a thin or small rotor is where it was:
+        # DEGRADED, not a loss and a re-detection)
+        hi[HI_LEVEL] = LOST
+        hi[HI_LOSSES] += 1
+
+
+@kernel_inline
+def _count_good_window(hp, hs, hi, level, om, dur):
+    """A good window: good time; after :func:`_recover_us` of it the bad time is cleared
+    and the rotor is TRACKING. Returns the level now."""
+    hs[HS_GOOD_US] += dur
+    if hs[HS_GOOD_US] >= _recover_us(hp, om):
+        hs[HS_BAD_US] = 0.0
+        if level != TRACKING:
+            hi[HI_LEVEL] = TRACKING
+            hi[HI_CAUSE] = R_OK
+            level = TRACKING
+    return level
+
+
+@kernel_inline
+def _learn_references(hp, hs, q, om, nref, dur, rate, support, coh, spill):
+    """Fold a good window into the slow references: a running mean over the first
+    windows, then an EMA (``health_ref_tau_us``; ``health_pose_tau_us`` for the pose)."""
+    a = max(1.0 / (nref + 1.0), min(1.0, dur / hp[HP_REFTAU]))
+    ap = max(1.0 / (nref + 1.0), min(1.0, dur / hp[HP_POSETAU]))
+    if nref == 0:
+        hs[HS_LOGS_REF] = q[0]
+        hs[HS_P31_REF] = q[4]
+        hs[HS_P32_REF] = q[5]
+    else:
+        hs[HS_LOGS_REF] += ap * (q[0] - hs[HS_LOGS_REF])
+        hs[HS_P31_REF] += ap * (q[4] - hs[HS_P31_REF])
+        hs[HS_P32_REF] += ap * (q[5] - hs[HS_P32_REF])
+    hs[HS_RATE_REF] += a * (rate - hs[HS_RATE_REF])
+    hs[HS_RPM_REF] += a * (_shaft_rpm(hp, om) - hs[HS_RPM_REF])
+    hs[HS_SUPPORT_REF] += a * (support - hs[HS_SUPPORT_REF])
+    if coh == coh:
+        hs[HS_COH_REF] += (a if nref > 0 else 1.0) * (coh - hs[HS_COH_REF])
+    if spill == spill:
+        hs[HS_SPILL_REF] += (a if nref > 0 else 1.0) * (spill - hs[HS_SPILL_REF])
+    hs[HS_NREF] = nref + 1.0
+
+
 @kernel
-def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, PLR0912, PLR0915 (numba kernel)
+def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):
     """Close the health window ending at ``t_end`` and update the level.
 
     ``n_acc`` is the tracker's in-annulus counter (the window's count is its
@@ -226,87 +398,27 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
     n_tip = hi[HI_NTIP]
     rate = n_win * 1000.0 / dur
     coh, spill, carry, thin, span = _tip_evidence(hp, hs, hi, om, locked, t_end)
-    s = math.exp(q[0])
-    tn = math.sqrt(q[2] * q[2] + q[3] * q[3])
-    ds = q[0] - hs[HS_LOGS_REF]
-    dp = math.sqrt((q[4] - hs[HS_P31_REF]) ** 2 + (q[5] - hs[HS_P32_REF]) ** 2) * tn / max(
-        s, 1e-300)
+    s, ds, dp = _pose_drifts(hs, q)
     std_rel = math.sqrt(max(P11, 0.0)) / max(abs(om), 1e-9)
     support = hs[HS_W] * 1000.0 / dur
-    hs[HS_SUPPORT] = support
-    hs[HS_RATE] = rate
-    hs[HS_COH] = coh
     spill_prev = hs[HS_SPILL]
-    hs[HS_SPILL] = spill
-    hs[HS_SCALE_D] = ds
-    hs[HS_PERSP_D] = dp
-    hs[HS_STD_REL] = std_rel
-    # the next window starts here
-    hi[HI_T0] = t_end
-    hi[HI_ACC0] = n_acc
-    hs[HS_EPS] = 0.0
-    hs[HS_EPS2] = 0.0
-    hs[HS_W] = 0.0
+    _keep_window_metrics(hs, rate, coh, spill, ds, dp, std_rel, support)
+    _start_next_window(hs, hi, t_end, n_acc)
     level = hi[HI_LEVEL]
     if not locked:
-        hi[HI_REASON] = R_ACQUIRING
-        hs[HS_GATE_T] = -1.0
-        hs[HS_GATE_ACC] = math.nan
-        if level != LOST:
-            hi[HI_LEVEL] = DEGRADED
-            hi[HI_CAUSE] = R_ACQUIRING
+        _hold_acquiring(hs, hi, level)
         return
     gate, gval, gref = _gate(hp, hs, q, om, float(t_end))
     if gate != R_OK:
-        # an implausible state: LOST at once (no DEGRADED grace period)
-        hi[HI_REASON] = gate
-        hs[HS_BAD_US] += dur
-        hs[HS_GOOD_US] = 0.0
-        if level != LOST:
-            hi[HI_LEVEL] = LOST
-            hi[HI_LOSSES] += 1
-            _set_cause(hs, hi, gate, gval, gref)
+        _lose_implausible(hs, hi, level, gate, gval, gref, dur)
         return
     nref = hs[HS_NREF]
-    reason = R_OK
-    val = 0.0
-    ref = 0.0
     if nref > 0:
-        usual = _usual_rate(hp, hs, om)
-        if rate < hp[HP_STARVE] * usual:
-            reason, val, ref = R_STARVED, rate, usual
-        elif thin:
-            reason, val, ref = R_THIN, n_tip, span
-        elif s < hp[HP_MIN_RADIUS]:
-            reason, val, ref = R_SMALL, s, hp[HP_MIN_RADIUS]
-        elif coh == coh and (coh < hp[HP_COHMIN] or coh < hp[HP_COHREL] * hs[HS_COH_REF]):
-            reason, val, ref = R_INCOHERENT, coh, hs[HS_COH_REF]
-        elif spill == spill and (spill > hp[HP_SPILLMAX]
-                                 or spill > hs[HS_SPILL_REF] + hp[HP_SPILLREL]):
-            reason, val, ref = R_SPILL, spill, hs[HS_SPILL_REF]
-        elif _coasting(hp, hs, om, support, dur):
-            # (after the pose checks: a pose error is the more telling reason)
-            reason, val, ref = R_COASTING, support, _usual_support(hp, hs, om)
-        elif abs(ds) > hp[HP_SCALETOL]:
-            reason, val, ref = R_SCALE, ds, 0.0
-        elif dp > hp[HP_PERSPTOL]:
-            reason, val, ref = R_PERSP, dp, 0.0
-        elif std_rel > hp[HP_STDREL]:
-            reason, val, ref = R_UNCERTAIN, std_rel, 0.0
-        elif level == TRACKING and hs[HS_JERK] > _jerk_bound(hp, hs):
-            # (while re-validating, _revalidation_unsettled holds the same bound)
-            reason, val, ref = R_UNSTEADY, hs[HS_JERK], _jerk_bound(hp, hs)
-        elif hp[HP_DRIFT] > 0.0 and drift > _drift_bound(hp, om, dur):
-            reason, val, ref = R_DRIFT, drift, _drift_bound(hp, om, dur)
-    elif thin:
-        reason, val, ref = R_THIN, n_tip, span
-    elif s < hp[HP_MIN_RADIUS]:
-        reason, val, ref = R_SMALL, s, hp[HP_MIN_RADIUS]
-    elif coh == coh and coh < hp[HP_COHMIN]:
-        # no reference yet: absolute limits only
-        reason, val, ref = R_INCOHERENT, coh, math.nan
-    elif spill == spill and spill > hp[HP_SPILLMAX]:
-        reason, val, ref = R_SPILL, spill, math.nan
+        reason, val, ref = _reason_with_references(hp, hs, level, om, rate, thin, n_tip, span,
+                                                   s, coh, spill, support, dur, ds, dp,
+                                                   std_rel, drift)
+    else:
+        reason, val, ref = _reason_before_references(hp, thin, n_tip, span, s, coh, spill)
     if reason == R_OK and level != TRACKING:
         # re-validating: neither good nor bad time until the rate and the pose are settled,
         # nor while the tip evidence is still gathered (a rotor turns TRACKING only on
@@ -318,46 +430,12 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):  # noqa: C901, 
             return
     hi[HI_REASON] = reason
     if reason != R_OK:
-        hs[HS_BAD_US] += dur
-        hs[HS_GOOD_US] = 0.0
-        if level != LOST:
-            _set_cause(hs, hi, reason, val, ref)
-        if level == TRACKING:
-            hi[HI_LEVEL] = DEGRADED
-        elif (level == DEGRADED and hs[HS_BAD_US] >= hp[HP_LOST] and reason != R_DRIFT
-              and reason != R_THIN and reason != R_SMALL):
-            # (a lagging rate settles by itself, a thin or small rotor is where it was:
-            # DEGRADED, not a loss and a re-detection)
-            hi[HI_LEVEL] = LOST
-            hi[HI_LOSSES] += 1
+        _count_bad_window(hp, hs, hi, level, reason, val, ref, dur)
         return
-    hs[HS_GOOD_US] += dur
-    if hs[HS_GOOD_US] >= _recover_us(hp, om):
-        hs[HS_BAD_US] = 0.0
-        if level != TRACKING:
-            hi[HI_LEVEL] = TRACKING
-            hi[HI_CAUSE] = R_OK
-            level = TRACKING
+    level = _count_good_window(hp, hs, hi, level, om, dur)
     # slow references follow good windows: a running mean at first, then an EMA
     if level == TRACKING or nref < 4:
-        a = max(1.0 / (nref + 1.0), min(1.0, dur / hp[HP_REFTAU]))
-        ap = max(1.0 / (nref + 1.0), min(1.0, dur / hp[HP_POSETAU]))
-        if nref == 0:
-            hs[HS_LOGS_REF] = q[0]
-            hs[HS_P31_REF] = q[4]
-            hs[HS_P32_REF] = q[5]
-        else:
-            hs[HS_LOGS_REF] += ap * (q[0] - hs[HS_LOGS_REF])
-            hs[HS_P31_REF] += ap * (q[4] - hs[HS_P31_REF])
-            hs[HS_P32_REF] += ap * (q[5] - hs[HS_P32_REF])
-        hs[HS_RATE_REF] += a * (rate - hs[HS_RATE_REF])
-        hs[HS_RPM_REF] += a * (_shaft_rpm(hp, om) - hs[HS_RPM_REF])
-        hs[HS_SUPPORT_REF] += a * (support - hs[HS_SUPPORT_REF])
-        if coh == coh:
-            hs[HS_COH_REF] += (a if nref > 0 else 1.0) * (coh - hs[HS_COH_REF])
-        if spill == spill:
-            hs[HS_SPILL_REF] += (a if nref > 0 else 1.0) * (spill - hs[HS_SPILL_REF])
-        hs[HS_NREF] = nref + 1.0
+        _learn_references(hp, hs, q, om, nref, dur, rate, support, coh, spill)
 
 
 @kernel
