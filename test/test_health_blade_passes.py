@@ -21,10 +21,10 @@ from helixtrack_ros.core.health import (
     HP_WIN,
     HS_COS,
     TRACKING,
-    _health_close,
     new_health_state,
     pack_health_params,
 )
+from helixtrack_ros.core.health_machine import _health_close
 from helixtrack_ros.core.params import TrackerParams
 
 Q = np.array([math.log(50.0), 0.0, 400.0, 300.0, 0.0, 0.0])

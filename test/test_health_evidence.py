@@ -36,10 +36,10 @@ from helixtrack_ros.core.health import (
     R_SMALL,
     R_THIN,
     TRACKING,
-    _health_close,
     new_health_state,
     pack_health_params,
 )
+from helixtrack_ros.core.health_machine import _health_close
 from helixtrack_ros.core.health_text import reason_text
 from helixtrack_ros.core.params import TrackerParams
 

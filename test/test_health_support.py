@@ -30,9 +30,8 @@ from helixtrack_ros.core.health import (
     HS_W,
     R_COASTING,
     TRACKING,
-    _health_close,
-    _health_support,
 )
+from helixtrack_ros.core.health_machine import _health_close, _health_support
 from helixtrack_ros.core.health_text import health_values, reason_text
 from helixtrack_ros.core.params import TrackerParams
 

@@ -34,11 +34,10 @@ from helixtrack_ros.core.health import (
     R_UNSTEADY,
     TRACKING,
     RotorState,
-    _health_close,
-    _health_range,
     new_health_state,
     pack_health_params,
 )
+from helixtrack_ros.core.health_machine import _health_close, _health_range
 from helixtrack_ros.core.health_text import reason_text
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker

@@ -22,9 +22,9 @@ import numpy as np
 from helixtrack_ros.core.jit import drop_stale_cache, fma, fma_inline, kernel, kernel_inline
 
 _KERNEL_MODULES = ('fastmath', 'homography', 'phase_ekf', 'rotation_sign', 'pose_gn', 'tracker',
-                   'health', 'routing', 'tracker_layout', 'tracker_kernel', 'motion_kf',
-                   'fast_step', 'gn_layout', 'gn_accumulate', 'gn_solve', 'acquisition', 'slots',
-                   'tracker_stack')
+                   'health', 'health_checks', 'health_machine', 'routing', 'tracker_layout',
+                   'tracker_kernel', 'motion_kf', 'fast_step', 'gn_layout', 'gn_accumulate',
+                   'gn_solve', 'acquisition', 'slots', 'tracker_stack')
 
 
 # the tracker kernel inlines code from the other core modules: its cache is stale when

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """What a rotor's health says in words: status messages, reasons, diagnostic values.
 
-The health state machine (:mod:`helixtrack_ros.core.health`) keeps codes and
+The health state machine (:mod:`helixtrack_ros.core.health_machine`) keeps codes and
 numbers; these functions turn them into the texts of ``~/health``,
 ``/diagnostics`` and the offline results, in one place.
 """
@@ -106,7 +106,7 @@ _CAUSE_TEXT = {
 
 
 def reason_text(hi: np.ndarray, hs: np.ndarray) -> str:
-    """Human-readable health message of a health state (see :func:`_health_close`)."""
+    """Human-readable health message of a health state (see health_machine._health_close)."""
     level = int(hi[HI_LEVEL])
     if level == TRACKING:
         return 'tracking'

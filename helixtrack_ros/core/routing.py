@@ -15,9 +15,8 @@ import math
 import numpy as np
 
 from helixtrack_ros.core.fastmath import TWO_PI, shaft_rpm_k
-from helixtrack_ros.core.health import (
-    HI_LEVEL,
-    HI_T0,
+from helixtrack_ros.core.health import HI_LEVEL, HI_T0
+from helixtrack_ros.core.health_machine import (
     _health_advance,
     _health_drift,
     _health_range,

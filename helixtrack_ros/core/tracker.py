@@ -54,10 +54,10 @@ from helixtrack_ros.core.health import (
     LOST,
     R_GAP,
     TRACKING,
-    _health_advance,
     new_health_state,
     pack_health_params,
 )
+from helixtrack_ros.core.health_machine import _health_advance
 from helixtrack_ros.core.health_text import health_values, reason_text
 from helixtrack_ros.core.homography import _POSE_LEN, _pack_pose, homography
 from helixtrack_ros.core.params import RotorInit, TrackerParams

@@ -7,7 +7,7 @@ implementation details (Sec. 3.6), each a named inline step below; all
 state lives in the arrays of :mod:`tracker_layout`, so any batch split
 gives the same result. Per input event:
 
-1. health window: the first event past the window closes it (core.health);
+1. health window: the first event past the window closes it (core.health_machine);
 2. back-warp u = pi(adj(H) [z; 1]) (Sec. 3.1); events outside the annulus
    r_in <= |u| <= r_out are rejected (compared on |u|^2);
 3. while not locked: acquisition of rotation sign, phase and rate from a
@@ -57,8 +57,8 @@ from helixtrack_ros.core.health import (
     HS_EPS,
     HS_EPS2,
     HS_W,
-    _health_advance,
 )
+from helixtrack_ros.core.health_machine import _health_advance
 from helixtrack_ros.core.homography import _INV_W0, _pack_pose
 from helixtrack_ros.core.jit import fma, fma_inline, kernel_inline
 from helixtrack_ros.core.motion_kf import _kf_init
@@ -172,7 +172,7 @@ def _health_store(hs, hi, h_tip, h_out, h_cos, h_we):
 
 @fma_inline
 def _health_window(hp, hs, hi, q, locked, om, P11, n_acc, t, h_t0, h_tip, h_out, h_cos, h_we):
-    """Open the first health window, or close the current one at t (core.health).
+    """Open the first health window, or close the current one at t (core.health_machine).
 
     Returns the new window's start and its zeroed tip / outside / coherence / drift sums
     (``h_we``: sums of w eps, w eps^2 and w over the EKF's updates).

@@ -5,7 +5,8 @@
 import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
-from helixtrack_ros.core.health import LOST, _health_drift, _health_range, _health_support
+from helixtrack_ros.core.health import LOST
+from helixtrack_ros.core.health_machine import _health_drift, _health_range, _health_support
 from helixtrack_ros.core.tracker_layout import FS_OM
 
 
