@@ -177,3 +177,62 @@ def test_a_background_re_detection_done_late_is_detected_again_where_the_rotor_i
                     assert abs(o.rpm_shaft - truth) < 0.01 * truth
     assert pipe.counters['recoveries'] >= 6
     assert published > 400
+
+
+def test_a_rotor_never_tracked_under_a_moving_camera_is_not_given_a_neighbour():
+    """Found by the scene review: quadcopter_3m at 346x260, egomotion 6, seed 3. The camera
+    moves the drone by a rotor spacing before front_right is first tracked; its searches
+    around its configured place found the left rotors, took the nearest, and published
+    the rear left rotor's RPM as its own (67 values, +46 %). The drone's layout now says
+    which rotor a detection is (pipeline/layout_match.py)."""
+    from test_pipeline import _raw_packets
+
+    scene = make_scenario('quadcopter_3m', 1.0, 6, seed=3, sensor_size=(346, 260))
+    raw = _raw_packets(scene, 3)
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    off = {}
+    for k in range(0, len(raw), 64):             # batches as `helixtrack track` reads them
+        for res in pipe.process_packets(raw[k:k + 64]):
+            for o, rotor in zip(res.rotors, scene.rotors):
+                truth = float(rotor.rpm_shaft(np.array([res.t_us]))[0])
+                if np.isfinite(o.rpm_shaft) and abs(o.rpm_shaft - truth) > 0.05 * truth:
+                    off[rotor.name] = off.get(rotor.name, 0) + 1
+    assert off == {}
+    assert pipe.counters['recoveries'] >= 3
+
+
+def test_a_search_sees_the_other_rotors_as_they_were_at_its_packet(monkeypatch):
+    """A search step runs after every tracker ran the whole batch; the other rotors it
+    reads (to tell which detection is which rotor) must be those of its packet, not of the
+    batch's end: under camera motion those were 15 px off in a 64-packet batch, and the
+    layout refused the rotor's own detection (quadcopter_4m 346x260 egomotion 5 seed 3:
+    front_right 894 -> 310 TRACKING rows)."""
+    from test_pipeline import _raw_packets
+
+    from helixtrack_ros.pipeline.recovery import RotorRecovery
+
+    seen = []
+    step = RotorRecovery.step
+
+    def spy(self, bank, r, ev, t_last):
+        seen.append((t_last, r, bank.tracking_at(t_last, r)))
+        return step(self, bank, r, ev, t_last)
+
+    monkeypatch.setattr(RotorRecovery, 'step', spy)
+    scene = make_scenario('quadcopter_4m', 0.3, 4, seed=2, jump=('rear_right', 0.15, 0.0, 0.9))
+    raw = _raw_packets(scene, 2)
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    published = {}
+    for k in range(0, len(raw), 32):
+        for res in pipe.process_packets(raw[k:k + 32]):
+            for o, out in enumerate(res.rotors):
+                if np.isfinite(out.rpm_shaft):
+                    h = np.asarray(out.homography)
+                    published[res.t_us, o] = (h[0, 2] / h[2, 2], h[1, 2] / h[2, 2])
+    checked = 0
+    for t, _, others in seen:
+        for o, (x, y, _) in others.items():
+            if (t, o) in published:
+                assert (x, y) == pytest.approx(published[t, o], abs=1e-6)
+                checked += 1
+    assert checked > 50

@@ -131,7 +131,7 @@ def withhold_other_rotors(bank: RotorBank, per_rotor: list[list[RotorOutput]],
         for r, away in _on_another_rotor(tracked, places, layout):
             o = per_rotor[r][k]
             bank.trackers[r].lose(R_OTHER_ROTOR, away)
-            bank.recs[r].good_q = anchors[r]
+            bank.recs[r].revert_good(anchors[r])
             per_rotor[r][k] = withheld(o.name, o.t_us, o.events, ERROR,
                                        bank.trackers[r].health_reason, LOST, RotorState.LOST,
                                        R_OTHER_ROTOR)

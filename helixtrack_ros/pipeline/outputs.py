@@ -149,7 +149,7 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
             if rec.searching or rec.reset or rec.buf or rec.detecting is not None:
                 rec.forget()
         elif recovery and k == last:
-            good = _note_good(rec, rows, good)
+            good = _note_good(rec, rows, times, good)
             rec.step(bank, r, inf.packet(k0 + k), times[k])
         # (the health reason is text only a rotor not TRACKING needs)
         events = int(v[layout.PK_N])
@@ -164,7 +164,7 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
         outs.append(RotorOutput(name, times[k], v[layout.OUT_PHASE], v[layout.OUT_OMEGA],
                                 v[layout.OUT_RPM], v[layout.OUT_STD], hom, events, level,
                                 message, health))
-    _note_good(rec, rows, good)
+    _note_good(rec, rows, times, good)
     return outs
 
 
@@ -188,10 +188,12 @@ def tracking_discs(run: PacketRun, size: tuple[int, int],
     return discs
 
 
-def _note_good(rec: RotorRecovery, rows: list[list[float]], k: int) -> int:
-    """Remember row k's pose as the rotor's last good one (k < 0: none); returns -1."""
+def _note_good(rec: RotorRecovery, rows: list[list[float]], times: list[int], k: int) -> int:
+    """Remember row k's pose (of time ``times[k]``) as the rotor's last good one (k < 0:
+    none); returns -1."""
     if k >= 0:
         v = rows[k]
         q0 = layout.PK_QCORE
-        rec.note_good(v[q0:q0 + 6], v[layout.PK_RPM_EKF], int(v[layout.PK_ZETA]))
+        rec.note_good(v[q0:q0 + 6], v[layout.PK_RPM_EKF], int(v[layout.PK_ZETA]),
+                      int(times[k]))
     return -1

@@ -9,9 +9,10 @@ good pose (the r_out circle plus ``recovery_margin`` tip radii), runs
 :func:`~helixtrack_ros.core.detection.detect_rotors` on it once the buffer
 spans enough time (1.5 shaft turns, at least ``recovery_min_us``, at most
 ``recovery_window_us``) and every ``recovery_retry_us`` after that, and
-re-initialises the tracker from the detection nearest to the last good pose
-that is not another tracked rotor (same name and blade count; the rotation
-direction it had). While it is searched for, the rotor's tracker does not run.
+re-initialises the tracker from the detection that the drone's layout makes
+this rotor, not another tracked one (:mod:`~helixtrack_ros.pipeline.layout_match`;
+same name and blade count; the rotation direction it had). While it is searched
+for, the rotor's tracker does not run.
 
 A rotor lost because it starved (hidden, occluded, off the sensor) is first
 *resumed*: once its search region, quiet while it was hidden, has a rotor's
@@ -23,6 +24,7 @@ re-detection.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import replace
@@ -35,6 +37,7 @@ from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.health import LOST, R_STARVED, TRACKING
 from helixtrack_ros.core.params import RotorInit
+from helixtrack_ros.pipeline.layout_match import layout_pick
 
 if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline.config import PipelineConfig
@@ -46,6 +49,9 @@ RESET_GRACE_US = 100_000
 RESUME_GRACE_US = 60_000
 #: A rotor is resumed only if its region's events are centred within this share of its radius.
 RESUME_OFFSET = 0.2
+#: a rotor's good centres are kept one per PLACES_EVERY_US over PLACES_MEMORY_US (sensor time)
+PLACES_EVERY_US = 20_000
+PLACES_MEMORY_US = 1_000_000
 #: a background re-detection whose events ended longer ago than this (sensor time) is
 #: detected again on the latest events around where it found the rotor
 STALE_DETECTION_US = 10_000
@@ -56,6 +62,8 @@ class RotorRecovery:
 
     def __init__(self) -> None:
         self.good_q: Sequence[float] | None = None   # last q_core / RPM / direction, TRACKING
+        self.good_us = -1                       # its time (-1: never, or not known)
+        self.places: deque[tuple[int, float, float]] = deque()   # (t_us, x, y), _note_place
         self.good_rpm = 0.0
         self.good_dir = 0
         self.searching = False                  # LOST: buffering events of the search region
@@ -76,16 +84,54 @@ class RotorRecovery:
         self.detecting: Future | None = None    # a re-detection running in the background
         self.detecting_end_us = 0               # the time of the last event it detects on
 
-    def note_good(self, q_core: Sequence[float], rpm_shaft: float, direction: int) -> None:
-        """The rotor is TRACKING: remember its pose for a later search, stop any search.
+    def note_good(self, q_core: Sequence[float], rpm_shaft: float, direction: int,
+                  t_us: int) -> None:
+        """The rotor is TRACKING at ``t_us``: remember its pose for a later search, stop
+        any search.
 
         ``q_core`` is kept as given (the caller's own list): this runs every packet.
         """
+        self._note_place(q_core, t_us)
         self.good_q = q_core
+        self.good_us = t_us
         self.good_rpm = rpm_shaft
         self.good_dir = direction
         if self.searching or self.reset or self.resumed or self.buf or self.detecting is not None:
             self.forget()
+
+    def _note_place(self, q_core: Sequence[float], t_us: int) -> None:
+        """Keep the rotor's good centres of the last ``PLACES_MEMORY_US``, one per
+        ``PLACES_EVERY_US`` (how far the camera moves the drone: :meth:`prior_reach_px`)."""
+        places = self.places
+        if places and 0 <= t_us - places[-1][0] < PLACES_EVERY_US:
+            return
+        if places and t_us < places[-1][0]:
+            places.clear()                      # time went back: a new stream
+        places.append((t_us, float(q_core[2]), float(q_core[3])))
+        while t_us - places[0][0] > PLACES_MEMORY_US:
+            places.popleft()
+
+    def excursion_px(self) -> float:
+        """The extent [px] of the rotor's good centres kept (0 with fewer than two)."""
+        if len(self.places) < 2:
+            return 0.0
+        xs = [p[1] for p in self.places]
+        ys = [p[2] for p in self.places]
+        return math.hypot(max(xs) - min(xs), max(ys) - min(ys))
+
+    def prior_reach_px(self, bank: RotorBank, t_us: int) -> float:
+        """How far [px] the rotor can be from its last good place now: as far as the camera
+        moved any rotor within the last ``PLACES_MEMORY_US``, plus a tip radius (inf when
+        that pose is older than that, or of no known time). A shaking camera moves the
+        drone fast but not far: its speed times the time would say far too much."""
+        if self.good_q is None or self.good_us < 0 or t_us - self.good_us > PLACES_MEMORY_US:
+            return math.inf
+        return max(rec.excursion_px() for rec in bank.recs) + math.exp(float(self.good_q[0]))
+
+    def revert_good(self, q_core: Sequence[float] | None) -> None:
+        """The rotor's last good pose is an older one, ``q_core``, of no known time."""
+        self.good_q = q_core
+        self.good_us = -1
 
     def forget(self) -> None:
         """Stop searching (tracking again, or every rotor restarted)."""
@@ -109,7 +155,7 @@ class RotorRecovery:
         # a missed reset deadline leaves the tracker DEGRADED, and the search must go on
         health = LOST if self.searching else tracker.health
         if health == TRACKING:
-            self.note_good(tracker.q, tracker.rpm_shaft, tracker.direction)
+            self.note_good(tracker.q, tracker.rpm_shaft, tracker.direction, t_last)
             return
         if self.reset and t_last > self.deadline_us(cfg.recovery_window_us):
             # re-initialised but never TRACKING (e.g. no phase lock): search again
@@ -136,9 +182,11 @@ class RotorRecovery:
             self._buffer(bank, r, ev, t_last)
             if self.detecting.done():
                 found, self.detecting = self.detecting.result(), None
-                if t_last - self.detecting_end_us > STALE_DETECTION_US:
-                    found = self._detected_again(bank, r, found, t_last)
-                self.apply(bank, r, found, t_last)
+                picked = self._pick(bank, r, found, self.last_good(bank.inits[r]),
+                                    self.region, t_last)
+                if picked is not None and t_last - self.detecting_end_us > STALE_DETECTION_US:
+                    picked = self._detected_again(bank, r, picked, t_last)
+                self._reinit(bank, r, picked, t_last)
             return
         if bank.image_size() != self.region_size:
             self._clip_region(bank, r)    # the sensor size changed during the search
@@ -161,22 +209,34 @@ class RotorRecovery:
             return
         self.apply(bank, r, detect_rotors(events, w, h, region=self.region), t_last)
 
-    def _detected_again(self, bank: RotorBank, r: int, found: list[DetectedRotor],
-                        t_last: int) -> list[DetectedRotor]:
-        """The rotor of a stale background detection ``found``, detected again on the
-        latest events of a small region around where it was found.
+    def _detected_again(self, bank: RotorBank, r: int,
+                        picked: tuple[RotorInit, DetectedRotor],
+                        t_last: int) -> tuple[RotorInit, DetectedRotor] | None:
+        """Rotor r of a stale background detection (``picked``), detected again on the
+        latest events of a small region around where it was found (the layout read
+        again there, with that place as the last one).
 
         Behind real time the detection's events were tens to hundreds of ms old when
         it was done; under camera motion the trackers re-initialised there lost the
         rotor again at once (live node under load: 48-61 attempts, no recovery).
         """
-        picked = self._pick(bank, r, found, self.last_good(bank.inits[r]))
-        if picked is None or not self.buf:
-            return found
+        if not self.buf:
+            return picked
         cfg = bank.config
         size = bank.image_size()
-        region = _search_region(picked[0], size, cfg.tracker.r_out + cfg.recovery_margin)
-        return detect_rotors(self._recent(cfg, t_last), size[0], size[1], region=region)
+        there = picked[0]
+        region = _search_region(there, size, cfg.tracker.r_out + cfg.recovery_margin)
+        found = detect_rotors(self._recent(cfg, t_last), size[0], size[1], region=region)
+        moved_px = (max(rec.excursion_px() for rec in bank.recs) + there.radius_px
+                    if t_last - self.detecting_end_us <= PLACES_MEMORY_US else math.inf)
+        return self._pick(bank, r, found, there, region, t_last, moved_px)
+
+    def _widen(self, bank: RotorBank, box: tuple[int, int, int, int]) -> None:
+        """Search ``box`` (clipped to the image) from the next attempt on: the layout
+        could not tell which rotor a detection was (:mod:`layout_match`)."""
+        w, h = bank.image_size()
+        self.region = (max(0, box[0]), max(0, box[1]), min(w - 1, box[2]), min(h - 1, box[3]))
+        bank.counters['searches_widened'] += 1
 
     def _clip_region(self, bank: RotorBank, r: int) -> None:
         """The search region around the last good pose, in the image as it is now."""
@@ -235,7 +295,12 @@ class RotorRecovery:
 
     def apply(self, bank: RotorBank, r: int, found: list[DetectedRotor], t_last: int) -> None:
         """Re-initialise rotor r from the detection that is it again (if any)."""
-        picked = self._pick(bank, r, found, self.last_good(bank.inits[r]))
+        self._reinit(bank, r, self._pick(bank, r, found, self.last_good(bank.inits[r]),
+                                         self.region, t_last), t_last)
+
+    def _reinit(self, bank: RotorBank, r: int,
+                picked: tuple[RotorInit, DetectedRotor] | None, t_last: int) -> None:
+        """Re-initialise rotor r from a picked detection (None: nothing to do)."""
         if picked is None:
             return
         init, det = picked
@@ -264,35 +329,48 @@ class RotorRecovery:
                        perspective=(float(q[4]), float(q[5])),
                        rpm_shaft=max(self.good_rpm, 1.0), direction=self.good_dir)
 
-    @staticmethod
-    def _pick(bank: RotorBank, r: int, found: list[DetectedRotor],
-              last: RotorInit) -> tuple[RotorInit, DetectedRotor] | None:
-        """The detection that is rotor r again and its RotorInit (None if none fits)."""
-        best = None
-        best_d = math.inf
+    def _pick(self, bank: RotorBank, r: int, found: list[DetectedRotor],
+              last: RotorInit, region: tuple[int, int, int, int], t_last: int,
+              moved_px: float | None = None) -> tuple[RotorInit, DetectedRotor] | None:
+        """The detection that is rotor r again and its RotorInit (None if none fits): the
+        one the drone's layout makes r (:mod:`~helixtrack_ros.pipeline.layout_match`),
+        of r's size, not another tracked rotor (anywhere in the searched region: the layout,
+        not the distance from ``last``, says which rotor a detection is). ``moved_px``: how
+        far r can be from ``last`` (default: from its last good place, prior_reach_px)."""
         reach = bank.config.tracker.r_out + bank.config.recovery_margin
-        for det in found:
-            if not 0.6 <= det.radius_px / max(last.radius_px, 1e-9) <= 1.6:
-                continue
-            if _taken(bank, r, det):
-                continue
-            d = math.hypot(det.center_px[0] - last.center_px[0],
-                           det.center_px[1] - last.center_px[1]) / last.radius_px
-            if d < best_d and d <= reach:
-                best, best_d = det, d
-        if best is None:
+
+        def may_be_r(j: int) -> bool:
+            return _of_size(found[j], last) and not _taken(bank, r, found[j])
+
+        pick = layout_pick(r, [(d.center_px[0], d.center_px[1], d.radius_px) for d in found],
+                           [(i.center_px[0], i.center_px[1], i.radius_px) for i in bank.inits],
+                           region, bank.tracking_at(t_last, r),
+                           (last.center_px[0], last.center_px[1], last.radius_px), may_be_r,
+                           reach, self.prior_reach_px(bank, t_last) if moved_px is None
+                           else moved_px)
+        if pick.widen_to is not None:
+            self._widen(bank, pick.widen_to)
+        if pick.index is None:
             return None
-        blades = bank.inits[r].blades
-        # the detector measures the blade-pass frequency; the blade count is configured
-        rpm = (best.blade_pass_hz * 60.0 / blades if best.blade_pass_hz > 0
-               else best.rpm_shaft * best.blades / blades)
-        direction = last.direction if last.direction != 0 else int(best.direction)
-        init = replace(bank.inits[r],
-                       center_px=(float(best.center_px[0]), float(best.center_px[1])),
-                       radius_px=float(best.radius_px), rpm_shaft=float(max(rpm, 1.0)),
-                       direction=direction, psi_rad=float(best.psi_rad),
-                       perspective=(float(best.perspective[0]), float(best.perspective[1])))
-        return init, best
+        return _init_of(bank, r, found[pick.index], last), found[pick.index]
+
+
+def _init_of(bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit) -> RotorInit:
+    """Rotor r re-initialised from detection ``det`` (``last``: as it was last)."""
+    blades = bank.inits[r].blades
+    # the detector measures the blade-pass frequency; the blade count is configured
+    rpm = (det.blade_pass_hz * 60.0 / blades if det.blade_pass_hz > 0
+           else det.rpm_shaft * det.blades / blades)
+    direction = last.direction if last.direction != 0 else int(det.direction)
+    return replace(bank.inits[r], center_px=(float(det.center_px[0]), float(det.center_px[1])),
+                   radius_px=float(det.radius_px), rpm_shaft=float(max(rpm, 1.0)),
+                   direction=direction, psi_rad=float(det.psi_rad),
+                   perspective=(float(det.perspective[0]), float(det.perspective[1])))
+
+
+def _of_size(det: DetectedRotor, last: RotorInit) -> bool:
+    """A detection of the rotor's size (within 0.6-1.6 of its last radius)."""
+    return 0.6 <= det.radius_px / max(last.radius_px, 1e-9) <= 1.6
 
 
 def _taken(bank: RotorBank, r: int, det: DetectedRotor) -> bool:

@@ -54,6 +54,10 @@ class RotorBank:
         self.sparsest_rate: float | None = None
         self._last_batch_t_us = 0
         self._stride = 1                # the event stride the trackers' rates are in
+        #: the batch being output (its kernel runs, it, the image size), and each rotor's
+        #: TRACKING disc per packet of it (None: not TRACKING), made when first asked
+        self._batch: tuple[list, Inflight, tuple[int, int]] | None = None
+        self._batch_discs: list[list[tuple | None]] | None = None
         self.set_rotors(list(config.rotors))
 
     def set_rotors(self, inits: list[RotorInit]) -> None:
@@ -219,8 +223,10 @@ class RotorBank:
         t_last = inf.t_last
         n_pk = len(t_last)
         size = self.image_size()
+        self._batch, self._batch_discs = (runs, inf, size), None      # (tracking_at)
         anchors = [rec.good_q for rec in self.recs]      # (note_good replaces, never edits)
         per_rotor = [self._rotor_rows(r, run, inf, stride, size) for r, run in enumerate(runs)]
+        self._batch = self._batch_discs = None
         if len(per_rotor) > 1:
             withhold_other_rotors(self, per_rotor, anchors)
         routed = [sum([o.events for o in outs]) for outs in per_rotor]
@@ -235,6 +241,30 @@ class RotorBank:
         if not per_rotor:
             return [[] for _ in range(n_pk)]
         return [list(row) for row in zip(*per_rotor)]
+
+    def tracking_at(self, t_us: int, but: int) -> dict[int, tuple[float, float, float]]:
+        """The discs (centre x, y, tip radius [px]) of the rotors other than ``but`` that
+        are TRACKING at the packet ending at ``t_us``. A search step runs after every
+        tracker ran the whole batch, and must see the others as they were at its packet:
+        from the batch's rows (made once per batch, when first asked), else (no row of
+        that packet) as the trackers are now."""
+        batch = self._batch
+        if batch is not None:
+            runs, inf, size = batch
+            if self._batch_discs is None:
+                homs = inf.homographies
+                self._batch_discs = [[] if run is None else tracking_discs(
+                    run, size, None if homs is None else homs[o]) for o, run in enumerate(runs)]
+            k = int(np.searchsorted(inf.t_last, t_us))
+            if k < len(inf.t_last) and int(inf.t_last[k]) == t_us:
+                return {o: d[k] for o, d in enumerate(self._batch_discs)
+                        if o != but and k < len(d) and d[k] is not None}
+        out = {}
+        for o, other in enumerate(self.trackers):
+            if o != but and other.health == TRACKING:
+                q = other.q
+                out[o] = (float(q[2]), float(q[3]), float(np.exp(q[0])))
+        return out
 
     def _rotor_rows(self, r: int, run: PacketRun | None, inf: Inflight, stride: int,
                     size: tuple[int, int]) -> list[RotorOutput]:
