@@ -38,7 +38,7 @@ from helixtrack_ros.ros.outputs import OUTPUT_QOS, RotorPublishers, no_event_cal
 from helixtrack_ros.ros.overrides import Dropped, dropped_values
 from helixtrack_ros.ros.parameters import NodeParameters
 from helixtrack_ros.ros.pipeline_api import PipelineApi
-from helixtrack_ros.ros.stream_notes import StreamNotes
+from helixtrack_ros.ros.stream_notes import StampSteps, StreamNotes
 
 #: Default node name.
 NODE_NAME = 'helixtrack'
@@ -108,6 +108,7 @@ class HelixtrackNode(Node):
         self._last_rotors: list[Any] = []
         self._counts = {k: 0 for k in _NODE_COUNTERS if k not in SEQ_COUNTERS}
         self._notes = StreamNotes(self._log)           # the stream's counts, said
+        self._stamps = StampSteps(self._log)           # what the output stamps did, said
         self._win = PeriodCounters()
         #: packet-in -> ~/rotors published, since start
         self._latency = LatencyHistogram()
@@ -250,6 +251,7 @@ class HelixtrackNode(Node):
             return
         c = self._counts
         self._pipe.note_backlog(len(batch) - 1)
+        aside = self._pipe.counters.get('stamp_jumps', 0)
         try:
             results = self._pipe.process_packets(batch)
         except Exception as exc:  # noqa: BLE001 - one bad packet must not stop the node
@@ -261,6 +263,7 @@ class HelixtrackNode(Node):
             self._say_seq_jumps()
         c['batches'] += 1
         c['batched_packets'] += len(batch) if len(batch) > 1 else 0
+        self._stamps.note(batch, results, self._pipe.counters.get('stamp_jumps', 0) - aside)
         for pkt, res, arrived_ns in zip(batch, results, arrivals):
             self._handle_result(pkt, res, arrived_ns)
         dt = time.perf_counter() - t0
