@@ -122,7 +122,8 @@ class HelixtrackNode(Node):
             list(sys.argv if command_line is None else command_line)]
         lines.append(list(kwargs.get('cli_args') or []))
         given = {p.name for p in kwargs.get('parameter_overrides') or []}
-        overrides = {k: p.value for k, p in self._parameter_overrides.items()
+        overrides = {k: p.value for k, p in
+                     (getattr(self, '_parameter_overrides', None) or {}).items()
                      if k not in given}
         try:
             return dropped_values(lines, self.get_fully_qualified_name(), overrides)
@@ -263,9 +264,9 @@ class HelixtrackNode(Node):
             self._say_seq_jumps()
         c['batches'] += 1
         c['batched_packets'] += len(batch) if len(batch) > 1 else 0
-        self._stamps.note(batch, results, self._pipe.counters.get('stamp_jumps', 0) - aside)
         for pkt, res, arrived_ns in zip(batch, results, arrivals):
             self._handle_result(pkt, res, arrived_ns)
+        self._stamps.note(batch, results, self._pipe.counters.get('stamp_jumps', 0) - aside)
         dt = time.perf_counter() - t0
         self._win.cb_s += dt
         self._win.cb_max_s = max(self._win.cb_max_s, dt)
