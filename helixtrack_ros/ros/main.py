@@ -30,6 +30,7 @@ from helixtrack_ros.io.params_file import yaml_problem
 from helixtrack_ros.pipeline.config import ParamSpec
 from helixtrack_ros.ros.executors import freeze_startup_objects, spin
 from helixtrack_ros.ros.node import NODE_NAME, HelixtrackNode
+from helixtrack_ros.ros.overrides import ros_arguments, section_names_node
 
 
 def default_pipeline_api() -> tuple[Callable, Callable, dict[str, ParamSpec]]:
@@ -54,13 +55,7 @@ def default_pipeline_api() -> tuple[Callable, Callable, dict[str, ParamSpec]]:
 
 def _params_files(argv: list[str]) -> list[str]:
     """The ``--params-file`` paths of a command line's ``--ros-args`` blocks."""
-    files, in_ros = [], False
-    for i, arg in enumerate(argv):
-        if arg in ('--ros-args', '--'):
-            in_ros = arg == '--ros-args'
-        elif in_ros and arg == '--params-file' and i + 1 < len(argv):
-            files.append(argv[i + 1])
-    return files
+    return [arg for what, arg in ros_arguments(argv) if what == 'file']
 
 
 def params_file_problem(argv: list[str]) -> str | None:
@@ -85,23 +80,6 @@ def params_file_problem(argv: list[str]) -> str | None:
     return None
 
 
-def _section_names_node(key: str, fqn: str) -> bool:
-    """Whether a parameter file's top-level key (``/**``, ``/ns/name``, ``name``, with
-    ``*`` for one name and ``**`` for any namespace) addresses the node named ``fqn``."""
-    want = [t for t in fqn.split('/') if t]
-    pattern = [t for t in key.split('/') if t]
-    if len(pattern) == 1 and pattern[0] not in ('*', '**'):
-        return pattern[0] == want[-1]          # a bare node name, in any namespace
-
-    def match(p: list[str], w: list[str]) -> bool:
-        if not p:
-            return not w
-        if p[0] == '**':
-            return any(match(p[1:], w[k:]) for k in range(len(w) + 1))
-        return bool(w) and (p[0] in ('*', w[0])) and match(p[1:], w[1:])
-    return match(pattern, want)
-
-
 def params_files_without_node(argv: list[str], fqn: str) -> list[str]:
     """One line per ``--params-file`` that holds nothing for the node named ``fqn`` (no
     section addresses it: another node's file, an empty one), so that a node falling
@@ -115,7 +93,7 @@ def params_files_without_node(argv: list[str], fqn: str) -> list[str]:
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue          # (refused before the start: params_file_problem)
         keys = [str(k) for k in doc] if isinstance(doc, dict) else []
-        if not any(_section_names_node(k, fqn) for k in keys):
+        if not any(section_names_node(k, fqn) for k in keys):
             what = f'its sections: {", ".join(keys)}' if keys else 'it holds no sections'
             lines.append(f'parameter file {path} has no section for this node ({fqn} or '
                          f'/**; {what}): none of its parameters apply')
@@ -223,7 +201,8 @@ def main(args: list[str] | None = None, **node_kwargs: Any) -> int:
     # until the spin loop runs, SIGTERM interrupts as Ctrl-C does (rclpy's handlers are off)
     term = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        node = HelixtrackNode(**node_kwargs)
+        node = HelixtrackNode(**{'command_line': sys.argv if args is None else args,
+                                 **node_kwargs})
         for line in params_files_without_node(sys.argv if args is None else args,
                                               node.get_fully_qualified_name()):
             node.get_logger().warning(line)

@@ -13,12 +13,13 @@ out per packet (every number NaN while its rotor is not TRACKING);
 from __future__ import annotations
 
 from collections.abc import Callable
+import sys
 import time
 from typing import Any, NamedTuple
 
 from diagnostic_msgs.msg import DiagnosticArray
 from event_camera_msgs.msg import EventPacket
-from rcl_interfaces.msg import SetParametersResult
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -34,9 +35,10 @@ from helixtrack_ros.ros.executors import events_executor
 from helixtrack_ros.ros.inputs import EventInput
 from helixtrack_ros.ros.messages import arrival_ns, diagnostic_array, unpack_event_packet
 from helixtrack_ros.ros.outputs import OUTPUT_QOS, RotorPublishers, no_event_callbacks
+from helixtrack_ros.ros.overrides import Dropped, dropped_values
 from helixtrack_ros.ros.parameters import NodeParameters
 from helixtrack_ros.ros.pipeline_api import PipelineApi
-from helixtrack_ros.ros.stream_notes import StreamNotes
+from helixtrack_ros.ros.stream_notes import StampSteps, StreamNotes
 
 #: Default node name.
 NODE_NAME = 'helixtrack'
@@ -65,14 +67,17 @@ class HelixtrackNode(Node):
     flat parameter dict, ``warmup()`` compiles its kernels before the node
     subscribes, ``parameters`` is the table of its scalar parameters
     (:func:`helixtrack_ros.pipeline.config.parameter_table`); the defaults
-    are the real pipeline's, tests inject stand-ins. Other keyword arguments
-    go to :class:`rclpy.node.Node`.
+    are the real pipeline's, tests inject stand-ins. ``command_line`` is what
+    ``rclpy.init`` was given (default ``sys.argv``): the node looks there, and
+    in its own ``cli_args``, for parameter values rcl dropped. Other keyword
+    arguments go to :class:`rclpy.node.Node`.
     """
 
     def __init__(self, node_name: str = NODE_NAME, *,
                  pipeline_factory: Callable[[dict[str, Any]], PipelineApi] | None = None,
                  warmup: Callable[[], float] | None = None,
-                 parameters: dict[str, ParamSpec] | None = None, **kwargs: Any) -> None:
+                 parameters: dict[str, ParamSpec] | None = None,
+                 command_line: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         if pipeline_factory is None or parameters is None:
             from helixtrack_ros.ros.main import default_pipeline_api
@@ -81,7 +86,7 @@ class HelixtrackNode(Node):
             parameters = parameters if parameters is not None else t
         self._log = self.get_logger()
         self._params = NodeParameters(self, parameters)
-        params = self._params.declare()
+        params = self._params.declare(self._dropped_overrides(command_line, kwargs))
         unused = self._params.unused_overrides(getattr(self, '_parameter_overrides', {}) or {})
         if unused:
             self._log.warning('ignoring unknown parameters (typo, or rotor not in '
@@ -103,11 +108,38 @@ class HelixtrackNode(Node):
         self._last_rotors: list[Any] = []
         self._counts = {k: 0 for k in _NODE_COUNTERS if k not in SEQ_COUNTERS}
         self._notes = StreamNotes(self._log)           # the stream's counts, said
+        self._stamps = StampSteps(self._log)           # what the output stamps did, said
         self._win = PeriodCounters()
         #: packet-in -> ~/rotors published, since start
         self._latency = LatencyHistogram()
         self._heap = HeapTrimmer()
         self._start(warmup)
+
+    def _dropped_overrides(self, command_line: list[str] | None,
+                           kwargs: dict[str, Any]) -> dict[str, Dropped]:
+        """The command-line parameter values rcl dropped for others of another type."""
+        lines = [] if kwargs.get('use_global_arguments') is False else [
+            list(sys.argv if command_line is None else command_line)]
+        lines.append(list(kwargs.get('cli_args') or []))
+        given = {p.name for p in kwargs.get('parameter_overrides') or []}
+        overrides = {k: p.value for k, p in
+                     (getattr(self, '_parameter_overrides', None) or {}).items()
+                     if k not in given}
+        try:
+            return dropped_values(lines, self.get_fully_qualified_name(), overrides)
+        except Exception as exc:  # noqa: BLE001 - a check of the command line must not stop it
+            self.get_logger().warning('could not check the command line for parameter values '
+                                      f'rcl dropped: {type(exc).__name__}: {exc}')
+            return {}
+
+    def describe_parameter(self, name: str) -> ParameterDescriptor:
+        """The parameter's descriptor, its type that of its value: rclpy writes the type of
+        every value offered into a dynamically typed descriptor before the value is
+        checked, so a refused value left its type there."""
+        desc = super().describe_parameter(name)
+        if desc.dynamic_typing and self.has_parameter(name):
+            desc.type = self.get_parameter(name).type_.value
+        return desc
 
     @property
     def counters(self) -> dict[str, int]:
@@ -123,6 +155,9 @@ class HelixtrackNode(Node):
             self._log.info('no EventsExecutor in this rclpy (before Kilted): '
                            'using the SingleThreadedExecutor')
             self.executor_kind = 'single_threaded'
+        if hasattr(self, 'add_pre_set_parameters_callback'):   # (Jazzy and newer)
+            # an integer for a double parameter becomes the double (keeps its type)
+            self.add_pre_set_parameters_callback(self._params.pre_set)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         # read per packet: kept here, updated by _on_set_parameters (rclpy's get_parameter
         # costs microseconds)
@@ -217,6 +252,7 @@ class HelixtrackNode(Node):
             return
         c = self._counts
         self._pipe.note_backlog(len(batch) - 1)
+        aside = self._pipe.counters.get('stamp_jumps', 0)
         try:
             results = self._pipe.process_packets(batch)
         except Exception as exc:  # noqa: BLE001 - one bad packet must not stop the node
@@ -230,6 +266,7 @@ class HelixtrackNode(Node):
         c['batched_packets'] += len(batch) if len(batch) > 1 else 0
         for pkt, res, arrived_ns in zip(batch, results, arrivals):
             self._handle_result(pkt, res, arrived_ns)
+        self._stamps.note(batch, results, self._pipe.counters.get('stamp_jumps', 0) - aside)
         dt = time.perf_counter() - t0
         self._win.cb_s += dt
         self._win.cb_max_s = max(self._win.cb_max_s, dt)

@@ -4,13 +4,26 @@
 
 The pipeline counts (``counters``); each new count of these is said in one
 throttled log line, so a consumer of the log learns why outputs turned NaN.
+What the output stamps do when the header stamps leave the sensor clock is
+read off the stamps published (:class:`StampSteps`), so that the line says
+what the node did.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.pipeline.records import PacketResult
 from helixtrack_ros.ros.pipeline_api import PipelineApi
+
+#: Output stamps moving this much further or less far than sensor time between two
+#: packets stepped [ns] (the time mapping follows a header clock's smaller steps back at
+#: once, within the stamps' jitter, and sets larger ones aside: codecs.time_sync).
+STAMP_STEP_NS = 5_000_000
+#: Header stamps set aside for this much sensor time without a step are said again [us].
+SET_ASIDE_SAY_US = 1_000_000
 
 
 class StreamNotes:
@@ -48,9 +61,98 @@ class StreamNotes:
         if self._new(c, 'format_changes') and change is not None:
             warn(f'the stream changed from {change[0]} to {change[1]} '
                  f'({c["format_changes"]} changes so far)', throttle_duration_sec=5.0)
-        if self._new(c, 'stamp_jumps'):
-            warn(f'header stamps far off the sensor clock set aside ({c["stamp_jumps"]} so '
-                 "far): the outputs keep the sensor clock's time", throttle_duration_sec=5.0)
         if self._new(c, 'sensor_gaps'):
             warn(f'sensor time went on further than the header stamps: events lost before '
                  f'the driver ({c["sensor_gaps"]} such gaps so far)', throttle_duration_sec=5.0)
+
+
+class StampSteps:
+    """Says what the output stamps did when the header stamps left the sensor clock.
+
+    The pipeline maps sensor time to ROS time from the header stamps
+    (:class:`~helixtrack_ros.codecs.time_sync.TimeMapper`): a header stamp
+    off that mapping is set aside (counted in ``stamp_jumps``), and stamps
+    that stay off agree for 100 ms of sensor time are followed. Before, the
+    node said at the first stamp set aside that the outputs keep the sensor
+    clock's time, also when they followed the stamps 100 ms later (live-node
+    review). Now one line per event, once its outcome is published: the
+    output stamps stepped (by how much, where, and how many packets were set
+    aside before), or the stamps set aside came back (the outputs kept the
+    sensor clock's time).
+    """
+
+    def __init__(self, log: Any) -> None:
+        self._log = log
+        self._prev: tuple[int, int] | None = None      # (sensor time [us], stamp [ns])
+        #: the run of stamps set aside not said yet: packets, largest offset [ns], since [us]
+        self._aside = 0
+        self._aside_off_ns = 0
+        self._aside_since_us: int | None = None
+        self._aside_zero = False
+        #: steps said, and stamps set aside said, since the start
+        self.steps = 0
+        self.set_aside = 0
+
+    def note(self, packets: Sequence[EventPacketRecord], results: Sequence[PacketResult],
+             set_aside: int) -> None:
+        """One batch: its packets, their results, and how many header stamps the pipeline
+        set aside in it."""
+        self._aside += set_aside
+        stepped = False
+        for pkt, res in zip(packets, results):
+            if res.dropped is not None or res.error is not None or not res.n_events:
+                continue                 # (their outputs repeat the stamp before)
+            t_us, stamp_ns = int(res.t_us), int(res.stamp_ns)
+            if set_aside:
+                self._note_aside(int(pkt.stamp_ns), stamp_ns, t_us)
+            prev, self._prev = self._prev, (t_us, stamp_ns)
+            if prev is None or t_us < prev[0]:
+                continue                 # (sensor time started again: so do the stamps)
+            step_ns = (stamp_ns - prev[1]) - (t_us - prev[0]) * 1000
+            if abs(step_ns) > STAMP_STEP_NS:
+                self._say_step(step_ns, stamp_ns)
+                stepped = True
+        if self._aside and not stepped and (not set_aside or self._aside_long()):
+            self._say_set_aside()
+
+    def _note_aside(self, header_ns: int, stamp_ns: int, t_us: int) -> None:
+        """A packet of a batch in which header stamps were set aside."""
+        if self._aside_since_us is None:
+            self._aside_since_us = t_us
+        if header_ns == 0:
+            self._aside_zero = True       # (no stamp)
+        elif abs(header_ns - stamp_ns) > abs(self._aside_off_ns):
+            self._aside_off_ns = header_ns - stamp_ns
+
+    def _aside_long(self) -> bool:
+        return (self._prev is not None and self._aside_since_us is not None
+                and self._prev[0] - self._aside_since_us > SET_ASIDE_SAY_US)
+
+    def _say_step(self, step_ns: int, stamp_ns: int) -> None:
+        self.steps += 1
+        way = 'back' if step_ns < 0 else 'ahead'
+        before = (f'; the {self._aside} packets before it with such stamps were set aside '
+                  "(their outputs kept the sensor clock's old mapping)" if self._aside else '')
+        self._log.warning(
+            f'output stamps stepped {way} {abs(step_ns) / 1e9:.3f} s at stamp '
+            f'{stamp_ns // 10**9}.{stamp_ns % 10**9:09d}: they follow the header stamps, '
+            f'which moved {way} that far against the sensor clock{before} ({self.steps} '
+            f'such step{"s" if self.steps > 1 else ""} since the start)',
+            throttle_duration_sec=5.0)
+        self._clear()
+
+    def _say_set_aside(self) -> None:
+        self.set_aside += self._aside
+        off = self._aside_off_ns
+        parts = [f'up to {abs(off) / 1e9:.3f} s {"behind" if off < 0 else "ahead of"} the '
+                 'sensor clock'] if off else []
+        parts += ['of 0 (no stamp)'] if self._aside_zero else []
+        where = ' or '.join(parts) or 'off the sensor clock'
+        self._log.warning(
+            f'{self._aside} header stamps {where} set aside: the outputs keep the sensor '
+            f"clock's time ({self.set_aside} set aside so far)", throttle_duration_sec=5.0)
+        self._clear()
+
+    def _clear(self) -> None:
+        self._aside, self._aside_off_ns, self._aside_since_us = 0, 0, None
+        self._aside_zero = False
