@@ -296,14 +296,17 @@ def test_stride_8_under_camera_motion_keeps_every_rotor_locked(moving):
     assert _worst_published_error(scene, t, per_rotor, 50_000) < 0.005
 
 
-@pytest.mark.parametrize('gap_at', [250, 350])
+@pytest.mark.parametrize('gap_at', [250, 300])
 def test_after_44_lost_packets_no_value_is_published_while_the_rate_still_rings(moving, gap_at):
     """A gap of 44 packets (as DDS lost live) under camera motion at stride 8: the pose
     goes off, comes back, and the phase filter's rate rings for ~30 ms. Before, the
     rotor was TRACKING again within ~25 ms and published values 0.65 % / 1.28 % off; now
     a window counts toward re-validation only once the acceleration is steady
     (health_settle_rpm_s, and health_jerk_rel and health_phase_drift since). With
-    those off, the same run shows the old error."""
+    those off, the same run shows the old error (2.6 % / 0.80 %). (A gap at 350, the
+    old second case, now loses every rotor and re-detects it by the drone's layout
+    25 ms later than the nearest-detection rule, which re-initialised two rotors on
+    their neighbours: no ringing left to test there.)"""
     scene, pkts = moving
     keep = [i for i in range(len(pkts)) if not gap_at <= i < gap_at + 44]
     t, per_rotor = _strided_run(scene, pkts, keep)
@@ -465,16 +468,42 @@ def test_a_rotor_slowing_to_an_eighth_is_not_starved():
     assert np.abs(rpm[late] - 1500.0).max() < 15.0
 
 
-def test_a_tracker_that_drifted_onto_another_rotor_publishes_nothing():
-    """Found by the scene review: with the paper preset, rear_right lost its rotor, drifted
-    246 px onto front_right and locked there: 25 TRACKING values of front_right's RPM
-    under rear_right's name (91 % off its own). A TRACKING centre within a tip radius
-    of another rotor's last good centre, more than a radius from its own, is now LOST
-    ('on another rotor') and searched for where it belongs."""
+def _nearest_pick(r, dets, layout, region, tracked, last, may_be_r, reach, moved_px=None):
+    """The re-detection pick before pipeline/layout_match.py: the detection nearest the
+    rotor's last place that it may be."""
+    from helixtrack_ros.pipeline.layout_match import LayoutPick
+    near = [j for j in range(len(dets)) if may_be_r(j)
+            and math.hypot(dets[j][0] - last[0], dets[j][1] - last[1]) <= reach * last[2]]
+    return LayoutPick(min(near, key=lambda j: math.hypot(dets[j][0] - last[0],
+                                                         dets[j][1] - last[1]))
+                      if near else None, None)
+
+
+@pytest.mark.parametrize('pick', ['layout', 'nearest'])
+def test_a_tracker_that_drifted_onto_another_rotor_publishes_nothing(pick, monkeypatch):
+    """Found by the scene review: with the paper preset, rear_right lost its rotor, was
+    re-detected on front_right at 40 ms (the detection nearest its place) and locked
+    there: 25 TRACKING values of front_right's RPM under rear_right's name (91 % off its
+    own). A TRACKING centre within a tip radius of another rotor's last good centre,
+    more than a radius from its own, is LOST ('on another rotor') and searched for where
+    it belongs (with the old pick: that test catches it). The drone's layout now reads
+    the detections of a search: every re-detection is of the rotor's own place."""
     from helixtrack_ros.core.presets import apply_preset
+    from helixtrack_ros.pipeline import recovery
+    if pick == 'nearest':
+        monkeypatch.setattr(recovery, 'layout_pick', _nearest_pick)
+    restarts = []
+    restart = recovery.RotorRecovery._restart
+
+    def spy(self, bank, r, init, t_last, resumed):
+        restarts.append((r, init.center_px))
+        return restart(self, bank, r, init, t_last, resumed)
+
+    monkeypatch.setattr(recovery.RotorRecovery, '_restart', spy)
     scene = make_scenario('quadcopter_2m', duration_s=0.5, seed=0)
-    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene),
-                                           tracker=apply_preset('paper'), threads=1))
+    inits = rotor_inits_from_scene(scene)
+    pipe = TrackingPipeline(PipelineConfig(rotors=inits, tracker=apply_preset('paper'),
+                                           threads=1))
     off, causes = [], set()
     for chunk in Simulator(scene, seed=0).chunks(chunk_us=1000):
         if not len(chunk):
@@ -487,8 +516,14 @@ def test_a_tracker_that_drifted_onto_another_rotor_publishes_nothing():
                 h, ht = np.asarray(o.homography), truth[o.name]['H'][0]
                 off.append(math.hypot(h[0, 2] / h[2, 2] - ht[0, 2] / ht[2, 2],
                                       h[1, 2] / h[2, 2] - ht[1, 2] / ht[2, 2]))
-    assert R_OTHER_ROTOR in causes
     assert max(off, default=0.0) < 20.0          # every value from its own rotor
+    # (the drone barely moves: a rotor's own place is within a radius of its first one)
+    own = [math.hypot(c[0] - inits[r].center_px[0], c[1] - inits[r].center_px[1])
+           < inits[r].radius_px for r, c in restarts]
+    if pick == 'nearest':
+        assert R_OTHER_ROTOR in causes and not all(own)
+    else:
+        assert R_OTHER_ROTOR not in causes and all(own) and len(own) >= 8
 
 
 def test_a_tracker_on_another_rotor_under_a_shaking_camera_publishes_nothing():

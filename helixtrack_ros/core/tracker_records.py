@@ -151,5 +151,5 @@ class PacketRun(NamedTuple):
         return PacketColumns(*self.values.T.tolist(), hi[HI_LEVEL], hi[HI_CAUSE])
 
     def reason(self, k: int) -> str:
-        """The health message after packet ``k`` (:func:`core.health.reason_text`)."""
+        """The health message after packet ``k`` (:func:`core.health_text.reason_text`)."""
         return reason_text(self.health_int[k], self.health_float[k])
