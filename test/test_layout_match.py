@@ -102,8 +102,23 @@ def test_how_far_a_rotor_can_be_is_how_far_the_camera_moved_the_drone_lately():
     assert shaking.prior_reach_px(SimpleNamespace(recs=[shaking, panning]), t) > 20 + 50
     assert math.isinf(shaking.prior_reach_px(SimpleNamespace(recs=[shaking]),
                                              t + PLACES_MEMORY_US + 1))
+    # seen tracked for 180 ms at a stretch: says nothing of a longer time since
+    assert math.isinf(shaking.prior_reach_px(SimpleNamespace(recs=[shaking]), t + 190_000))
     shaking.revert_good(q(300, 200))
     assert math.isinf(shaking.prior_reach_px(SimpleNamespace(recs=[shaking]), t))
+
+
+def test_a_rotor_off_its_rough_layout_place_is_still_found_by_the_others():
+    # front_right sits 1.3 tip radii from where the layout (given roughly) puts it; the
+    # others are tracked where the layout says: its detection is nearer its place than any
+    # other rotor's, it is front_right (found by the review: the search stuck for good)
+    tracked = {i: QUAD[i] for i in (0, 2, 3)}
+    dets = [(QUAD[FR][0] + 18.0, QUAD[FR][1] + 17.0, 19.0), (QUAD[3][0], QUAD[3][1], 18.4)]
+    pick = _pick(dets, tracked=tracked, region=_region(QUAD[FR], 3.0))
+    assert pick.index == 0
+    # not when the detection is nearer a neighbour's place than its own
+    dets[0] = (QUAD[FR][0] + 2.0, QUAD[FR][1] - 26.0, 19.0)       # 26 px: 1.4 radii
+    assert _pick(dets, tracked=tracked, region=_region(QUAD[FR], 3.0)).index is None
 
 
 def test_a_tracking_neighbour_tells_which_pair_it_is():

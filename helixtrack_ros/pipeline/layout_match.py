@@ -17,7 +17,11 @@ detection at its place, +1 per TRACKING rotor at its place and -1 per
 TRACKING rotor elsewhere, and -1 per rotor whose whole disc lies in the
 searched region with no detection there. The best score decides which
 detection is the lost rotor; ties go to the smallest move of the rotor
-from its last good place. The search widens instead of deciding:
+from its last good place. When the best reading, pinned by other rotors,
+puts no detection at the rotor's place, a detection nearer that place than
+any other rotor's (within two tip radii) is the rotor: a layout given
+roughly, or a rotor that moved on its drone. The search widens instead of
+deciding:
 
 - to where the winner places the rotor, when that is not in the region;
 - around every rotor they place, when another reading scores within
@@ -43,6 +47,10 @@ SIZE_RATIOS = (0.6, 1.6)
 Disc = tuple[float, float, float]       # centre x, y and tip radius [px]
 
 
+#: A detection nearer the lost rotor's place than any other rotor's place, though not at
+#: it, is the rotor within this many tip radii of that place (the best reading pinned by
+#: other rotors; the layout given roughly, or the rotor moved on its drone).
+FALLBACK_NEAR = 2.0
 #: A reading of the detections that makes another detection rotor r must score this much
 #: below the winner, or the search widens (one missed detection is not evidence enough).
 MARGIN = 2
@@ -88,7 +96,11 @@ def layout_pick(r: int, dets: Sequence[Disc], layout: Sequence[Disc],
     top = max(h.score for h in readings)
     win = min((h for h in readings if h.score == top), key=lambda h: h.prior_px)
     if win.pick is None:
-        # no detection is r: search where this reading places it, if not searched
+        # no detection at r's place: one nearer that place than any other (a layout given
+        # roughly, a rotor moved), else search where the reading places r, if not searched
+        near = _nearest_to_place(r, win, dets, layout, k, may_be_r) if top >= 1 else None
+        if near is not None:
+            return LayoutPick(near, None)
         return LayoutPick(None, _around([win], k, [layout[r]], region, reach, outside=True))
     rivals = [h for h in readings if h.pick != win.pick and h.rotor != r
               and h.score > top - MARGIN and h.prior_px <= prior_reach_px]
@@ -114,6 +126,21 @@ def _readings(r: int, dets: Sequence[Disc], layout: Sequence[Disc],
             out.append(_Reading(score, math.hypot(shift[0] - prior[0], shift[1] - prior[1]),
                                 o, mine, shift))
     return out
+
+
+def _nearest_to_place(r: int, win: _Reading, dets: Sequence[Disc], layout: Sequence[Disc],
+                      k: float, may_be_r: Callable[[int], bool]) -> int | None:
+    """The detection r may be that lies nearer r's place in reading ``win`` than any other
+    rotor's place, within ``FALLBACK_NEAR`` tip radii (the nearest such), or None."""
+    places = [(win.shift[0] + k * lx, win.shift[1] + k * ly, k * lrad)
+              for lx, ly, lrad in layout]
+    best, best_d = None, math.inf
+    for j, (dx, dy, _) in enumerate(dets):
+        d = [math.hypot(dx - px, dy - py) / rad for px, py, rad in places]
+        if min(range(len(d)), key=d.__getitem__) == r and d[r] < min(best_d, FALLBACK_NEAR) \
+                and may_be_r(j):
+            best, best_d = j, d[r]
+    return best
 
 
 def _around(readings: list[_Reading], k: float, discs: Sequence[Disc],

@@ -52,6 +52,9 @@ RESUME_OFFSET = 0.2
 #: a rotor's good centres are kept one per PLACES_EVERY_US over PLACES_MEMORY_US (sensor time)
 PLACES_EVERY_US = 20_000
 PLACES_MEMORY_US = 1_000_000
+#: a rotor with no good centre for longer than this was not tracked meanwhile (an offline
+#: batch notes one per 64 ms)
+PLACES_GAP_US = 100_000
 #: a background re-detection whose events ended longer ago than this (sensor time) is
 #: detected again on the latest events around where it found the rotor
 STALE_DETECTION_US = 10_000
@@ -121,12 +124,24 @@ class RotorRecovery:
 
     def prior_reach_px(self, bank: RotorBank, t_us: int) -> float:
         """How far [px] the rotor can be from its last good place now: as far as the camera
-        moved any rotor within the last ``PLACES_MEMORY_US``, plus a tip radius (inf when
-        that pose is older than that, or of no known time). A shaking camera moves the
-        drone fast but not far: its speed times the time would say far too much."""
+        moved the drone lately (:func:`_drone_moved_px`) plus a tip radius (inf when that
+        pose is of no known time). A shaking camera moves the drone fast but not far:
+        speed times time would say far too much."""
         if self.good_q is None or self.good_us < 0 or t_us - self.good_us > PLACES_MEMORY_US:
             return math.inf
-        return max(rec.excursion_px() for rec in bank.recs) + math.exp(float(self.good_q[0]))
+        return _drone_moved_px(bank, self.good_us, t_us) + math.exp(float(self.good_q[0]))
+
+    def longest_stretch_us(self) -> int:
+        """The longest time the good centres kept cover without a gap longer than
+        ``PLACES_GAP_US``: how long the rotor was seen tracked at a stretch lately."""
+        best = 0
+        start = prev = None
+        for t, _, _ in self.places:
+            if prev is None or t - prev > PLACES_GAP_US:
+                start = t
+            prev = t
+            best = max(best, t - start)
+        return best
 
     def revert_good(self, q_core: Sequence[float] | None) -> None:
         """The rotor's last good pose is an older one, ``q_core``, of no known time."""
@@ -182,10 +197,14 @@ class RotorRecovery:
             self._buffer(bank, r, ev, t_last)
             if self.detecting.done():
                 found, self.detecting = self.detecting.result(), None
-                picked = self._pick(bank, r, found, self.last_good(bank.inits[r]),
-                                    self.region, t_last)
-                if picked is not None and t_last - self.detecting_end_us > STALE_DETECTION_US:
-                    picked = self._detected_again(bank, r, picked, t_last)
+                last = self.last_good(bank.inits[r])
+                if t_last - self.detecting_end_us > STALE_DETECTION_US:
+                    # the others have moved on since its events: where to look again
+                    near = _nearest(bank, r, found, last)
+                    picked = None if near is None else self._detected_again(
+                        bank, r, (_init_of(bank, r, near, last), near), t_last)
+                else:
+                    picked = self._pick(bank, r, found, last, self.region, t_last)
                 self._reinit(bank, r, picked, t_last)
             return
         if bank.image_size() != self.region_size:
@@ -221,14 +240,13 @@ class RotorRecovery:
         rotor again at once (live node under load: 48-61 attempts, no recovery).
         """
         if not self.buf:
-            return picked
+            return None
         cfg = bank.config
         size = bank.image_size()
         there = picked[0]
         region = _search_region(there, size, cfg.tracker.r_out + cfg.recovery_margin)
         found = detect_rotors(self._recent(cfg, t_last), size[0], size[1], region=region)
-        moved_px = (max(rec.excursion_px() for rec in bank.recs) + there.radius_px
-                    if t_last - self.detecting_end_us <= PLACES_MEMORY_US else math.inf)
+        moved_px = _drone_moved_px(bank, self.detecting_end_us, t_last) + there.radius_px
         return self._pick(bank, r, found, there, region, t_last, moved_px)
 
     def _widen(self, bank: RotorBank, box: tuple[int, int, int, int]) -> None:
@@ -353,6 +371,31 @@ class RotorRecovery:
         if pick.index is None:
             return None
         return _init_of(bank, r, found[pick.index], last), found[pick.index]
+
+
+def _drone_moved_px(bank: RotorBank, t0_us: int, t1_us: int) -> float:
+    """How far [px] the camera moved the drone within the last ``PLACES_MEMORY_US``: the
+    rotors' good centres spread, trusted for ``t0_us``..``t1_us`` once a rotor was seen
+    tracked at a stretch at least that long (inf: none was, or that is longer than the
+    memory; rotors barely tracked say nothing of a drone that moves)."""
+    span = t1_us - t0_us
+    if span > PLACES_MEMORY_US or not any(rec.longest_stretch_us() >= span
+                                          for rec in bank.recs):
+        return math.inf
+    return max(rec.excursion_px() for rec in bank.recs)
+
+
+def _nearest(bank: RotorBank, r: int, found: list[DetectedRotor],
+             last: RotorInit) -> DetectedRotor | None:
+    """The detection nearest ``last`` that rotor r may be (its size, not taken, within the
+    search reach): where a stale background detection says to look again."""
+    reach = (bank.config.tracker.r_out + bank.config.recovery_margin) * last.radius_px
+    best, best_d = None, math.inf
+    for det in found:
+        d = math.hypot(det.center_px[0] - last.center_px[0], det.center_px[1] - last.center_px[1])
+        if d < best_d and d <= reach and _of_size(det, last) and not _taken(bank, r, det):
+            best, best_d = det, d
+    return best
 
 
 def _init_of(bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit) -> RotorInit:
