@@ -27,8 +27,9 @@ from helixtrack_ros.io.packet_record import EventPacketRecord
 RESTART_JUMP_US = 60_000
 #: A forward jump larger than this is a gap: trackers restart their phase lock.
 GAP_US = 500_000
-#: Sensor time going on this much further than the header stamps between two packets:
-#: events were lost upstream (as a sequence gap; header stamps jitter by a few ms).
+#: Sensor time going on this much further than the header stamps between two packets, and
+#: jumping as far between two events: events were lost upstream (as a sequence gap; header
+#: stamps jitter by a few ms, and a header clock stepped back leaves sensor time continuous).
 UNSEEN_GAP_US = 15_000
 #: An EVT3 packet with more than this share of its events held at an earlier event's
 #: time is refused: its clock is stale (events lost upstream).
@@ -198,8 +199,8 @@ class PacketIntake:
         self._events_lost = False
         self._lost_at_ns: int | None = None     # the header stamp of the packet of the loss
         self._decoder_stale = False
-        #: the last packet with events jumped inside by more than UNSEEN_GAP_US
-        self._jumped = False
+        #: the step inside the last packet with events, where over UNSEEN_GAP_US [us] (else 0)
+        self._jumped_us = 0
         #: stale-looking packets in a row (_stale_clock)
         self._stale_run = 0
         #: packets to go in which a jump inside a packet may be an unseen gap (_accept)
@@ -322,8 +323,8 @@ class PacketIntake:
             elif t_first > self.last_t_us + GAP_US:
                 self.counters['time_gaps'] += 1
                 restart = True
-        unseen_us = 0 if restart else self._unseen_gap_us(ev, stamp_ns)
-        jumped, self._jumped = self._jumped, self._jump_inside(ev)
+        jumped_us, self._jumped_us = self._jumped_us, self._jump_inside_us(ev)
+        unseen_us = 0 if restart else self._unseen_gap_us(ev, stamp_ns, jumped_us)
         if unseen_us > UNSEEN_GAP_US:
             # events lost before the driver (seq unbroken): as a seq gap, not silence
             self.counters['sensor_gaps'] += 1
@@ -333,7 +334,7 @@ class PacketIntake:
             # the packet before jumped over that loss inside it (after words that kept the
             # old TIME_HIGH): the rotors took it as silence and may have starved; they
             # start again from their estimates (as after a camera restart)
-            restart = jumped
+            restart = jumped_us > 0
         gap_us = None
         if self._events_lost:
             self._events_lost = False
@@ -369,11 +370,14 @@ class PacketIntake:
         self._stale_run = self._stale_run + 1 if stale else 0
         return stale and self._stale_run <= STALE_RUN_ACCEPT
 
-    def _unseen_gap_us(self, ev: EventArrays, stamp_ns: int) -> int:
+    def _unseen_gap_us(self, ev: EventArrays, stamp_ns: int, jumped_us: int) -> int:
         """How far sensor time went beyond the header stamps [us]: how far the packet's
-        sample (stamp minus sensor time) falls below the time mapping's offset (0: no
-        sign). Late stamps lie above it and a stamp the mapping would set aside (a
-        header clock stepped by over a second) says nothing.
+        sample (stamp minus sensor time) falls below the time mapping's offset, at most
+        as far as sensor time jumped since the last event (0: no sign). Late stamps lie
+        above it and a stamp the mapping would set aside (a header clock stepped by over
+        a second) says nothing; a header clock stepped back, its sensor time going on
+        without a jump, says nothing either (``jumped_us``: the jump inside the packet
+        before, see :meth:`_jump_inside_us`).
 
         More than :data:`UNSEEN_GAP_US` is events lost upstream of the driver, e.g. a
         driver behind the camera that dropped its backlog; read as silence the rotors
@@ -386,10 +390,16 @@ class PacketIntake:
                 or not self.time.has_estimate):
             return 0
         t_ref = int(ev.t_us[0])
+        jump_us = max(t_ref - self.last_t_us, jumped_us)
         if self._clamp_recent and self.decoder_key[0] in _TIME_HIGH_ENCODINGS:
-            t_ref = int(ev.t_us[_largest_step(ev.t_us)[0]])
+            after, inside_us = _largest_step(ev.t_us)
+            t_ref, jump_us = int(ev.t_us[after]), max(jump_us, inside_us)
         below_ns = self.time.lowest_ns - (stamp_ns - t_ref * 1000)
-        return below_ns // 1000 if 0 < below_ns <= self.time.reset_ns else 0
+        if not 0 < below_ns <= self.time.reset_ns:
+            return 0
+        # (no events are lost where sensor time goes on without a jump: the header clock
+        # stepped back; review of the live node: a 50 ms step was a 'sensor gap')
+        return min(below_ns // 1000, jump_us)
 
     def _restart_inside(self, ev: EventArrays) -> EventArrays:
         """The events of a packet in which the sensor clock restarted, from the restart on.
@@ -435,11 +445,15 @@ class PacketIntake:
         return EventArrays(t[keep], ev.x[keep], ev.y[keep], ev.p[keep])
 
     @staticmethod
-    def _jump_inside(ev: EventArrays) -> bool:
-        """Whether a packet's events jump by more than :data:`UNSEEN_GAP_US` inside it."""
+    def _jump_inside_us(ev: EventArrays) -> int:
+        """The largest step between a packet's events where over :data:`UNSEEN_GAP_US`
+        [us], else 0: a loss the next packet's stamp may show (words before the jump
+        kept the old TIME_HIGH)."""
         t = ev.t_us
-        return (int(t[-1]) - int(t[0]) > UNSEEN_GAP_US    # (cheap: most packets stop here)
-                and _largest_step(t)[1] > UNSEEN_GAP_US)
+        if int(t[-1]) - int(t[0]) <= UNSEEN_GAP_US:     # (cheap: most packets stop here)
+            return 0
+        step = _largest_step(t)[1]
+        return step if step > UNSEEN_GAP_US else 0
 
     def _after_jump(self, ev: EventArrays) -> EventArrays:
         """A packet's events from its jump over an unseen gap on: the words before its first
