@@ -15,16 +15,17 @@ import math
 from typing import Any
 
 import pytest
+from test_pipeline import _raw_packets
 
 from helixtrack_ros.codecs import make_decoder
-from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
+from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder
 from helixtrack_ros.core.health import RotorState
 from helixtrack_ros.evaluation import rotor_inits_from_scene
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
 from helixtrack_ros.pipeline.records import PacketResult
 from helixtrack_ros.ros.stream_notes import StreamNotes
-from helixtrack_ros.sim import Simulator, make_scenario
+from helixtrack_ros.sim import make_scenario
 
 #: the packet from which on the header stamps are stepped (or events lost)
 AT = 200
@@ -38,18 +39,6 @@ class _Log:
 
     def warning(self, text: str, **_: Any) -> None:
         self.lines.append(text)
-
-
-def _raw_packets(scene: Any, seed: int) -> list[EventPacketRecord]:
-    """~1 ms EVT3 packets of a simulated scene, stamped as in test_pipeline.py."""
-    ev = Simulator(scene, seed=seed).all_events()
-    enc = Evt3Encoder()
-    out = []
-    for i, (start, stop) in enumerate(packetize(ev.t_us, 1000)):
-        part = ev.slice(start, stop)
-        out.append(EventPacketRecord(10**18 + int(part.t_us[-1]) * 1000 + 300_000, '', 720,
-                                     1280, i, 0, 'evt3', False, enc.encode(part)))
-    return out
 
 
 @pytest.fixture(scope='module')

@@ -102,10 +102,19 @@ def test_how_far_a_rotor_can_be_is_how_far_the_camera_moved_the_drone_lately():
     assert shaking.prior_reach_px(SimpleNamespace(recs=[shaking, panning]), t) > 20 + 50
     assert math.isinf(shaking.prior_reach_px(SimpleNamespace(recs=[shaking]),
                                              t + PLACES_MEMORY_US + 1))
-    # seen tracked for 180 ms at a stretch: says nothing of a longer time since
-    assert math.isinf(shaking.prior_reach_px(SimpleNamespace(recs=[shaking]), t + 190_000))
-    shaking.revert_good(q(300, 200))
+    # seen tracked for 180 ms at a stretch: a longer time since grows the reach as a
+    # random walk would (sqrt(720 / 180) = 2 times over 720 ms); a rotor seen for less
+    # than PLACES_STRETCH_US says nothing
+    near = shaking.prior_reach_px(SimpleNamespace(recs=[shaking]), t + 180_000) - 20
+    far = shaking.prior_reach_px(SimpleNamespace(recs=[shaking]), t + 720_000) - 20
+    assert far == pytest.approx(2 * near)
+    brief = RotorRecovery()
+    for i in range(40):
+        brief.note_good(q(300 + 0.3 * i, 200.0), 9000.0, 1, 1000 * i)
+    assert math.isinf(brief.prior_reach_px(SimpleNamespace(recs=[brief]), 50_000))
+    shaking.revert_good(q(300, 200), 150_000)       # its poses from 150 ms: another rotor's
     assert math.isinf(shaking.prior_reach_px(SimpleNamespace(recs=[shaking]), t))
+    assert shaking.places[-1][0] < 150_000
 
 
 def test_a_rotor_off_its_rough_layout_place_is_still_found_by_the_others():
@@ -214,3 +223,40 @@ def test_random_searches_never_pick_a_neighbour_and_nearest_would(seed, missed):
     assert wrong == 0
     assert nearest_wrong > 20            # the cases the old rule got wrong are there
     assert right > 60                    # and the layout still finds the rotor in many
+
+
+def test_a_camera_restart_forgets_the_times_of_good_places():
+    """Found by the code review: sensor time going back made the time since the last good
+    place negative, and the camera's recent motion looked like a tip radius."""
+    from types import SimpleNamespace
+
+    from helixtrack_ros.pipeline.recovery import RotorRecovery
+
+    rec = RotorRecovery()
+    for i in range(300):
+        rec.note_good([math.log(20.0), 0.0, 300.0, 200.0, 0.0, 0.0], 9000.0, 1,
+                      4_800_000 + 1000 * i)
+    bank = SimpleNamespace(recs=[rec])
+    assert rec.prior_reach_px(bank, 5_150_000) < 25
+    assert math.isinf(rec.prior_reach_px(bank, 10_000))          # time went back
+    rec.new_clock()
+    assert math.isinf(rec.prior_reach_px(bank, 5_150_000)) and not rec.places
+
+
+def test_a_widened_search_holds_its_region_and_counts_only_growth():
+    """Found by the code review: a widening from a small region dropped the search region
+    around the rotor's place, and an off-image box counted a widening every attempt."""
+    from types import SimpleNamespace
+
+    from helixtrack_ros.pipeline.recovery import RotorRecovery
+
+    bank = SimpleNamespace(image_size=lambda: (640, 480), counters={'searches_widened': 0})
+    rec = RotorRecovery()
+    rec.region = (100, 100, 200, 200)
+    rec._widen(bank, (150, 150, 300, 260))
+    assert rec.region == (100, 100, 300, 260) and bank.counters['searches_widened'] == 1
+    rec._widen(bank, (120, 120, 250, 250))                 # inside already
+    rec._widen(bank, (-50, 300, 10, 900))                  # off the image below
+    assert rec.region == (0, 100, 300, 479) and bank.counters['searches_widened'] == 2
+    rec._widen(bank, (-80, 320, 5, 1000))
+    assert bank.counters['searches_widened'] == 2

@@ -201,6 +201,12 @@ def disc_from_paper_q(s: float, psi: float, tx: float, ty: float) -> tuple[float
     return tx / 1.0, ty / 1.0, math.hypot(s * math.cos(psi), s * math.sin(psi)) / 1.0
 
 
+def disc_from_core_q(q_core) -> tuple[float, float, float]:
+    """Centre and tip radius [px] of the pose ``q_core`` = [log s, psi, tx, ty, ...] (any
+    sequence): :func:`disc_from_paper_q` of its paper q."""
+    return float(q_core[2]), float(q_core[3]), math.exp(float(q_core[0]))
+
+
 def homography(q_core: np.ndarray) -> np.ndarray:
     """H(q) of Eq. (1): 3x3 matrix mapping rotor plane to image.
 

@@ -122,6 +122,12 @@ class PipelineConfig:
                     f'[{lo:g}, {hi:g}] (tracker.gate_rpm_min / gate_rpm_max, or the '
                     "rotor's rpm_range)")
 
+    @property
+    def search_reach(self) -> float:
+        """How far a lost rotor's search reaches, in tip radii around its place: the r_out
+        circle plus ``recovery_margin``."""
+        return self.tracker.r_out + self.recovery_margin
+
     @staticmethod
     def from_ros_params(params: dict[str, Any],
                         unknown: list[str] | None = None) -> PipelineConfig:

@@ -27,6 +27,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from helixtrack_ros.core.health import LOST, R_OTHER_ROTOR, RotorState
+from helixtrack_ros.core.homography import disc_from_core_q
 from helixtrack_ros.pipeline.records import ERROR, RotorOutput, withheld
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,7 +90,7 @@ def _places(bank: RotorBank, anchors: list) -> tuple[list[tuple], list[tuple]]:
     """The rotors' layout (initial discs) and places (last good discs, ``anchors``: each
     rotor's last good ``q_core`` before the batch, None if never: its initial place)."""
     layout = [(i.center_px[0], i.center_px[1], i.radius_px) for i in bank.inits]
-    places = [(a[2], a[3], math.exp(a[0])) if a is not None else lay
+    places = [disc_from_core_q(a) if a is not None else lay
               for a, lay in zip(anchors, layout)]
     return layout, places
 
@@ -131,7 +132,7 @@ def withhold_other_rotors(bank: RotorBank, per_rotor: list[list[RotorOutput]],
         for r, away in _on_another_rotor(tracked, places, layout):
             o = per_rotor[r][k]
             bank.trackers[r].lose(R_OTHER_ROTOR, away)
-            bank.recs[r].revert_good(anchors[r])
+            bank.recs[r].revert_good(anchors[r], per_rotor[r][0].t_us)
             per_rotor[r][k] = withheld(o.name, o.t_us, o.events, ERROR,
                                        bank.trackers[r].health_reason, LOST, RotorState.LOST,
                                        R_OTHER_ROTOR)

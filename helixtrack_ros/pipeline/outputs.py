@@ -100,14 +100,15 @@ def nothing_measured(outputs: list[RotorOutput], refused: bool,
             for r in outputs]
 
 
-def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> RotorOutput:
+def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int,
+                     k: int = -1) -> RotorOutput:
     """Output of a LOST rotor during its search after a packet: NaN, and a search step.
 
     Its tracker does not run: its estimate is not trusted, and running it
     would cost time that the live node does not have.
     """
     rec = bank.recs[r]
-    rec.step(bank, r, ev, t_last)
+    rec.step(bank, r, ev, t_last, k)
     tracker = bank.trackers[r]
     cause = tracker.health_cause
     state = RotorState.STARVED if cause == R_STARVED else RotorState.LOST
@@ -150,7 +151,7 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
                 rec.forget()
         elif recovery and k == last:
             good = _note_good(rec, rows, times, good)
-            rec.step(bank, r, inf.packet(k0 + k), times[k])
+            rec.step(bank, r, inf.packet(k0 + k), times[k], k0 + k)
         # (the health reason is text only a rotor not TRACKING needs)
         events = int(v[layout.PK_N])
         level, message, state = rotor_status(

@@ -36,8 +36,9 @@ import numpy as np
 from helixtrack_ros.core.detection import DetectedRotor, detect_rotors
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.health import LOST, R_STARVED, TRACKING
+from helixtrack_ros.core.homography import disc_from_core_q
 from helixtrack_ros.core.params import RotorInit
-from helixtrack_ros.pipeline.layout_match import layout_pick
+from helixtrack_ros.pipeline.layout_match import SIZE_RATIOS, layout_pick
 
 if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline.config import PipelineConfig
@@ -53,8 +54,10 @@ RESUME_OFFSET = 0.2
 PLACES_EVERY_US = 20_000
 PLACES_MEMORY_US = 1_000_000
 #: a rotor with no good centre for longer than this was not tracked meanwhile (an offline
-#: batch notes one per 64 ms)
+#: batch notes one per 64 ms); its centres tell the camera's motion once it was tracked at
+#: a stretch of PLACES_STRETCH_US
 PLACES_GAP_US = 100_000
+PLACES_STRETCH_US = 60_000
 #: a background re-detection whose events ended longer ago than this (sensor time) is
 #: detected again on the latest events around where it found the rotor
 STALE_DETECTION_US = 10_000
@@ -86,6 +89,7 @@ class RotorRecovery:
         self.attempts = 0
         self.detecting: Future | None = None    # a re-detection running in the background
         self.detecting_end_us = 0               # the time of the last event it detects on
+        self.packet_k = -1                      # the batch's packet of the step running
 
     def note_good(self, q_core: Sequence[float], rpm_shaft: float, direction: int,
                   t_us: int) -> None:
@@ -129,7 +133,7 @@ class RotorRecovery:
         speed times time would say far too much."""
         if self.good_q is None or self.good_us < 0 or t_us - self.good_us > PLACES_MEMORY_US:
             return math.inf
-        return _drone_moved_px(bank, self.good_us, t_us) + math.exp(float(self.good_q[0]))
+        return _drone_moved_px(bank, self.good_us, t_us) + disc_from_core_q(self.good_q)[2]
 
     def longest_stretch_us(self) -> int:
         """The longest time the good centres kept cover without a gap longer than
@@ -143,10 +147,19 @@ class RotorRecovery:
             best = max(best, t - start)
         return best
 
-    def revert_good(self, q_core: Sequence[float] | None) -> None:
-        """The rotor's last good pose is an older one, ``q_core``, of no known time."""
+    def revert_good(self, q_core: Sequence[float] | None, since_us: int) -> None:
+        """The rotor's last good pose is an older one, ``q_core``, of no known time: its
+        poses from ``since_us`` on were of another rotor (their centres are dropped)."""
         self.good_q = q_core
         self.good_us = -1
+        while self.places and self.places[-1][0] >= since_us:
+            self.places.pop()
+
+    def new_clock(self) -> None:
+        """Sensor time restarted: the times of its good poses and places mean nothing now."""
+        self.good_us = -1
+        self.places.clear()
+        self.reset = self.resumed = False
 
     def forget(self) -> None:
         """Stop searching (tracking again, or every rotor restarted)."""
@@ -162,8 +175,10 @@ class RotorRecovery:
             return -1
         return self.reset_us + (RESUME_GRACE_US if self.resumed else window_us + RESET_GRACE_US)
 
-    def step(self, bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> None:
-        """Recovery step of rotor r after a packet of events ``ev`` ending at ``t_last``."""
+    def step(self, bank: RotorBank, r: int, ev: EventArrays, t_last: int, k: int = -1) -> None:
+        """Recovery step of rotor r after a packet of events ``ev`` ending at ``t_last``
+        (the batch's packet ``k``; -1: not known)."""
+        self.packet_k = k
         cfg = bank.config
         tracker = bank.trackers[r]
         # a rotor searched for is LOST whatever its tracker (not run meanwhile) last said:
@@ -198,13 +213,15 @@ class RotorRecovery:
             if self.detecting.done():
                 found, self.detecting = self.detecting.result(), None
                 last = self.last_good(bank.inits[r])
-                if t_last - self.detecting_end_us > STALE_DETECTION_US:
-                    # the others have moved on since its events: where to look again
-                    near = _nearest(bank, r, found, last)
-                    picked = None if near is None else self._detected_again(
-                        bank, r, (_init_of(bank, r, near, last), near), t_last)
-                else:
-                    picked = self._pick(bank, r, found, last, self.region, t_last)
+                stale = t_last - self.detecting_end_us > STALE_DETECTION_US
+                # (stale: read without the TRACKING rotors, unless the camera cannot have
+                # moved them by half a tip radius since its events)
+                moved_px = _drone_moved_px(bank, self.detecting_end_us, t_last)
+                still = moved_px <= 0.5 * last.radius_px
+                picked = self._pick(bank, r, found, last, self.region, t_last,
+                                    anchors=not stale or still)
+                if picked is not None and stale:
+                    picked = self._detected_again(bank, r, picked[1], found, t_last)
                 self._reinit(bank, r, picked, t_last)
             return
         if bank.image_size() != self.region_size:
@@ -228,12 +245,13 @@ class RotorRecovery:
             return
         self.apply(bank, r, detect_rotors(events, w, h, region=self.region), t_last)
 
-    def _detected_again(self, bank: RotorBank, r: int,
-                        picked: tuple[RotorInit, DetectedRotor],
+    def _detected_again(self, bank: RotorBank, r: int, det: DetectedRotor,
+                        found: list[DetectedRotor],
                         t_last: int) -> tuple[RotorInit, DetectedRotor] | None:
-        """Rotor r of a stale background detection (``picked``), detected again on the
-        latest events of a small region around where it was found (the layout read
-        again there, with that place as the last one).
+        """Rotor r of a stale background detection (``det`` of ``found``, read by the
+        layout), detected again on the latest events of a small region around it: the
+        fresh detection nearest it, if nearer it than halfway to any other of ``found``
+        (else the camera moved too far meanwhile to tell).
 
         Behind real time the detection's events were tens to hundreds of ms old when
         it was done; under camera motion the trackers re-initialised there lost the
@@ -243,24 +261,37 @@ class RotorRecovery:
             return None
         cfg = bank.config
         size = bank.image_size()
-        there = picked[0]
-        region = _search_region(there, size, cfg.tracker.r_out + cfg.recovery_margin)
-        found = detect_rotors(self._recent(cfg, t_last), size[0], size[1], region=region)
-        moved_px = _drone_moved_px(bank, self.detecting_end_us, t_last) + there.radius_px
-        return self._pick(bank, r, found, there, region, t_last, moved_px)
+        last = self.last_good(bank.inits[r])
+        there = _init_of(bank, r, det, last)
+        fresh = [d for d in detect_rotors(self._recent(cfg, t_last), size[0], size[1],
+                                          region=_search_region(there, size, cfg.search_reach))
+                 if _of_size(d, last) and not _taken(bank, r, d)]
+        if not fresh:
+            return None
+        x, y = det.center_px
+        now = min(fresh, key=lambda d: math.hypot(d.center_px[0] - x, d.center_px[1] - y))
+        moved = math.hypot(now.center_px[0] - x, now.center_px[1] - y)
+        if any(o is not det and 2 * moved >= math.hypot(o.center_px[0] - x, o.center_px[1] - y)
+               for o in found):
+            return None
+        return _init_of(bank, r, now, last), now
 
     def _widen(self, bank: RotorBank, box: tuple[int, int, int, int]) -> None:
-        """Search ``box`` (clipped to the image) from the next attempt on: the layout
+        """Search ``box`` too (clipped to the image) from the next attempt on: the layout
         could not tell which rotor a detection was (:mod:`layout_match`)."""
         w, h = bank.image_size()
-        self.region = (max(0, box[0]), max(0, box[1]), min(w - 1, box[2]), min(h - 1, box[3]))
-        bank.counters['searches_widened'] += 1
+        x0, y0, x1, y1 = self.region
+        grown = (max(0, min(x0, box[0])), max(0, min(y0, box[1])),
+                 min(w - 1, max(x1, box[2])), min(h - 1, max(y1, box[3])))
+        if grown != self.region:
+            self.region = grown
+            bank.counters['searches_widened'] += 1
 
     def _clip_region(self, bank: RotorBank, r: int) -> None:
         """The search region around the last good pose, in the image as it is now."""
         self.region_size = bank.image_size()
         self.region = _search_region(self.last_good(bank.inits[r]), self.region_size,
-                                     bank.config.tracker.r_out + bank.config.recovery_margin)
+                                     bank.config.search_reach)
 
     def _buffer(self, bank: RotorBank, r: int, ev: EventArrays,
                 t_last: int) -> EventArrays | None:
@@ -270,11 +301,8 @@ class RotorRecovery:
         m = (ev.x >= x0) & (ev.x <= x1) & (ev.y >= y0) & (ev.y <= y1)
         # activity of the region without the discs of the rotors still tracked
         own = m.copy()
-        for o, other in enumerate(bank.trackers):
-            if o != r and other.health != LOST:
-                q = other.q
-                rad = 1.1 * math.exp(q[0])
-                own &= (ev.x - q[2]) ** 2 + (ev.y - q[3]) ** 2 > rad * rad
+        for x, y, rad in _still_tracked(bank, r):
+            own &= (ev.x - x) ** 2 + (ev.y - y) ** 2 > (1.1 * rad) ** 2
         n_region = int(np.count_nonzero(own))
         if self.may_resume and n_region:
             self.offset_px = math.hypot(float(np.mean(ev.x[own])) - self.last_centre[0],
@@ -349,23 +377,22 @@ class RotorRecovery:
 
     def _pick(self, bank: RotorBank, r: int, found: list[DetectedRotor],
               last: RotorInit, region: tuple[int, int, int, int], t_last: int,
-              moved_px: float | None = None) -> tuple[RotorInit, DetectedRotor] | None:
+              anchors: bool = True) -> tuple[RotorInit, DetectedRotor] | None:
         """The detection that is rotor r again and its RotorInit (None if none fits): the
         one the drone's layout makes r (:mod:`~helixtrack_ros.pipeline.layout_match`),
         of r's size, not another tracked rotor (anywhere in the searched region: the layout,
-        not the distance from ``last``, says which rotor a detection is). ``moved_px``: how
-        far r can be from ``last`` (default: from its last good place, prior_reach_px)."""
-        reach = bank.config.tracker.r_out + bank.config.recovery_margin
+        not the distance from ``last``, says which rotor a detection is). ``anchors``: read
+        with the rotors TRACKING at the step's packet (not for detections of older events)."""
+        reach = bank.config.search_reach
 
         def may_be_r(j: int) -> bool:
             return _of_size(found[j], last) and not _taken(bank, r, found[j])
 
         pick = layout_pick(r, [(d.center_px[0], d.center_px[1], d.radius_px) for d in found],
                            [(i.center_px[0], i.center_px[1], i.radius_px) for i in bank.inits],
-                           region, bank.tracking_at(t_last, r),
+                           region, bank.tracking_at(t_last, r, self.packet_k) if anchors else {},
                            (last.center_px[0], last.center_px[1], last.radius_px), may_be_r,
-                           reach, self.prior_reach_px(bank, t_last) if moved_px is None
-                           else moved_px)
+                           reach, self.prior_reach_px(bank, t_last))
         if pick.widen_to is not None:
             self._widen(bank, pick.widen_to)
         if pick.index is None:
@@ -374,28 +401,18 @@ class RotorRecovery:
 
 
 def _drone_moved_px(bank: RotorBank, t0_us: int, t1_us: int) -> float:
-    """How far [px] the camera moved the drone within the last ``PLACES_MEMORY_US``: the
-    rotors' good centres spread, trusted for ``t0_us``..``t1_us`` once a rotor was seen
-    tracked at a stretch at least that long (inf: none was, or that is longer than the
-    memory; rotors barely tracked say nothing of a drone that moves)."""
+    """How far [px] the camera can have moved the drone from ``t0_us`` to ``t1_us``: the
+    spread of the rotors' good centres kept, from a rotor seen tracked at a stretch of at
+    least ``PLACES_STRETCH_US``, scaled up for the time not seen as a random walk would be
+    (sqrt(span / stretch); inf: no such rotor, or a span beyond the memory). Rotors barely
+    tracked say nothing of a drone that moves; a shaking camera moves it fast but not
+    far."""
     span = t1_us - t0_us
-    if span > PLACES_MEMORY_US or not any(rec.longest_stretch_us() >= span
-                                          for rec in bank.recs):
+    if not 0 <= span <= PLACES_MEMORY_US:
         return math.inf
-    return max(rec.excursion_px() for rec in bank.recs)
-
-
-def _nearest(bank: RotorBank, r: int, found: list[DetectedRotor],
-             last: RotorInit) -> DetectedRotor | None:
-    """The detection nearest ``last`` that rotor r may be (its size, not taken, within the
-    search reach): where a stale background detection says to look again."""
-    reach = (bank.config.tracker.r_out + bank.config.recovery_margin) * last.radius_px
-    best, best_d = None, math.inf
-    for det in found:
-        d = math.hypot(det.center_px[0] - last.center_px[0], det.center_px[1] - last.center_px[1])
-        if d < best_d and d <= reach and _of_size(det, last) and not _taken(bank, r, det):
-            best, best_d = det, d
-    return best
+    seen = [(rec.excursion_px(), rec.longest_stretch_us()) for rec in bank.recs]
+    moved = [px * math.sqrt(max(1.0, span / us)) for px, us in seen if us >= PLACES_STRETCH_US]
+    return max(moved) if moved else math.inf
 
 
 def _init_of(bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit) -> RotorInit:
@@ -412,24 +429,26 @@ def _init_of(bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit) -> Ro
 
 
 def _of_size(det: DetectedRotor, last: RotorInit) -> bool:
-    """A detection of the rotor's size (within 0.6-1.6 of its last radius)."""
-    return 0.6 <= det.radius_px / max(last.radius_px, 1e-9) <= 1.6
+    """A detection of the rotor's size (its radius within SIZE_RATIOS of the last one)."""
+    return SIZE_RATIOS[0] <= det.radius_px / max(last.radius_px, 1e-9) <= SIZE_RATIOS[1]
+
+
+def _still_tracked(bank: RotorBank, r: int) -> list[tuple[float, float, float]]:
+    """The discs of the rotors other than r not LOST, as their trackers are now (at the
+    batch's end: a search step's packet may be earlier)."""
+    return [disc_from_core_q(other.q) for o, other in enumerate(bank.trackers)
+            if o != r and other.health != LOST]
 
 
 def _taken(bank: RotorBank, r: int, det: DetectedRotor) -> bool:
     """Another rotor that is still tracked owns this detection."""
-    for o, other in enumerate(bank.trackers):
-        if o == r or other.health == LOST:
-            continue
-        q = other.q
-        if math.hypot(det.center_px[0] - q[2], det.center_px[1] - q[3]) < 0.6 * math.exp(q[0]):
-            return True
-    return False
+    return any(math.hypot(det.center_px[0] - x, det.center_px[1] - y) < 0.6 * rad
+               for x, y, rad in _still_tracked(bank, r))
 
 
 def _search_region(last: RotorInit, size: tuple[int, int],
                    reach: float) -> tuple[int, int, int, int]:
-    """Image box around a pose: ``reach`` tip radii (r_out + recovery_margin) around it."""
+    """Image box around a pose: ``reach`` tip radii (``search_reach``) around it."""
     w, h = size
     half = reach * last.radius_px
     cx, cy = last.center_px

@@ -21,6 +21,7 @@ import numpy as np
 from helixtrack_ros.core.detection import DetectedRotor
 from helixtrack_ros.core.events import EventArrays, EventBuffer
 from helixtrack_ros.core.health import TRACKING, RotorState
+from helixtrack_ros.core.homography import disc_from_core_q
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.tracker import HelixTracker, PacketRun
 from helixtrack_ros.core.tracker_stack import TrackerStack
@@ -97,6 +98,7 @@ class RotorBank:
         rec.searching = False
         rec.buf = []
         rec.detecting = None
+        rec.new_clock()
         tracker = self.trackers[i]
         st = tracker.state
         q = st.q
@@ -225,8 +227,11 @@ class RotorBank:
         size = self.image_size()
         self._batch, self._batch_discs = (runs, inf, size), None      # (tracking_at)
         anchors = [rec.good_q for rec in self.recs]      # (note_good replaces, never edits)
-        per_rotor = [self._rotor_rows(r, run, inf, stride, size) for r, run in enumerate(runs)]
-        self._batch = self._batch_discs = None
+        try:
+            per_rotor = [self._rotor_rows(r, run, inf, stride, size)
+                         for r, run in enumerate(runs)]
+        finally:
+            self._batch = self._batch_discs = None
         if len(per_rotor) > 1:
             withhold_other_rotors(self, per_rotor, anchors)
         routed = [sum([o.events for o in outs]) for outs in per_rotor]
@@ -242,12 +247,13 @@ class RotorBank:
             return [[] for _ in range(n_pk)]
         return [list(row) for row in zip(*per_rotor)]
 
-    def tracking_at(self, t_us: int, but: int) -> dict[int, tuple[float, float, float]]:
+    def tracking_at(self, t_us: int, but: int,
+                    k: int = -1) -> dict[int, tuple[float, float, float]]:
         """The discs (centre x, y, tip radius [px]) of the rotors other than ``but`` that
-        are TRACKING at the packet ending at ``t_us``. A search step runs after every
-        tracker ran the whole batch, and must see the others as they were at its packet:
-        from the batch's rows (made once per batch, when first asked), else (no row of
-        that packet) as the trackers are now."""
+        are TRACKING at the batch's packet ``k`` (-1: the one ending at ``t_us``). A search
+        step runs after every tracker ran the whole batch, and must see the others as they
+        were at its packet: from the batch's rows (made once per batch, when first asked),
+        else (no row of that packet) as the trackers are now."""
         batch = self._batch
         if batch is not None:
             runs, inf, size = batch
@@ -255,15 +261,17 @@ class RotorBank:
                 homs = inf.homographies
                 self._batch_discs = [[] if run is None else tracking_discs(
                     run, size, None if homs is None else homs[o]) for o, run in enumerate(runs)]
-            k = int(np.searchsorted(inf.t_last, t_us))
-            if k < len(inf.t_last) and int(inf.t_last[k]) == t_us:
+            if not 0 <= k < len(inf.t_last) or int(inf.t_last[k]) != t_us:
+                at = np.flatnonzero(inf.t_last == t_us)    # (times may repeat or go back)
+                k = int(at[0]) if len(at) == 1 else -1
+            if k >= 0:
                 return {o: d[k] for o, d in enumerate(self._batch_discs)
                         if o != but and k < len(d) and d[k] is not None}
         out = {}
         for o, other in enumerate(self.trackers):
             if o != but and other.health == TRACKING:
                 q = other.q
-                out[o] = (float(q[2]), float(q[3]), float(np.exp(q[0])))
+                out[o] = disc_from_core_q(q)
         return out
 
     def _rotor_rows(self, r: int, run: PacketRun | None, inf: Inflight, stride: int,
@@ -278,7 +286,7 @@ class RotorBank:
         for k in range(len(outs), len(t_last)):
             if self._searched(r):
                 # a lost rotor being searched for is not tracked: a search step only
-                outs.append(searching_output(self, r, inf.packet(k), int(t_last[k])))
+                outs.append(searching_output(self, r, inf.packet(k), int(t_last[k]), k))
                 continue
             tracked, e0 = inf.tracked_packet(k)
             one = self.trackers[r].process_packets(

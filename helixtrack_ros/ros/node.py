@@ -35,7 +35,7 @@ from helixtrack_ros.ros.executors import events_executor
 from helixtrack_ros.ros.inputs import EventInput
 from helixtrack_ros.ros.messages import arrival_ns, diagnostic_array, unpack_event_packet
 from helixtrack_ros.ros.outputs import OUTPUT_QOS, RotorPublishers, no_event_callbacks
-from helixtrack_ros.ros.overrides import Dropped, dropped_values
+from helixtrack_ros.ros.overrides import Dropped, dropped_for_node
 from helixtrack_ros.ros.parameters import NodeParameters
 from helixtrack_ros.ros.pipeline_api import PipelineApi
 from helixtrack_ros.ros.stream_notes import StampSteps, StreamNotes
@@ -118,15 +118,9 @@ class HelixtrackNode(Node):
     def _dropped_overrides(self, command_line: list[str] | None,
                            kwargs: dict[str, Any]) -> dict[str, Dropped]:
         """The command-line parameter values rcl dropped for others of another type."""
-        lines = [] if kwargs.get('use_global_arguments') is False else [
-            list(sys.argv if command_line is None else command_line)]
-        lines.append(list(kwargs.get('cli_args') or []))
-        given = {p.name for p in kwargs.get('parameter_overrides') or []}
-        overrides = {k: p.value for k, p in
-                     (getattr(self, '_parameter_overrides', None) or {}).items()
-                     if k not in given}
         try:
-            return dropped_values(lines, self.get_fully_qualified_name(), overrides)
+            return dropped_for_node(self, sys.argv if command_line is None else command_line,
+                                    kwargs)
         except Exception as exc:  # noqa: BLE001 - a check of the command line must not stop it
             self.get_logger().warning('could not check the command line for parameter values '
                                       f'rcl dropped: {type(exc).__name__}: {exc}')

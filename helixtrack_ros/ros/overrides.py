@@ -232,6 +232,19 @@ def dropped_values(command_lines: list[list[str]], fqn: str,
     return out
 
 
+def dropped_for_node(node: Any, command_line: list[str],
+                     kwargs: dict[str, Any]) -> dict[str, Dropped]:
+    """:func:`dropped_values` of an rclpy node made with ``kwargs`` in a process started
+    with ``command_line``: its global arguments (unless it ignores them), its own
+    ``cli_args``, and the overrides rclpy gave it that no ``parameter_overrides`` set."""
+    lines = [] if kwargs.get('use_global_arguments') is False else [list(command_line)]
+    lines.append(list(kwargs.get('cli_args') or []))
+    given = {p.name for p in kwargs.get('parameter_overrides') or []}
+    overrides = {k: p.value for k, p in
+                 (getattr(node, '_parameter_overrides', None) or {}).items() if k not in given}
+    return dropped_values(lines, node.get_fully_qualified_name(), overrides)
+
+
 def value_text(value: Any) -> str:
     """A parameter value as on a command line (true, 250.5, 'paper', [1.0, 2.0])."""
     if isinstance(value, bool):

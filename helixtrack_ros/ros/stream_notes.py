@@ -125,10 +125,13 @@ class StampSteps:
             self._aside_off_ns = header_ns - stamp_ns
 
     def _aside_long(self) -> bool:
+        """Stamps have been set aside for longer than SET_ASIDE_SAY_US of sensor time."""
         return (self._prev is not None and self._aside_since_us is not None
                 and self._prev[0] - self._aside_since_us > SET_ASIDE_SAY_US)
 
     def _say_step(self, step_ns: int, stamp_ns: int) -> None:
+        """One line per step, unthrottled: the mapping follows stamps only after 100 ms of
+        them, so steps come at most ten a second (a throttled line lost its step)."""
         self.steps += 1
         way = 'back' if step_ns < 0 else 'ahead'
         before = (f'; the {self._aside} packets before it with such stamps were set aside '
@@ -137,11 +140,11 @@ class StampSteps:
             f'output stamps stepped {way} {abs(step_ns) / 1e9:.3f} s at stamp '
             f'{stamp_ns // 10**9}.{stamp_ns % 10**9:09d}: they follow the header stamps, '
             f'which moved {way} that far against the sensor clock{before} ({self.steps} '
-            f'such step{"s" if self.steps > 1 else ""} since the start)',
-            throttle_duration_sec=5.0)
+            f'such step{"s" if self.steps > 1 else ""} since the start)')
         self._clear()
 
     def _say_set_aside(self) -> None:
+        """One line for stamps set aside that the outputs did not follow."""
         self.set_aside += self._aside
         off = self._aside_off_ns
         parts = [f'up to {abs(off) / 1e9:.3f} s {"behind" if off < 0 else "ahead of"} the '
@@ -154,5 +157,6 @@ class StampSteps:
         self._clear()
 
     def _clear(self) -> None:
+        """Forget the run of stamps set aside (said)."""
         self._aside, self._aside_off_ns, self._aside_since_us = 0, 0, None
         self._aside_zero = False
