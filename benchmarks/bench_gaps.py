@@ -22,7 +22,7 @@ from report import emit  # benchmarks/report.py
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
 
-from test_trust_outputs import _encoded, _raw  # noqa: E402
+from trust_scenes import _encoded, _raw  # noqa: E402
 
 from helixtrack_ros.core.health import RotorState  # noqa: E402
 from helixtrack_ros.evaluation import rotor_inits_from_scene  # noqa: E402
