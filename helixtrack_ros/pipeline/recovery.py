@@ -213,15 +213,10 @@ class RotorRecovery:
             if self.detecting.done():
                 found, self.detecting = self.detecting.result(), None
                 last = self.last_good(bank.inits[r])
-                stale = t_last - self.detecting_end_us > STALE_DETECTION_US
-                # (stale: read without the TRACKING rotors, unless the camera cannot have
-                # moved them by half a tip radius since its events)
-                moved_px = _drone_moved_px(bank, self.detecting_end_us, t_last)
-                still = moved_px <= 0.5 * last.radius_px
-                picked = self._pick(bank, r, found, last, self.region, t_last,
-                                    anchors=not stale or still)
-                if picked is not None and stale:
-                    picked = self._detected_again(bank, r, picked[1], found, t_last)
+                if t_last - self.detecting_end_us > STALE_DETECTION_US:
+                    picked = self._stale_pick(bank, r, found, last, t_last)
+                else:
+                    picked = self._pick(bank, r, found, last, self.region, t_last)
                 self._reinit(bank, r, picked, t_last)
             return
         if bank.image_size() != self.region_size:
@@ -245,36 +240,45 @@ class RotorRecovery:
             return
         self.apply(bank, r, detect_rotors(events, w, h, region=self.region), t_last)
 
-    def _detected_again(self, bank: RotorBank, r: int, det: DetectedRotor,
-                        found: list[DetectedRotor],
-                        t_last: int) -> tuple[RotorInit, DetectedRotor] | None:
-        """Rotor r of a stale background detection (``det`` of ``found``, read by the
-        layout), detected again on the latest events of a small region around it: the
-        fresh detection nearest it, if nearer it than halfway to any other of ``found``
-        (else the camera moved too far meanwhile to tell).
+    def _stale_pick(self, bank: RotorBank, r: int, found: list[DetectedRotor],
+                    last: RotorInit, t_last: int) -> tuple[RotorInit, DetectedRotor] | None:
+        """Rotor r from a background detection done long after its events (the node
+        behind real time), detected again on the latest events near where it was found.
 
-        Behind real time the detection's events were tens to hundreds of ms old when
-        it was done; under camera motion the trackers re-initialised there lost the
-        rotor again at once (live node under load: 48-61 attempts, no recovery).
+        Behind real time the detection's events were tens to hundreds of ms old when it
+        was done; under camera motion the trackers re-initialised there lost the rotor
+        again at once (live node under load: 48-61 attempts, no recovery). The layout
+        reads the old detections alone (the TRACKING rotors have moved on since, unless
+        the camera cannot have moved them by half a tip radius), and the rotor it finds
+        is followed to the nearest fresh detection; failing that, the latest events
+        around the old detection nearest its last place are detected again and read
+        with the TRACKING rotors.
         """
         if not self.buf:
             return None
+        still = _drone_moved_px(bank, self.detecting_end_us, t_last) <= 0.5 * last.radius_px
+        picked = self._pick(bank, r, found, last, self.region, t_last, anchors=still)
+        if picked is not None:
+            fresh, _ = self._detect_near(bank, r, picked[1], last, t_last)
+            followed = _followed(picked[1], found, fresh)
+            if followed is not None:
+                return _init_of(bank, r, followed, last), followed
+        near = [d for d in found if _of_size(d, last.radius_px) and not _taken(bank, r, d)]
+        if not near:
+            return None
+        x, y = last.center_px
+        det = min(near, key=lambda d: math.hypot(d.center_px[0] - x, d.center_px[1] - y))
+        fresh, region = self._detect_near(bank, r, det, last, t_last)
+        return self._pick(bank, r, fresh, last, region, t_last)
+
+    def _detect_near(self, bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit,
+                     t_last: int) -> tuple[list[DetectedRotor], tuple[int, int, int, int]]:
+        """Detections on the latest buffered events of the search reach around ``det``
+        (and that region)."""
         cfg = bank.config
         size = bank.image_size()
-        last = self.last_good(bank.inits[r])
-        there = _init_of(bank, r, det, last)
-        fresh = [d for d in detect_rotors(self._recent(cfg, t_last), size[0], size[1],
-                                          region=_search_region(there, size, cfg.search_reach))
-                 if _of_size(d, last) and not _taken(bank, r, d)]
-        if not fresh:
-            return None
-        x, y = det.center_px
-        now = min(fresh, key=lambda d: math.hypot(d.center_px[0] - x, d.center_px[1] - y))
-        moved = math.hypot(now.center_px[0] - x, now.center_px[1] - y)
-        if any(o is not det and 2 * moved >= math.hypot(o.center_px[0] - x, o.center_px[1] - y)
-               for o in found):
-            return None
-        return _init_of(bank, r, now, last), now
+        region = _search_region(_init_of(bank, r, det, last), size, cfg.search_reach)
+        return detect_rotors(self._recent(cfg, t_last), size[0], size[1], region=region), region
 
     def _widen(self, bank: RotorBank, box: tuple[int, int, int, int]) -> None:
         """Search ``box`` too (clipped to the image) from the next attempt on: the layout
@@ -386,7 +390,7 @@ class RotorRecovery:
         reach = bank.config.search_reach
 
         def may_be_r(j: int) -> bool:
-            return _of_size(found[j], last) and not _taken(bank, r, found[j])
+            return _of_size(found[j], last.radius_px) and not _taken(bank, r, found[j])
 
         pick = layout_pick(r, [(d.center_px[0], d.center_px[1], d.radius_px) for d in found],
                            [(i.center_px[0], i.center_px[1], i.radius_px) for i in bank.inits],
@@ -415,6 +419,22 @@ def _drone_moved_px(bank: RotorBank, t0_us: int, t1_us: int) -> float:
     return max(moved) if moved else math.inf
 
 
+def _followed(det: DetectedRotor, old: list[DetectedRotor],
+              fresh: list[DetectedRotor]) -> DetectedRotor | None:
+    """The fresh detection nearest the old ``det``, if nearer it than halfway to any other
+    old detection (else the camera moved too far meanwhile to tell), of its size."""
+    x, y = det.center_px
+    fresh = [d for d in fresh if _of_size(d, det.radius_px)]
+    if not fresh:
+        return None
+    now = min(fresh, key=lambda d: math.hypot(d.center_px[0] - x, d.center_px[1] - y))
+    moved = math.hypot(now.center_px[0] - x, now.center_px[1] - y)
+    if any(o is not det and 2 * moved >= math.hypot(o.center_px[0] - x, o.center_px[1] - y)
+           for o in old):
+        return None
+    return now
+
+
 def _init_of(bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit) -> RotorInit:
     """Rotor r re-initialised from detection ``det`` (``last``: as it was last)."""
     blades = bank.inits[r].blades
@@ -428,9 +448,9 @@ def _init_of(bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit) -> Ro
                    perspective=(float(det.perspective[0]), float(det.perspective[1])))
 
 
-def _of_size(det: DetectedRotor, last: RotorInit) -> bool:
-    """A detection of the rotor's size (its radius within SIZE_RATIOS of the last one)."""
-    return SIZE_RATIOS[0] <= det.radius_px / max(last.radius_px, 1e-9) <= SIZE_RATIOS[1]
+def _of_size(det: DetectedRotor, radius_px: float) -> bool:
+    """A detection of a rotor of this tip radius (its own within SIZE_RATIOS of it)."""
+    return SIZE_RATIOS[0] <= det.radius_px / max(radius_px, 1e-9) <= SIZE_RATIOS[1]
 
 
 def _still_tracked(bank: RotorBank, r: int) -> list[tuple[float, float, float]]:
