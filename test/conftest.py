@@ -12,3 +12,16 @@ os.environ.setdefault('ROS_DOMAIN_ID', str(10 + os.getpid() % 80))
 
 # test/reference holds the naive numpy twins of the numba kernels
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+import pytest  # noqa: E402  (after the environment above)
+
+
+@pytest.fixture
+def context():
+    """A private rclpy context for an in-process node, shut down after the test."""
+    import rclpy
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)

@@ -27,14 +27,6 @@ from helixtrack_ros.ros import node as hn  # noqa: E402
 DOUBLE, INTEGER = Parameter.Type.DOUBLE, Parameter.Type.INTEGER
 
 
-@pytest.fixture
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
-
-
 def _params_file(tmp_path, **extra):
     tree = dict(F.TWO_ROTORS, max_batch_packets=20, **extra)   # tracker.q_jerk: 300 (an int)
     return F.write_params_file(tmp_path / 'params.yaml', tree)

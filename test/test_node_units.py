@@ -23,14 +23,6 @@ from helixtrack_ros.ros.outputs import homography_message  # noqa: E402
 
 
 # ---------------------------------------------------------------------- the node in-process
-@pytest.fixture
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
-
-
 def _overrides(tree: dict) -> list[Parameter]:
     from helixtrack_ros.io.params_file import flatten
     return [Parameter(k, value=v) for k, v in flatten(tree).items()]
