@@ -314,5 +314,5 @@ class BatchQueue:
             self.last_outputs = outputs
             self.last_t_us = pk.t_last
             self.last_stamp_ns = pk.stamp_ns
-            pk.results[pk.index] = PacketResult(pk.stamp_ns, pk.t_last, len(pk.ev), outputs,
-                                                None, pk.ev)
+            pk.results[pk.index] = PacketResult(pk.stamp_ns, pk.t_last, len(pk.ev.t_us),
+                                                outputs, None, pk.ev)

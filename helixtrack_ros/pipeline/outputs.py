@@ -38,6 +38,8 @@ from helixtrack_ros.pipeline.recovery import RotorRecovery
 _TRACKING_STATE = RotorState.TRACKING
 #: the centre's columns in a packet row (the paper q's tx, ty)
 _TX, _TY = layout.OUT_Q + 2, layout.OUT_Q + 3
+#: the routing box's columns in a packet row (x0, y0, x1, y1)
+_X0, _Y0, _X1, _Y1 = range(layout.PK_BOX, layout.PK_BOX + 4)
 
 if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline.batching import Inflight
@@ -77,6 +79,21 @@ def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: 
     if stride > 1:
         return WARN, f'degraded: every {ordinal(stride)} event (real-time policy)', state
     return OK, 'tracking', state
+
+
+def _tracking_status(v: list[float], size: tuple[int, int], stride: int) -> tuple[int, str] | None:
+    """:func:`rotor_status` of a TRACKING row (``v``, a packet row as a list), without the
+    call, when its output is TRACKING: (level, message); None when it is not (then
+    :func:`rotor_status` says why). The same tests in the same order."""
+    w, h = size
+    cx, cy = v[_TX], v[_TY]
+    if not (0 <= cx < w and 0 <= cy < h and math.isfinite(v[layout.OUT_RPM])):
+        return None
+    if int(v[_X1]) < 0 or int(v[_Y1]) < 0 or int(v[_X0]) >= w or int(v[_Y0]) >= h:
+        return None
+    if stride > 1:
+        return WARN, f'degraded: every {ordinal(stride)} event (real-time policy)'
+    return OK, 'tracking'
 
 
 def nothing_measured(outputs: list[RotorOutput], refused: bool,
@@ -152,14 +169,21 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
         elif recovery and k == last:
             good = _note_good(rec, rows, times, good)
             rec.step(bank, r, inf.packet(k0 + k), times[k], k0 + k)
-        # (the health reason is text only a rotor not TRACKING needs)
         events = int(v[layout.PK_N])
-        level, message, state = rotor_status(
-            size, stride, v[_TX], v[_TY], v[layout.OUT_RPM], health, cause, events,
-            '' if health == TRACKING else run.reason(k), v[layout.PK_BOX:layout.PK_BOX + 4], rec)
-        if state != TRACKING:
-            outs.append(withheld(name, times[k], events, level, message, health, state, cause))
-            continue
+        fits = _tracking_status(v, size, stride) if health == TRACKING else None
+        if fits is not None:
+            # (the usual row: what rotor_status says of it, without the call)
+            level, message = fits
+        else:
+            # (the health reason is text only a rotor not TRACKING needs)
+            level, message, state = rotor_status(
+                size, stride, v[_TX], v[_TY], v[layout.OUT_RPM], health, cause, events,
+                '' if health == TRACKING else run.reason(k),
+                v[layout.PK_BOX:layout.PK_BOX + 4], rec)
+            if state != TRACKING:
+                outs.append(withheld(name, times[k], events, level, message, health, state,
+                                     cause))
+                continue
         hom = (homographies[k] if homographies is not None else
                homography_from_paper_q(*v[layout.OUT_Q:layout.OUT_Q + 6]))
         outs.append(RotorOutput(name, times[k], v[layout.OUT_PHASE], v[layout.OUT_OMEGA],

@@ -36,6 +36,7 @@ from helixtrack_ros.pipeline.recovery import RotorRecovery
 
 #: The pipeline remembers this many detections (for the debug image).
 MAX_DETECTIONS_KEPT = 64
+_TRACKING_STATE = RotorState.TRACKING
 
 
 class RotorBank:
@@ -234,17 +235,21 @@ class RotorBank:
             self._batch = self._batch_discs = None
         if len(per_rotor) > 1:
             withhold_other_rotors(self, per_rotor, anchors)
-        routed = [sum([o.events for o in outs]) for outs in per_rotor]
+        routed = ([outs[0].events for outs in per_rotor] if n_pk == 1 else
+                  [sum([o.events for o in outs]) for outs in per_rotor])
         self.counters['events_routed'] += int(sum(routed))
         # the sparsest rotor still tracked: its events per us of the batch, before the stride
-        span_us = int(t_last[-1]) - self._last_batch_t_us if self._last_batch_t_us else 0
-        self._last_batch_t_us = int(t_last[-1])
+        t_end = int(t_last[-1])
+        span_us = t_end - self._last_batch_t_us if self._last_batch_t_us else 0
+        self._last_batch_t_us = t_end
         live = [n for n, outs in zip(routed, per_rotor)
-                if n and outs[-1].state == RotorState.TRACKING]
+                if n and outs[-1].state == _TRACKING_STATE]
         self.sparsest_rate = (min(live) * inf.stride / span_us
                               if live and 0 < span_us < 1_000_000 else None)
         if not per_rotor:
             return [[] for _ in range(n_pk)]
+        if n_pk == 1:
+            return [[outs[0] for outs in per_rotor]]
         return [list(row) for row in zip(*per_rotor)]
 
     def tracking_at(self, t_us: int, but: int,
@@ -283,6 +288,8 @@ class RotorBank:
             homs = inf.homographies
             outs = outputs_of(self, r, run, inf, 0, stride, size,
                               None if homs is None else homs[r])
+            if run.done == len(t_last):
+                return outs             # (the usual case: the kernel ran every packet)
         for k in range(len(outs), len(t_last)):
             if self._searched(r):
                 # a lost rotor being searched for is not tracked: a search step only
