@@ -86,10 +86,16 @@ def _off_the_layout(r: int, c: tuple, tracked: dict[int, tuple], layout: list[tu
     return refs
 
 
+def layout_discs(inits: list) -> list[tuple[float, float, float]]:
+    """The rotors' layout: each one's initial disc (centre x, y, tip radius [px])."""
+    return [(i.center_px[0], i.center_px[1], i.radius_px) for i in inits]
+
+
 def _places(bank: RotorBank, anchors: list) -> tuple[list[tuple], list[tuple]]:
-    """The rotors' layout (initial discs) and places (last good discs, ``anchors``: each
-    rotor's last good ``q_core`` before the batch, None if never: its initial place)."""
-    layout = [(i.center_px[0], i.center_px[1], i.radius_px) for i in bank.inits]
+    """The rotors' layout (initial discs, :attr:`RotorBank.layout_discs`) and places (last
+    good discs, ``anchors``: each rotor's last good ``q_core`` before the batch, None if
+    never: its initial place)."""
+    layout = bank.layout_discs
     places = [disc_from_core_q(a) if a is not None else lay
               for a, lay in zip(anchors, layout)]
     return layout, places
