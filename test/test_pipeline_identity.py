@@ -79,6 +79,31 @@ def test_the_identity_tests_decide_as_their_naive_twin(seed):
     assert decided[True] > 50 and decided[False] > 50       # both outcomes exercised
 
 
+@pytest.mark.parametrize('seed', range(3))
+def test_the_packet_test_hits_what_the_two_tests_hit_at_their_distance(seed):
+    """_on_another_rotor (per packet) takes the places test's first step inline: it must
+    hit exactly the trackers that either test hits, NaN discs and radii included, each at
+    its distance from its own place in its tip radii."""
+    rng = np.random.default_rng(100 + seed)
+    hits = 0
+    for _ in range(400):
+        layout, places, tracked = _drone(rng)
+        if tracked and rng.random() < 0.1:
+            r = next(iter(tracked))
+            tracked[r] = (math.nan, tracked[r][1], tracked[r][2])
+        if rng.random() < 0.1:
+            places[0] = (places[0][0], places[0][1], math.nan)
+        want = [(r, math.hypot(c[0] - places[r][0], c[1] - places[r][1]) / places[r][2])
+                for r, c in tracked.items()
+                if _twin_on_a_place(r, c, places) or _twin_off_the_layout(r, c, tracked, layout)]
+        got = I._on_another_rotor(tracked, places, layout)
+        assert [r for r, _ in got] == [r for r, _ in want]
+        assert all(a == b or (math.isnan(a) and math.isnan(b))
+                   for (_, a), (_, b) in zip(got, want))
+        hits += len(got)
+    assert hits > 20
+
+
 def test_a_degenerate_tracked_disc_is_never_off_the_layout():
     layout = [(100.0, 100.0, 50.0), (400.0, 100.0, 50.0)]
     for rad in (0.0, math.nan):

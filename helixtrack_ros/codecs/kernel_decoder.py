@@ -113,6 +113,10 @@ class KernelDecoder:
         """A copy of the cumulative counters, in the order of ``COUNTER_NAMES``."""
         return self._counters.copy()
 
+    def counts_since(self, before: np.ndarray) -> list[int]:
+        """The counters' growth since :meth:`counts` gave ``before``, as Python ints."""
+        return (self._counters - before).tolist()
+
     @property
     def counters(self) -> dict[str, int]:
         """Cumulative counters since construction or :meth:`reset`."""

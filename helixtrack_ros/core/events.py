@@ -27,7 +27,7 @@ class EventArrays(NamedTuple):
     p: np.ndarray
 
     def __len__(self) -> int:  # noqa: D105
-        return int(self.t_us.shape[0])
+        return len(self.t_us)
 
     @staticmethod
     def empty() -> 'EventArrays':

@@ -89,6 +89,10 @@ class TrackerStack:
         self._geom = np.empty((0, 2))
         self._deadlines = np.empty(0, np.int64)
         self._scratch: tuple[np.ndarray, ...] = ()
+        #: the output rows of the last :meth:`run`, every tracker's (trackers, packets, ...):
+        #: (values, health_int); a caller may read them in one conversion instead of one per
+        #: tracker (rows past a tracker's ``done`` are not written)
+        self.last_rows: tuple[np.ndarray, np.ndarray] | None = None
 
     def _bind(self, trackers: list[HelixTracker]) -> bool:
         """Stack the trackers' arrays unless they are already; False when they cannot be."""
@@ -144,6 +148,7 @@ class TrackerStack:
         done = np.empty(n_rot, np.int64)
         _process_stack(t_us, xs, ys, ps, ends, t_last, stride, dl, *st, self._geom, _BBOX_COS,
                        _BBOX_SIN, *buf, out_v, out_hi, out_hs, out_h, done)
+        self.last_rows = (out_v, out_hi)
         runs: list[PacketRun | None] = []
         for r, d in enumerate(done.tolist()):
             if d == n_pk:

@@ -62,13 +62,13 @@ class PatchableCdr:
                 raise ValueError(f'sentinel {value!r} found {0 if at < 0 else "twice or more"}')
             offsets.append(at)
         # consecutive fields (an array) are written with one struct call
-        self._runs: list[tuple[int, int, struct.Struct]] = []
+        self._runs: list[tuple[int, int, int, struct.Struct]] = []
         k = 0
         while k < len(offsets):
             j = k + 1
             while j < len(offsets) and offsets[j] == offsets[j - 1] + 8:
                 j += 1
-            self._runs.append((k, offsets[k], struct.Struct(f'<{j - k}d')))
+            self._runs.append((k, j, offsets[k], struct.Struct(f'<{j - k}d')))
             k = j
         self._n = n_values
         self._has_header = has_header
@@ -78,8 +78,8 @@ class PatchableCdr:
         if len(values) != self._n:
             raise ValueError(f'{len(values)} values for {self._n} fields')
         buf = self._buf
-        for k, at, run in self._runs:
-            run.pack_into(buf, at, *values[k:k + run.size // 8])
+        for k, end, at, run in self._runs:
+            run.pack_into(buf, at, *values[k:end])
         if stamp_ns is not None and self._has_header:
             sec, nsec = divmod(int(stamp_ns), _NS_PER_S)
             _STAMP.pack_into(buf, 4, sec, nsec)

@@ -105,6 +105,8 @@ class Inflight:
     runs: list[Any] = field(default_factory=list)   # PacketRun or None per rotor
     #: (rotors, packets, 3, 3) homographies of the runs' rows, when one kernel ran them all
     homographies: np.ndarray | None = None
+    #: the runs' (values, health_int) rows as stacked arrays, when one kernel ran them all
+    stacked_rows: tuple[np.ndarray, np.ndarray] | None = None
     jobs: Jobs | None = None                        # the runs still in the threads
 
     def decimate(self) -> None:
@@ -314,5 +316,5 @@ class BatchQueue:
             self.last_outputs = outputs
             self.last_t_us = pk.t_last
             self.last_stamp_ns = pk.stamp_ns
-            pk.results[pk.index] = PacketResult(pk.stamp_ns, pk.t_last, len(pk.ev), outputs,
-                                                None, pk.ev)
+            pk.results[pk.index] = PacketResult(pk.stamp_ns, pk.t_last, len(pk.ev.t_us),
+                                                outputs, None, pk.ev)

@@ -86,10 +86,16 @@ def _off_the_layout(r: int, c: tuple, tracked: dict[int, tuple], layout: list[tu
     return refs
 
 
+def layout_discs(inits: list) -> list[tuple[float, float, float]]:
+    """The rotors' layout: each one's initial disc (centre x, y, tip radius [px])."""
+    return [(i.center_px[0], i.center_px[1], i.radius_px) for i in inits]
+
+
 def _places(bank: RotorBank, anchors: list) -> tuple[list[tuple], list[tuple]]:
-    """The rotors' layout (initial discs) and places (last good discs, ``anchors``: each
-    rotor's last good ``q_core`` before the batch, None if never: its initial place)."""
-    layout = [(i.center_px[0], i.center_px[1], i.radius_px) for i in bank.inits]
+    """The rotors' layout (initial discs, :attr:`RotorBank.layout_discs`) and places (last
+    good discs, ``anchors``: each rotor's last good ``q_core`` before the batch, None if
+    never: its initial place)."""
+    layout = bank.layout_discs
     places = [disc_from_core_q(a) if a is not None else lay
               for a, lay in zip(anchors, layout)]
     return layout, places
@@ -101,9 +107,12 @@ def _on_another_rotor(tracked: dict[int, tuple], places: list[tuple],
     rotor, each with its distance from its own place in its tip radii."""
     hits = []
     for r, c in tracked.items():
-        if _on_a_place(r, c, places) or _off_the_layout(r, c, tracked, layout):
-            hits.append((r, math.hypot(c[0] - places[r][0], c[1] - places[r][1])
-                         / places[r][2]))
+        x, y, rad = places[r]
+        # (per packet and rotor: the places test's first step, without the call)
+        own = math.hypot(c[0] - x, c[1] - y)
+        if (not own <= OWN_AWAY * rad and _on_a_place(r, c, places)) or \
+                _off_the_layout(r, c, tracked, layout):
+            hits.append((r, own / rad))
     return hits
 
 
@@ -126,9 +135,10 @@ def withhold_other_rotors(bank: RotorBank, per_rotor: list[list[RotorOutput]],
     docstring). ``anchors``: each rotor's last good ``q_core`` before the batch (None if
     never: then its initial place)."""
     layout, places = _places(bank, anchors)
-    for k in range(min(len(outs) for outs in per_rotor)):
-        tracked = {r: _disc(outs[k]) for r, outs in enumerate(per_rotor)
-                   if outs[k].state == RotorState.TRACKING}
+    tracking = RotorState.TRACKING
+    for k in range(min([len(outs) for outs in per_rotor])):
+        tracked = {r: disc_of(outs[k].homography) for r, outs in enumerate(per_rotor)
+                   if outs[k].state == tracking}
         for r, away in _on_another_rotor(tracked, places, layout):
             o = per_rotor[r][k]
             bank.trackers[r].lose(R_OTHER_ROTOR, away)

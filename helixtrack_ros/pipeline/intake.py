@@ -55,6 +55,8 @@ _ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_b
 _WORDS, _UNKNOWN = COUNTER_INDEX['words'], COUNTER_INDEX['skipped_unknown']
 #: Decoder counter of events earlier than one before them, held at its time.
 _CLAMPED = COUNTER_INDEX['time_clamped']
+#: an array's largest / smallest value (per packet: without ndarray.max's Python wrapper)
+_MAX, _MIN = np.maximum.reduce, np.minimum.reduce
 
 #: The counters of :class:`SeqCounter`.
 SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts', 'seq_repeats',
@@ -240,19 +242,21 @@ class PacketIntake:
             decoder.resync()
             self._decoder_stale = False
         before = decoder.counts()
-        snapshot = decoder.snapshot()
+        # (the state to roll back to over garbage: the last trusted one, else this one)
+        snapshot = decoder.snapshot() if self._trusted is None else None
         mark = out.n
         try:
             ev = decoder.decode(pkt.events, is_bigendian=bool(pkt.is_bigendian),
                                 time_base=int(pkt.time_base), out=out).events
         except ValueError as exc:
             return self._refused(pkt, f'undecodable payload: {exc}')
-        delta = (decoder.counts() - before).tolist()
+        delta = decoder.counts_since(before)
+        n_events = len(ev.t_us)
         self.counters['decode_errors'] += sum([delta[i] for i in _ERRORS])
         stamp_ns = int(pkt.stamp_ns)
         reason, final = self._corrupt_reason(ev, delta[_WORDS], delta[_UNKNOWN], stamp_ns)
-        if reason is None and self._stale_clock(len(ev), delta[_CLAMPED]):
-            reason, final = (f'{delta[_CLAMPED]} of {len(ev)} events came earlier than events '
+        if reason is None and self._stale_clock(n_events, delta[_CLAMPED]):
+            reason, final = (f'{delta[_CLAMPED]} of {n_events} events came earlier than events '
                              'before them: the time is stale (events lost?)'), True
         leap_is_real = reason is not None and not final and self._leap_persists(ev)
         if reason is not None and not leap_is_real:
@@ -275,11 +279,12 @@ class PacketIntake:
             self.time.reset()
             self.last_t_us = None
         ev = self._without_spikes(ev)
-        self.counters['events_in'] += len(ev)
+        n_events = len(ev.t_us)
+        self.counters['events_in'] += n_events
         self.counters['events_clamped'] += delta[_CLAMPED]
         # (events held at an earlier time: the decoder's clock may be stale, see _accept)
         self._clamp_recent = CLAMP_RECENT if delta[_CLAMPED] else max(self._clamp_recent - 1, 0)
-        if len(ev) == 0:
+        if n_events == 0:
             # (no evidence either way: a run of suspect packets goes on); the silence in
             # header time, stamp against stamp, unless events were lost since (a packet
             # decoded to nothing while the decoder resynchronises is no starvation: 1-3
@@ -434,9 +439,9 @@ class PacketIntake:
         if not len(t):
             return ev
         t_end = int(t[-1])
-        spiked = int(t.max()) > t_end + UNSEEN_GAP_US and (
+        spiked = int(_MAX(t)) > t_end + UNSEEN_GAP_US and (
             self.last_t_us is None or t_end >= self.last_t_us - RESTART_JUMP_US)
-        if not spiked and int(t.min()) >= 0:
+        if not spiked and int(_MIN(t)) >= 0:
             return ev                        # (the usual packet: a max and a min)
         keep = t >= 0
         if spiked:
@@ -507,10 +512,10 @@ class PacketIntake:
         """
         if words >= 16 and unknown > CORRUPT_UNKNOWN_FRACTION * words:
             return f'{unknown} of {words} words have unknown codes', True
-        if len(ev) and self.last_t_us is not None and self._last_stamp_ns is not None:
+        if len(ev.t_us) and self.last_t_us is not None and self._last_stamp_ns is not None:
             # (right after garbage a packet can hold its tail: events far ahead, then the
             # stream's own times again, so its latest time, not its last one)
-            t_hi = int(ev.t_us.max()) if self._suspect_run else int(ev.t_us[-1])
+            t_hi = int(_MAX(ev.t_us)) if self._suspect_run else int(ev.t_us[-1])
             leap_us = t_hi - self.last_t_us
             host_us = (stamp_ns - self._last_stamp_ns) // 1000
             if leap_us > max(CORRUPT_LEAP_US, host_us + CORRUPT_LEAP_US):

@@ -38,6 +38,11 @@ from helixtrack_ros.pipeline.recovery import RotorRecovery
 _TRACKING_STATE = RotorState.TRACKING
 #: the centre's columns in a packet row (the paper q's tx, ty)
 _TX, _TY = layout.OUT_Q + 2, layout.OUT_Q + 3
+#: the routing box's columns in a packet row (x0, y0, x1, y1)
+_X0, _Y0, _X1, _Y1 = range(layout.PK_BOX, layout.PK_BOX + 4)
+#: the other columns a packet row's output reads (module constants: read per row)
+_PHASE, _OMEGA, _RPM, _STD = layout.OUT_PHASE, layout.OUT_OMEGA, layout.OUT_RPM, layout.OUT_STD
+_EVENTS = layout.PK_N
 
 if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline.batching import Inflight
@@ -77,6 +82,23 @@ def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: 
     if stride > 1:
         return WARN, f'degraded: every {ordinal(stride)} event (real-time policy)', state
     return OK, 'tracking', state
+
+
+def _tracking_fits(v: list[float], w: int, h: int) -> bool:
+    """Whether :func:`rotor_status` makes a TRACKING row (``v``, a packet row as a list)
+    TRACKING: the same tests in the same order, without the call (per rotor and packet)."""
+    cx, cy = v[_TX], v[_TY]
+    return (0 <= cx < w and 0 <= cy < h and math.isfinite(v[_RPM])
+            and not (int(v[_X1]) < 0 or int(v[_Y1]) < 0 or int(v[_X0]) >= w
+                     or int(v[_Y0]) >= h))
+
+
+def _tracking_text(stride: int) -> tuple[int, str]:
+    """(level, message) of a TRACKING output at event stride ``stride``, as
+    :func:`rotor_status` says them."""
+    if stride > 1:
+        return WARN, f'degraded: every {ordinal(stride)} event (real-time policy)'
+    return OK, 'tracking'
 
 
 def nothing_measured(outputs: list[RotorOutput], refused: bool,
@@ -120,8 +142,8 @@ def searching_output(bank: RotorBank, r: int, ev: EventArrays, t_last: int,
 
 
 def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, stride: int,
-               size: tuple[int, int],
-               homographies: np.ndarray | None = None) -> list[RotorOutput]:
+               size: tuple[int, int], homographies: np.ndarray | None = None,
+               row_lists: tuple[list, list, list] | None = None) -> list[RotorOutput]:
     """RotorOutputs of a kernel run over packets ``k0, k0 + 1, ...`` of batch ``inf``, with
     the recovery step of each packet.
 
@@ -130,17 +152,24 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
     (earlier rows cannot need it: the kernel stops at a LOST rotor) before
     its status is read, as the packet-by-packet order has it. ``size``: the
     image (width, height); ``homographies``: the rows' H when the kernel computed them
-    (:class:`~helixtrack_ros.core.tracker_stack.TrackerStack`).
+    (:class:`~helixtrack_ros.core.tracker_stack.TrackerStack`); ``row_lists`` (k0 0): the
+    run's values and health rows and the batch's times as lists already (rows past
+    ``run.done`` are not read).
     """
     rec = bank.recs[r]
     name = bank.inits[r].name
     recovery = bank.config.recovery
-    rows = run.values.tolist()                      # Python numbers: cheap to index
-    health_rows = run.health_int.tolist()
-    times = inf.t_last[k0:k0 + run.done].tolist()
+    if row_lists is not None and k0 == 0:
+        rows, health_rows, times = row_lists
+    else:
+        rows = run.values.tolist()                  # Python numbers: cheap to index
+        health_rows = run.health_int.tolist()
+        times = inf.t_last[k0:k0 + run.done].tolist()
     outs = []
     good = -1          # the last TRACKING row: the pose a later search starts from
     last = run.done - 1
+    w, h = size
+    tracking_text = _tracking_text(stride)
     for k in range(run.done):
         v = rows[k]
         health = health_rows[k][HI_LEVEL]
@@ -152,19 +181,24 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
         elif recovery and k == last:
             good = _note_good(rec, rows, times, good)
             rec.step(bank, r, inf.packet(k0 + k), times[k], k0 + k)
-        # (the health reason is text only a rotor not TRACKING needs)
-        events = int(v[layout.PK_N])
-        level, message, state = rotor_status(
-            size, stride, v[_TX], v[_TY], v[layout.OUT_RPM], health, cause, events,
-            '' if health == TRACKING else run.reason(k), v[layout.PK_BOX:layout.PK_BOX + 4], rec)
-        if state != TRACKING:
-            outs.append(withheld(name, times[k], events, level, message, health, state, cause))
-            continue
+        events = int(v[_EVENTS])
+        if health == TRACKING and _tracking_fits(v, w, h):
+            # (the usual row: what rotor_status says of it, without the call)
+            level, message = tracking_text
+        else:
+            # (the health reason is text only a rotor not TRACKING needs)
+            level, message, state = rotor_status(
+                size, stride, v[_TX], v[_TY], v[_RPM], health, cause, events,
+                '' if health == TRACKING else run.reason(k),
+                v[layout.PK_BOX:layout.PK_BOX + 4], rec)
+            if state != TRACKING:
+                outs.append(withheld(name, times[k], events, level, message, health, state,
+                                     cause))
+                continue
         hom = (homographies[k] if homographies is not None else
                homography_from_paper_q(*v[layout.OUT_Q:layout.OUT_Q + 6]))
-        outs.append(RotorOutput(name, times[k], v[layout.OUT_PHASE], v[layout.OUT_OMEGA],
-                                v[layout.OUT_RPM], v[layout.OUT_STD], hom, events, level,
-                                message, health))
+        outs.append(RotorOutput(name, times[k], v[_PHASE], v[_OMEGA], v[_RPM], v[_STD], hom,
+                                events, level, message, health))
     _note_good(rec, rows, times, good)
     return outs
 

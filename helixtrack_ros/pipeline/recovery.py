@@ -98,7 +98,9 @@ class RotorRecovery:
 
         ``q_core`` is kept as given (the caller's own list): this runs every packet.
         """
-        self._note_place(q_core, t_us)
+        places = self.places
+        if not (places and 0 <= t_us - places[-1][0] < PLACES_EVERY_US):
+            self._note_place(q_core, t_us)     # (one packet in PLACES_EVERY_US of them)
         self.good_q = q_core
         self.good_us = t_us
         self.good_rpm = rpm_shaft

@@ -27,7 +27,11 @@ from helixtrack_ros.core.tracker import HelixTracker, PacketRun
 from helixtrack_ros.core.tracker_stack import TrackerStack
 from helixtrack_ros.pipeline.batching import Inflight, Pending, RotorThreads
 from helixtrack_ros.pipeline.config import PipelineConfig
-from helixtrack_ros.pipeline.identity import any_on_another_rotor, withhold_other_rotors
+from helixtrack_ros.pipeline.identity import (
+    any_on_another_rotor,
+    layout_discs,
+    withhold_other_rotors,
+)
 from helixtrack_ros.pipeline.intake import RESTART_JUMP_US
 from helixtrack_ros.pipeline.outputs import outputs_of, searching_output, tracking_discs
 from helixtrack_ros.pipeline.realtime import gn_divisor
@@ -36,6 +40,7 @@ from helixtrack_ros.pipeline.recovery import RotorRecovery
 
 #: The pipeline remembers this many detections (for the debug image).
 MAX_DETECTIONS_KEPT = 64
+_TRACKING_STATE = RotorState.TRACKING
 
 
 class RotorBank:
@@ -65,6 +70,8 @@ class RotorBank:
         """Track these rotors from now on (start-up detection)."""
         self.config = replace(self.config, rotors=inits)
         self.inits = list(inits)
+        #: each rotor's initial disc (the drone's layout: identity tests, per packet)
+        self.layout_discs = layout_discs(self.inits)
         self.trackers = [HelixTracker(r, self.config.tracker) for r in inits]
         self.recs = [RotorRecovery() for _ in inits]
         self.threads.resize(self.config.threads, len(inits))
@@ -175,6 +182,7 @@ class RotorBank:
             stacked = self._stack.run(self.trackers, deadlines, *arrays)
             if stacked is not None:
                 inf.runs, inf.homographies = stacked
+                inf.stacked_rows = self._stack.last_rows
                 return inf
         calls = [(r, self.trackers[r].run_packets, (*arrays, d))
                  for r, d in enumerate(deadlines) if d is not None]
@@ -227,24 +235,33 @@ class RotorBank:
         size = self.image_size()
         self._batch, self._batch_discs = (runs, inf, size), None      # (tracking_at)
         anchors = [rec.good_q for rec in self.recs]      # (note_good replaces, never edits)
+        # every rotor's rows as Python lists in one conversion per array (one kernel ran them)
+        times = t_last.tolist()
+        stacked = inf.stacked_rows
+        lists = ([None] * len(runs) if stacked is None else
+                 [(v, hi, times) for v, hi in zip(stacked[0].tolist(), stacked[1].tolist())])
         try:
-            per_rotor = [self._rotor_rows(r, run, inf, stride, size)
-                         for r, run in enumerate(runs)]
+            per_rotor = [self._rotor_rows(r, run, inf, stride, size, rl)
+                         for r, (run, rl) in enumerate(zip(runs, lists))]
         finally:
             self._batch = self._batch_discs = None
         if len(per_rotor) > 1:
             withhold_other_rotors(self, per_rotor, anchors)
-        routed = [sum([o.events for o in outs]) for outs in per_rotor]
+        routed = ([outs[0].events for outs in per_rotor] if n_pk == 1 else
+                  [sum([o.events for o in outs]) for outs in per_rotor])
         self.counters['events_routed'] += int(sum(routed))
         # the sparsest rotor still tracked: its events per us of the batch, before the stride
-        span_us = int(t_last[-1]) - self._last_batch_t_us if self._last_batch_t_us else 0
-        self._last_batch_t_us = int(t_last[-1])
+        t_end = int(t_last[-1])
+        span_us = t_end - self._last_batch_t_us if self._last_batch_t_us else 0
+        self._last_batch_t_us = t_end
         live = [n for n, outs in zip(routed, per_rotor)
-                if n and outs[-1].state == RotorState.TRACKING]
+                if n and outs[-1].state == _TRACKING_STATE]
         self.sparsest_rate = (min(live) * inf.stride / span_us
                               if live and 0 < span_us < 1_000_000 else None)
         if not per_rotor:
             return [[] for _ in range(n_pk)]
+        if n_pk == 1:
+            return [[outs[0] for outs in per_rotor]]
         return [list(row) for row in zip(*per_rotor)]
 
     def tracking_at(self, t_us: int, but: int,
@@ -275,14 +292,17 @@ class RotorBank:
         return out
 
     def _rotor_rows(self, r: int, run: PacketRun | None, inf: Inflight, stride: int,
-                    size: tuple[int, int]) -> list[RotorOutput]:
-        """Rotor r's outputs of a batch: its phase-1 rows, then packet by packet."""
+                    size: tuple[int, int], row_lists: tuple | None = None) -> list[RotorOutput]:
+        """Rotor r's outputs of a batch: its phase-1 rows (``row_lists``: as lists already,
+        see :func:`outputs_of`), then packet by packet."""
         t_last = inf.t_last
         outs: list[RotorOutput] = []
         if run is not None:
             homs = inf.homographies
             outs = outputs_of(self, r, run, inf, 0, stride, size,
-                              None if homs is None else homs[r])
+                              None if homs is None else homs[r], row_lists)
+            if run.done == len(t_last):
+                return outs             # (the usual case: the kernel ran every packet)
         for k in range(len(outs), len(t_last)):
             if self._searched(r):
                 # a lost rotor being searched for is not tracked: a search step only

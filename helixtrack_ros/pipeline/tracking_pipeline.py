@@ -261,7 +261,7 @@ class TrackingPipeline:
                 self._flush()
                 self._bank.skip_gap(adm.gap_us)
             ev = adm.events
-            if len(ev) == 0:
+            if len(ev.t_us) == 0:
                 # the rotors' states of the packet before (filled in when tracked)
                 self._batches.add(Pending(results, i, ev, -1, adm.stamp_ns,
                                           silent_ns=adm.silent_ns))

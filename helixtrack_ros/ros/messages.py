@@ -86,9 +86,10 @@ def take_queued(sub: Any, limit: int, on_error: Callable[[Exception], None]
     if limit <= 0 or sub is None:
         return out
     try:
-        with sub.handle:
+        handle, msg_type, raw = sub.handle, sub.msg_type, sub.raw
+        with handle:
             while len(out) < limit:
-                got = sub.handle.take_message(sub.msg_type, sub.raw)
+                got = handle.take_message(msg_type, raw)
                 if got is None:
                     break
                 out.append((got[0], got[1] if len(got) > 1 else None))

@@ -235,15 +235,21 @@ class HelixtrackNode(Node):
         """:meth:`_on_packet`'s work."""
         t0 = time.perf_counter()
         now_ns = time.time_ns()
-        limit = self._max_batch_packets
-        arrivals, batch = [], []
-        for item, item_info in [(msg, info)] + self._input.take_queued(limit - 1):
-            pkt = self._unpack(item)
-            if pkt is not None:
-                batch.append(pkt)
-                arrivals.append(arrival_ns(item_info, now_ns))
-        if not batch:
-            return
+        queued = self._input.take_queued(self._max_batch_packets - 1)
+        if queued:
+            arrivals, batch = [], []
+            for item, item_info in [(msg, info), *queued]:
+                pkt = self._unpack(item)
+                if pkt is not None:
+                    batch.append(pkt)
+                    arrivals.append(arrival_ns(item_info, now_ns))
+            if not batch:
+                return
+        else:                   # (the node keeping up: one packet)
+            pkt = self._unpack(msg)
+            if pkt is None:
+                return
+            batch, arrivals = [pkt], [arrival_ns(info, now_ns)]
         c = self._counts
         self._pipe.note_backlog(len(batch) - 1)
         aside = self._pipe.counters.get('stamp_jumps', 0)
@@ -257,13 +263,16 @@ class HelixtrackNode(Node):
         finally:
             self._say_seq_jumps()
         c['batches'] += 1
-        c['batched_packets'] += len(batch) if len(batch) > 1 else 0
+        if len(batch) > 1:
+            c['batched_packets'] += len(batch)
         for pkt, res, arrived_ns in zip(batch, results, arrivals):
             self._handle_result(pkt, res, arrived_ns)
         self._stamps.note(batch, results, self._pipe.counters.get('stamp_jumps', 0) - aside)
         dt = time.perf_counter() - t0
-        self._win.cb_s += dt
-        self._win.cb_max_s = max(self._win.cb_max_s, dt)
+        win = self._win
+        win.cb_s += dt
+        if dt > win.cb_max_s:
+            win.cb_max_s = dt
 
     def _unpack(self, item: bytes | EventPacket) -> EventPacketRecord | None:
         """The record of a packet as taken (bytes or message); None when unreadable."""
@@ -295,15 +304,18 @@ class HelixtrackNode(Node):
         self._frame_id = pkt.frame_id
         if pkt.width and pkt.height:
             self._size = (pkt.width, pkt.height)
-        c['events'] += int(res.n_events)
+        n_events = int(res.n_events)
+        c['events'] += n_events
+        win = self._win
         if self._publish_guarded(pkt, res):
             if arrival_ns is not None:
                 latency_us = (time.time_ns() - arrival_ns) // 1000
                 self._latency.add(latency_us)
-                self._win.latency.add(latency_us)
-            self._debug.add(res.events, self._debug_window_us)
-        self._win.count_packet(res.t_us, res.n_events, self._last_t_us)
-        if res.n_events:
+                win.latency.add(latency_us)
+            if self._debug.timer is not None:
+                self._debug.add(res.events, self._debug_window_us)
+        win.count_packet(res.t_us, n_events, self._last_t_us)
+        if n_events:
             self._last_t_us = int(res.t_us)
 
     def _publish_guarded(self, pkt: EventPacketRecord, res: PacketResult) -> bool:

@@ -167,20 +167,30 @@ class RotorPublishers:
         """Publish one packet's rotor outputs (ValueError: not one per rotor)."""
         if len(rotors) != len(self._rpm_msgs):
             raise ValueError(f'{len(rotors)} rotor states for {len(self._rpm_msgs)} rotors')
-        phases = [float(r.phase_rad) for r in rotors]
-        omegas = [float(r.omega_rad_s) for r in rotors]
+        # (float() and int() as the message fields take them: a stand-in pipeline may give
+        # other number types)
+        values = [float(r.phase_rad) for r in rotors]
+        values += [float(r.omega_rad_s) for r in rotors]
         states = tuple([(int(r.state), int(r.cause)) for r in rotors])
         due = self._rotor_topics_due(stamp_ns, states)
-        if self._templates(frame_id):
+        if self._joint_cdr_frame == frame_id and self._joint_cdr is not None or \
+                self._templates(frame_id):
             # the bytes of each message, its numbers written in place
-            self._send_rotors(self._joint_cdr.fill(phases + omegas, stamp_ns))
+            self._send_rotors(self._joint_cdr.fill(values, stamp_ns))
             self._send_health(self._health_cdr.fill(self.names, states, frame_id, stamp_ns))
-            for i, r in enumerate(rotors if due else ()):
-                self._send_rpm[i](self._rpm_cdr.fill((float(r.rpm_shaft),)))
-                self._send_h[i](self._h_cdr.fill(
-                    np.asarray(r.homography, np.float64).reshape(9).tolist()))
+            if due:
+                self._publish_rotor_topics(rotors)
             return
-        self._publish_objects(rotors if due else [], phases, omegas, states, stamp_ns, frame_id)
+        n = len(rotors)
+        self._publish_objects(rotors if due else [], values[:n], values[n:], states, stamp_ns,
+                              frame_id)
+
+    def _publish_rotor_topics(self, rotors: list[Any]) -> None:
+        """Each rotor's rpm and homography, as bytes."""
+        rpm, hom = self._rpm_cdr, self._h_cdr
+        for send_rpm, send_h, r in zip(self._send_rpm, self._send_h, rotors):
+            send_rpm(rpm.fill((float(r.rpm_shaft),)))
+            send_h(hom.fill(np.asarray(r.homography, np.float64).reshape(9).tolist()))
 
     def _publish_objects(self, rotors: list[Any], phases: list[float], omegas: list[float],
                          states: tuple, stamp_ns: int, frame_id: str) -> None:

@@ -29,9 +29,14 @@ SET_ASIDE_SAY_US = 1_000_000
 class StreamNotes:
     """Says each new count of the pipeline's stream counters (at most every 5 s each)."""
 
+    #: the counters said (:meth:`say` looks at them all in one comparison first)
+    KEYS = ('seq_gaps', 'seq_restarts', 'camera_restarts', 'seq_repeats', 'format_changes',
+            'sensor_gaps')
+
     def __init__(self, log: Any) -> None:
         self._log = log
         self._said: dict[str, int] = {}
+        self._seen = (0,) * len(self.KEYS)
 
     def _new(self, counters: dict[str, int], key: str) -> bool:
         """Whether ``counters[key]`` changed since it was last said (and note it said)."""
@@ -43,7 +48,12 @@ class StreamNotes:
 
     def say(self, pipe: PipelineApi) -> None:
         """Log what changed in ``pipe``'s counters since the last call."""
-        c, seq, warn = pipe.counters, pipe.sequence, self._log.warning
+        c = pipe.counters
+        seen = tuple([c.get(k, 0) for k in self.KEYS])
+        if seen == self._seen:
+            return               # (per packet: the usual case, nothing new)
+        self._seen = seen
+        seq, warn = pipe.sequence, self._log.warning
         if self._new(c, 'seq_gaps') and seq.last_gap is not None:
             warn(f'packets lost: seq {seq.last_gap[0]} -> {seq.last_gap[1]} '
                  f'({c["packets_dropped"]} dropped so far)', throttle_duration_sec=5.0)
