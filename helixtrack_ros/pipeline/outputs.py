@@ -55,22 +55,33 @@ def ordinal(k: int) -> str:
     return f'{k}{suffix}'
 
 
+def _geometry_problem(w: int, h: int, cx: float, cy: float, rpm: float, x0: int, y0: int,
+                      x1: int, y1: int) -> tuple[str, RotorState | None] | None:
+    """What keeps a rotor's output from being a measurement whatever its health (message,
+    and the state it forces; None: the state its health says), or None: its centre
+    is in the image, its state finite, its region overlaps the image."""
+    if not (0 <= cx < w and 0 <= cy < h):
+        return 'rotor centre left the image', None
+    if not math.isfinite(rpm):
+        return 'state is not finite', RotorState.LOST
+    if x1 < 0 or y1 < 0 or x0 >= w or y0 >= h:
+        return 'rotor region outside the image', RotorState.OUTSIDE
+    return None
+
+
 def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: float,
                  health: int, cause: int, events: int, reason: str, box: Sequence[float],
                  rec: RotorRecovery | None = None) -> tuple[int, str, RotorState]:
     """Diagnostic level, message and output state: geometry checks, then health."""
-    x0, y0, x1, y1 = int(box[0]), int(box[1]), int(box[2]), int(box[3])
     w, h = size
     inside = 0 <= cx < w and 0 <= cy < h
     # (what rotor_state says of a TRACKING rotor inside the image, without the call)
     state = _TRACKING_STATE if inside and health == TRACKING else rotor_state(
         health, cause, inside, events)
-    if not inside:
-        return ERROR, 'rotor centre left the image', state
-    if not math.isfinite(rpm):
-        return ERROR, 'state is not finite', RotorState.LOST
-    if x1 < 0 or y1 < 0 or x0 >= w or y0 >= h:
-        return ERROR, 'rotor region outside the image', RotorState.OUTSIDE
+    problem = _geometry_problem(w, h, cx, cy, rpm, int(box[0]), int(box[1]), int(box[2]),
+                                int(box[3]))
+    if problem is not None:
+        return ERROR, problem[0], state if problem[1] is None else problem[1]
     if health == LOST:
         extra = '; re-detecting' if rec is not None and rec.searching else ''
         return ERROR, reason + extra, state
@@ -79,18 +90,14 @@ def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: 
             how = 'resumed at its last pose' if rec.resumed else 're-detected'
             return WARN, f'recovering ({how}): {reason}', state
         return WARN, reason, state
-    if stride > 1:
-        return WARN, f'degraded: every {ordinal(stride)} event (real-time policy)', state
-    return OK, 'tracking', state
+    return _tracking_text(stride) + (state,)
 
 
 def _tracking_fits(v: list[float], w: int, h: int) -> bool:
     """Whether :func:`rotor_status` makes a TRACKING row (``v``, a packet row as a list)
-    TRACKING: the same tests in the same order, without the call (per rotor and packet)."""
-    cx, cy = v[_TX], v[_TY]
-    return (0 <= cx < w and 0 <= cy < h and math.isfinite(v[_RPM])
-            and not (int(v[_X1]) < 0 or int(v[_Y1]) < 0 or int(v[_X0]) >= w
-                     or int(v[_Y0]) >= h))
+    TRACKING: its geometry checks, without the rest of the call (per rotor and packet)."""
+    return _geometry_problem(w, h, v[_TX], v[_TY], v[_RPM], int(v[_X0]), int(v[_Y0]),
+                             int(v[_X1]), int(v[_Y1])) is None
 
 
 def _tracking_text(stride: int) -> tuple[int, str]:
