@@ -271,7 +271,12 @@ def test_a_stale_detection_is_followed_only_to_a_fresh_one_that_cannot_be_a_neig
         return SimpleNamespace(center_px=(x, y), radius_px=rad)
 
     old = [det(500, 300), det(620, 300)]          # the rotor, and a neighbour 120 px right
-    assert _followed(old[0], old, [det(530, 310), det(650, 310)]).center_px == (530, 310)
+    fresh = [det(530, 310), det(650, 310)]
+    assert _followed(old[0], old, fresh, 35.0).center_px == (530, 310)
     # moved 70 px: as near the neighbour's old place as its own, it cannot be told
-    assert _followed(old[0], old, [det(570, 300)]) is None
-    assert _followed(old[0], old, [det(505, 300, rad=20.0)]) is None      # not its size
+    assert _followed(old[0], old, [det(570, 300)], 35.0) is None
+    assert _followed(old[0], old, [det(505, 300, rad=20.0)], 35.0) is None   # not its size
+    # found by the live review: the camera can have moved the drone half a spacing since,
+    # and the neighbour now stands 10 px from the old place: not followed
+    assert _followed(old[0], old, [det(510, 300)], 60.0) is None
+    assert _followed(old[0], old, fresh, math.inf) is None

@@ -251,26 +251,32 @@ class RotorRecovery:
         was done; under camera motion the trackers re-initialised there lost the rotor
         again at once (live node under load: 48-61 attempts, no recovery). The layout
         reads the old detections alone (the TRACKING rotors have moved on since, unless
-        the camera cannot have moved them by half a tip radius), and the rotor it finds
-        is followed to the nearest fresh detection; failing that, the latest events
-        around the old detection nearest its last place are detected again and read
-        with the TRACKING rotors.
+        the camera cannot have moved them by half a tip radius); the latest events
+        around the rotor it finds (else around the old detection nearest its last
+        place) are detected again, once (it runs on the packets' thread), and the rotor
+        is followed there to the nearest fresh detection while the camera cannot have
+        moved the drone half a rotor spacing since (else a neighbour may stand there
+        now: the live review saw one followed onto its neighbour's place), else the
+        layout reads the fresh detections with the TRACKING rotors.
         """
         if not self.buf:
             return None
-        still = _drone_moved_px(bank, self.detecting_end_us, t_last) <= 0.5 * last.radius_px
-        picked = self._pick(bank, r, found, last, self.region, t_last, anchors=still)
+        moved_px = _drone_moved_px(bank, self.detecting_end_us, t_last)
+        picked = self._pick(bank, r, found, last, self.region, t_last,
+                            anchors=moved_px <= 0.5 * last.radius_px)
         if picked is not None:
-            fresh, _ = self._detect_near(bank, r, picked[1], last, t_last)
-            followed = _followed(picked[1], found, fresh)
+            det = picked[1]
+        else:
+            near = [d for d in found if _of_size(d, last.radius_px) and not _taken(bank, r, d)]
+            if not near:
+                return None
+            x, y = last.center_px
+            det = min(near, key=lambda d: math.hypot(d.center_px[0] - x, d.center_px[1] - y))
+        fresh, region = self._detect_near(bank, r, det, last, t_last)
+        if picked is not None:
+            followed = _followed(det, found, fresh, moved_px)
             if followed is not None:
                 return _init_of(bank, r, followed, last), followed
-        near = [d for d in found if _of_size(d, last.radius_px) and not _taken(bank, r, d)]
-        if not near:
-            return None
-        x, y = last.center_px
-        det = min(near, key=lambda d: math.hypot(d.center_px[0] - x, d.center_px[1] - y))
-        fresh, region = self._detect_near(bank, r, det, last, t_last)
         return self._pick(bank, r, fresh, last, region, t_last)
 
     def _detect_near(self, bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit,
@@ -421,20 +427,19 @@ def _drone_moved_px(bank: RotorBank, t0_us: int, t1_us: int) -> float:
     return max(moved) if moved else math.inf
 
 
-def _followed(det: DetectedRotor, old: list[DetectedRotor],
-              fresh: list[DetectedRotor]) -> DetectedRotor | None:
-    """The fresh detection nearest the old ``det``, if nearer it than halfway to any other
-    old detection (else the camera moved too far meanwhile to tell), of its size."""
+def _followed(det: DetectedRotor, old: list[DetectedRotor], fresh: list[DetectedRotor],
+              moved_px: float) -> DetectedRotor | None:
+    """The fresh detection nearest the old ``det``, of its size, while the camera can have
+    moved the drone (``moved_px``) less than halfway to any other old detection since
+    (else a neighbour may stand where it was), and nearer than that."""
     x, y = det.center_px
+    half = min((math.hypot(o.center_px[0] - x, o.center_px[1] - y) for o in old
+                if o is not det), default=math.inf) / 2
     fresh = [d for d in fresh if _of_size(d, det.radius_px)]
-    if not fresh:
+    if not fresh or moved_px >= half:
         return None
     now = min(fresh, key=lambda d: math.hypot(d.center_px[0] - x, d.center_px[1] - y))
-    moved = math.hypot(now.center_px[0] - x, now.center_px[1] - y)
-    if any(o is not det and 2 * moved >= math.hypot(o.center_px[0] - x, o.center_px[1] - y)
-           for o in old):
-        return None
-    return now
+    return now if math.hypot(now.center_px[0] - x, now.center_px[1] - y) < half else None
 
 
 def _init_of(bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit) -> RotorInit:
