@@ -43,10 +43,6 @@ from typing import NamedTuple
 PLACE_NEAR = 1.0
 #: A detection is of a rotor's size within these ratios of its placed radius.
 SIZE_RATIOS = (0.6, 1.6)
-
-Disc = tuple[float, float, float]       # centre x, y and tip radius [px]
-
-
 #: A detection nearer the lost rotor's place than any other rotor's place, though not at
 #: it, is the rotor within this many tip radii of that place (the best reading pinned by
 #: other rotors; the layout given roughly, or the rotor moved on its drone).
@@ -54,6 +50,8 @@ FALLBACK_NEAR = 2.0
 #: A reading of the detections that makes another detection rotor r must score this much
 #: below the winner, or the search widens (one missed detection is not evidence enough).
 MARGIN = 2
+
+Disc = tuple[float, float, float]       # centre x, y and tip radius [px]
 
 
 class LayoutPick(NamedTuple):
@@ -66,8 +64,8 @@ class LayoutPick(NamedTuple):
 
 
 class _Reading(NamedTuple):
-    """One hypothesis: detection ``seed`` is rotor ``rotor``; the camera's shift since the
-    layout follows, and with it every rotor's place."""
+    """One hypothesis: a detection is rotor ``rotor``; the camera's shift since the layout
+    follows, and with it every rotor's place."""
 
     score: int
     prior_px: float                   # its shift's distance from the prior shift
@@ -86,8 +84,8 @@ def layout_pick(r: int, dets: Sequence[Disc], layout: Sequence[Disc],
     ``tracked``: the TRACKING rotors' discs now; ``last``: r's last good disc (the prior
     for ties); ``may_be_r(j)``: detection j passes r's own checks (size, not taken);
     ``reach``: tip radii searched around a rotor's place when the search widens;
-    ``prior_reach_px``: how far r can have moved since ``last`` (the camera's speed lately
-    times the time since): a reading placing r further from ``last`` is no rival.
+    ``prior_reach_px``: how far r can have moved since ``last`` (as far as the camera moved
+    the drone lately): a reading placing r further from ``last`` is no rival.
     """
     k = _scale(dets, layout, tracked) if dets else 1.0
     readings = _readings(r, dets, layout, region, tracked, last, may_be_r, k)

@@ -109,11 +109,10 @@ class RotorRecovery:
             self.forget()
 
     def _note_place(self, q_core: Sequence[float], t_us: int) -> None:
-        """Keep the rotor's good centres of the last ``PLACES_MEMORY_US``, one per
-        ``PLACES_EVERY_US`` (how far the camera moves the drone: :meth:`prior_reach_px`)."""
+        """Keep a good centre (:meth:`note_good` calls it once per ``PLACES_EVERY_US``) and
+        those of the last ``PLACES_MEMORY_US`` (how far the camera moves the drone:
+        :meth:`prior_reach_px`)."""
         places = self.places
-        if places and 0 <= t_us - places[-1][0] < PLACES_EVERY_US:
-            return
         if places and t_us < places[-1][0]:
             places.clear()                      # time went back: a new stream
         places.append((t_us, float(q_core[2]), float(q_core[3])))
@@ -133,7 +132,7 @@ class RotorRecovery:
         moved the drone lately (:func:`_drone_moved_px`) plus a tip radius (inf when that
         pose is of no known time). A shaking camera moves the drone fast but not far:
         speed times time would say far too much."""
-        if self.good_q is None or self.good_us < 0 or t_us - self.good_us > PLACES_MEMORY_US:
+        if self.good_q is None or self.good_us < 0:
             return math.inf
         return _drone_moved_px(bank, self.good_us, t_us) + disc_from_core_q(self.good_q)[2]
 
@@ -401,7 +400,7 @@ class RotorRecovery:
             return _of_size(found[j], last.radius_px) and not _taken(bank, r, found[j])
 
         pick = layout_pick(r, [(d.center_px[0], d.center_px[1], d.radius_px) for d in found],
-                           [(i.center_px[0], i.center_px[1], i.radius_px) for i in bank.inits],
+                           bank.layout_discs,
                            region, bank.tracking_at(t_last, r, self.packet_k) if anchors else {},
                            (last.center_px[0], last.center_px[1], last.radius_px), may_be_r,
                            reach, self.prior_reach_px(bank, t_last))
