@@ -9,23 +9,14 @@ back, stamps of 0, a camera restart, a step ahead.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from test_header_clock_steps import _Log
 
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline.records import PacketResult
 from helixtrack_ros.ros.stream_notes import StampSteps
 
 BASE_NS = 1_700_000_000_000_000_000
-
-
-class _Log:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def warning(self, text: str, **kw: Any) -> None:
-        self.lines.append(text)
 
 
 def _feed(steps: StampSteps, t_us: int, header_ns: int, out_ns: int, aside: bool) -> None:
