@@ -109,10 +109,12 @@ class RotorRecovery:
             self.forget()
 
     def _note_place(self, q_core: Sequence[float], t_us: int) -> None:
-        """Keep a good centre (:meth:`note_good` calls it once per ``PLACES_EVERY_US``) and
-        those of the last ``PLACES_MEMORY_US`` (how far the camera moves the drone:
-        :meth:`prior_reach_px`)."""
+        """Keep the rotor's good centres of the last ``PLACES_MEMORY_US``, one per
+        ``PLACES_EVERY_US`` (how far the camera moves the drone: :meth:`prior_reach_px`;
+        :meth:`note_good` skips the call between, as this does)."""
         places = self.places
+        if places and 0 <= t_us - places[-1][0] < PLACES_EVERY_US:
+            return
         if places and t_us < places[-1][0]:
             places.clear()                      # time went back: a new stream
         places.append((t_us, float(q_core[2]), float(q_core[3])))
