@@ -294,3 +294,21 @@ def test_event_packet_bytes_as_dds_delivers_them(frame_id):
             assert bytes(f.events) == bytes(range(1, n + 1))
         with pytest.raises(ValueError):
             parse_event_packet(raw + bytes(4 + pad))       # more than padding: not this message
+
+
+def test_the_message_typestore_equals_rosbags_kilted_definitions():
+    """The small store the bags are read and written with: every type's definition text
+    and RIHS01 hash are those of rosbags' whole Kilted store (what other tools check)."""
+    from helixtrack_ros.io.ros_types import (
+        READABLE_EVENT_TYPES,
+        STANDARD_MSGS,
+        message_typestore,
+        typestore,
+    )
+    small, whole = message_typestore(), typestore()
+    names = [*STANDARD_MSGS, *READABLE_EVENT_TYPES]
+    assert set(names) <= set(small.types)
+    for name in names:
+        assert small.generate_msgdef(name, ros_version=2) == whole.generate_msgdef(
+            name, ros_version=2), name
+        assert small.hash_rihs01(name) == whole.hash_rihs01(name), name

@@ -23,7 +23,7 @@ from helixtrack_ros.io.ros_types import (
     DEFAULT_EVENT_TOPIC,
     EVENT_PACKET_TYPE,
     EVENT_TYPES,
-    typestore,
+    message_typestore,
 )
 
 _STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
@@ -87,7 +87,7 @@ class _BagWriterBase:
         self._writer = Writer(self._bag_dir, version=Writer.VERSION_LATEST,
                               storage_plugin=_STORAGES[storage])
         self._conns: dict[str, Any] = {}
-        self._store = typestore()
+        self._store = message_typestore()
         self._open = False
         self._path_kind: str | None = None
 

@@ -56,6 +56,7 @@ from helixtrack_ros.io.ros_types import (
     EVENT_TYPES,
     READABLE_EVENT_TYPES,
     STRUCT_EVENT_TYPES,
+    message_typestore,
     typestore,
 )
 
@@ -215,7 +216,7 @@ def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
     try:
         conns = _require_topic(reader, topic, READABLE_EVENT_TYPES)
         msgtype = conns[0].msgtype
-        store = typestore()
+        store = message_typestore()
         structs = StructEventReader(ros1=False) if msgtype in STRUCT_EVENT_TYPES else None
         n = 0
         stream = ResumableMessages(reader, conns, f'of {topic!r}',
