@@ -7,7 +7,9 @@ For each simulated 4-rotor scene, ``helixtrack track``'s loop
 ``--write`` also CSV and mcap writing) runs with ``threads`` 1, 2, 4, 8,
 every event tracked, best and median of ``--repeat`` runs after warm-up.
 ``--cpus N`` pins the process to its first N cores (the "8 cores" figure of
-a bigger machine). The machine, its single-core tracker speed
+a bigger machine). ``--profile`` adds one run per scene at the most threads
+with each rotor's kernel CPU time and the main thread's own CPU time, per
+sensor second: which of them sets the ceiling. The machine, its single-core tracker speed
 (``bench_tracker.py``'s scene) and the versions are printed first, so that
 figures from two machines can be compared::
 
@@ -23,6 +25,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -54,7 +57,15 @@ def simulate(item: tuple[str, int, float, int, str]) -> dict:
     """One scene's bag (in a worker process)."""
     name, level, duration, seed, out = item
     info = simulate_to_dir(name, duration, seed, Path(out), ego_level=level, quiet=True)
-    return {k: str(v) if isinstance(v, Path) else v for k, v in info.items()}
+    info = {k: str(v) if isinstance(v, Path) else v for k, v in info.items()}
+    (Path(out) / 'scene.json').write_text(json.dumps(info))   # (reused with --scenes-dir)
+    return info
+
+
+def kept(out: str) -> dict | None:
+    """A scene simulated before into ``out`` (its bag, parameters, truth, rate), or None."""
+    path = Path(out) / 'scene.json'
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def single_core_ns_per_event() -> float:
@@ -95,6 +106,44 @@ def time_scene(info: dict, threads: int, repeat: int, write: bool) -> dict:
             'events': res['events'], 'worst_mare_pct': worst}
 
 
+def profile_scene(info: dict, threads: int) -> dict:
+    """CPU seconds per sensor second: each rotor's kernel calls, the main thread's own work
+    (its CPU time less the kernel calls it ran itself), the whole process."""
+    from helixtrack_ros.core.tracker import HelixTracker
+    config = load_config(info['params'], None)
+    config.threads = threads
+    kernel = HelixTracker.run_packets
+    per_rotor: dict[str, float] = {}
+    on_main = [0.0]
+    lock = threading.Lock()
+
+    def timed(self, *args):
+        t0 = time.thread_time()
+        try:
+            return kernel(self, *args)
+        finally:
+            dt = time.thread_time() - t0
+            with lock:
+                per_rotor[self.rotor.name] = per_rotor.get(self.rotor.name, 0.0) + dt
+                if threading.current_thread() is threading.main_thread():
+                    on_main[0] += dt
+
+    HelixTracker.run_packets = timed
+    try:
+        main0, cpu0 = time.thread_time(), time.process_time()
+        res = track_recording(info['bag'], config, None, None, quiet=True)
+        main_s = time.thread_time() - main0 - on_main[0]
+        cpu_s = time.process_time() - cpu0
+    finally:
+        HelixTracker.run_packets = kernel
+    sensor_s = res['sensor_s']
+    names = {r.name for r in config.rotors} or set(res['arrays'])
+    per_rotor = {k: v for k, v in per_rotor.items() if k in names}   # (not the warm-up's)
+    return {'threads': threads, 'rtf': res['rtf'], 'main_own_cpu': main_s / sensor_s,
+            'process_cpu': cpu_s / sensor_s,
+            'rotor_cpu': {k: v / sensor_s for k, v in sorted(per_rotor.items())}}
+
+
 def main() -> int:
     """Simulate, time, print a markdown table (and scaling.json with --out)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -106,6 +155,10 @@ def main() -> int:
     ap.add_argument('--cpus', type=int, default=0, help='pin to the first N cores (0: all)')
     ap.add_argument('--write', action='store_true',
                     help='write rpm.csv / results.mcap / plots as helixtrack track does')
+    ap.add_argument('--profile', action='store_true',
+                    help='per scene, one more run at the most threads: CPU per rotor and main')
+    ap.add_argument('--scenes-dir', type=Path, default=None,
+                    help='keep the simulated scenes here and reuse those already there')
     ap.add_argument('--out', type=Path, default=None, help='write scaling.json here')
     args = ap.parse_args()
     if args.cpus > 0:
@@ -122,9 +175,16 @@ def main() -> int:
     print(json.dumps(info), flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        items = [(n, lv, args.duration, args.seed, f'{tmp}/{n}_{lv}') for n, lv in scenes]
-        with ProcessPoolExecutor(max_workers=min(len(items), max(1, info['cores_usable']))) as ex:
-            bags = list(ex.map(simulate, items))
+        where = args.scenes_dir or Path(tmp)
+        items = [(n, lv, args.duration, args.seed, f'{where}/{n}_{lv}_{args.duration:g}s_'
+                  f'{args.seed}') for n, lv in scenes]
+        bags = [kept(item[-1]) for item in items]
+        todo = [item for item, bag in zip(items, bags) if bag is None]
+        if todo:
+            with ProcessPoolExecutor(max_workers=min(len(todo),
+                                                     max(1, info['cores_usable']))) as ex:
+                made = iter(list(ex.map(simulate, todo)))
+            bags = [bag if bag is not None else next(made) for bag in bags]
         for (name, level), bag in zip(scenes, bags):
             rate = bag['events'] / bag['duration_s'] / 1e6
             for n in threads:
@@ -135,6 +195,14 @@ def main() -> int:
                       f"{row['rtf_median']:.2f} / {row['rtf_worst']:.2f} | "
                       f"{row['cpu_s_per_sensor_s']:.2f} | {row['worst_mare_pct']:.3f} |",
                       flush=True)
+            if args.profile:
+                prof = profile_scene(bag, max(threads))
+                rows.append({'scene': name, 'ego': level, 'profile': prof})
+                rotors = ', '.join(f'{k} {v:.2f}' for k, v in prof['rotor_cpu'].items())
+                print(f"profile {name} ego {level}, {prof['threads']} threads: real-time "
+                      f"factor {prof['rtf']:.2f}; CPU s per sensor s: main thread's own "
+                      f"{prof['main_own_cpu']:.2f}, rotors {rotors}, process "
+                      f"{prof['process_cpu']:.2f}", flush=True)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / 'scaling.json').write_text(json.dumps({'machine': info, 'rows': rows,
