@@ -108,3 +108,21 @@ def test_ctrl_c_while_the_worker_draws_ends_the_worker(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         worker.draw(_jobs(tmp_path, 'w'))
     assert proc.poll() is not None and not (tmp_path / 'rpm_w.png').exists()
+
+
+def test_a_job_failing_in_a_forked_copy_fails_in_the_command_too(tmp_path):
+    jobs = _jobs(tmp_path, 'w')
+    jobs[1] = ('frames', (tmp_path / 'no_dir' / 'overlay.png', *jobs[1][1][1:]))
+    with PictureWorker().start() as worker, pytest.raises(FileNotFoundError):
+        worker.draw(jobs)
+    assert (tmp_path / 'rpm_w.png').stat().st_size > 5_000
+
+
+def test_the_worker_draws_the_jobs_after_the_first_in_forked_copies(monkeypatch):
+    """(rpm.png and overlay.png at the same time: the command waits for the slower one.)"""
+    import os
+    monkeypatch.setattr(picture_worker, '_run', lambda name, args: (name, os.getpid()))
+    got = picture_worker._run_side_by_side([('rpm', ()), ('frames', ()), ('rpm', ())])
+    assert [name for name, _ in got] == ['rpm', 'frames', 'rpm']
+    pids = [pid for _, pid in got]
+    assert pids[0] == os.getpid() and len(set(pids)) == 3
