@@ -81,3 +81,93 @@ def test_detect_analyses_the_whole_window_asked_for(quad, window_s):
     t0 = int(found.window.t_us[0])
     for rotor in found.rotors:       # the state refers to the end of the analysed span
         assert abs(rotor.t_us - t0 - window_s * 1e6) < 2_000, (rotor.t_us - t0, window_s)
+
+
+class _Out:
+    def __init__(self, rpm):
+        self.rpm_shaft = rpm
+
+
+def _packet(t0_us, n=5):
+    from helixtrack_ros.core.events import EventArrays
+    t = np.arange(t0_us, t0_us + 1000, 1000 // n, dtype=np.int64)[:n]
+    z = np.zeros(n, np.uint16)
+    return EventArrays(t, z, z, np.zeros(n, np.uint8))
+
+
+def _feed(frames, good_from_ms=0, bad_ms=()):
+    """1 ms packets over 300 ms; every rotor has an RPM from ``good_from_ms`` on, except
+    in the milliseconds ``bad_ms``."""
+    from helixtrack_ros.cli.pictures import PlannedFrames  # noqa: F401 (the class fed)
+    when_ready = None
+    for k in range(300):
+        ok = k >= good_from_ms and k not in bad_ms
+        frames.add(k * 1000, _packet(k * 1000), [_Out(5000.0 if ok else float('nan'))], k)
+        if frames.ready and when_ready is None:
+            when_ready = k
+    return when_ready
+
+
+def test_planned_frames_are_kept_at_their_places_and_ready_before_the_run_ends():
+    from helixtrack_ros.cli.pictures import PlannedFrames
+    frames = PlannedFrames(300)
+    ready = _feed(frames)
+    assert frames.places == [50, 150, 250]
+    assert [f[0] for f in frames.pick()] == [50_000, 150_000, 250_000]
+    assert ready is not None and ready < 260   # (the overlay is drawn while the run goes on)
+
+
+def test_a_planned_frame_without_every_rpm_is_tried_again_later_in_its_span():
+    from helixtrack_ros.cli.pictures import PlannedFrames
+    frames = PlannedFrames(300, retry_us=20_000)
+    _feed(frames, bad_ms=range(140, 175))
+    starts = [f[0] for f in frames.pick()]
+    # tried at 150 and 170 ms (both end without every RPM), then at 190 ms
+    assert starts == [50_000, 190_000, 250_000]
+    assert all(np.isfinite(f[2][0].rpm_shaft) for f in frames.pick())
+
+
+def test_planned_frames_spread_over_the_tracked_part_a_bad_span_keeps_its_first():
+    from helixtrack_ros.cli.pictures import PlannedFrames
+    frames = PlannedFrames(300)
+    _feed(frames, good_from_ms=100, bad_ms=range(190, 260))
+    assert frames.places == [133, 200, 266]   # (from the first packet with every RPM)
+    starts = [f[0] for f in frames.pick()]
+    assert starts == [133_000, 200_000, 266_000]
+    assert not np.isfinite(frames.pick()[1][2][0].rpm_shaft)   # (tried at 200 and 250 ms)
+
+
+def test_an_unfinished_run_or_one_never_tracked_still_gets_frames():
+    from helixtrack_ros.cli.pictures import PlannedFrames
+    cut = PlannedFrames(500)   # (a run cut short: 300 of 500 packets)
+    assert _feed(cut) is None and not cut.ready
+    assert cut.places == [83, 250, 416] and [f[0] for f in cut.pick()] == [83_000, 250_000]
+    never = PlannedFrames(300)
+    assert _feed(never, good_from_ms=1000) is None
+    assert [f[0] for f in never.pick()] == [250_000]   # (the latest of a try every 50 ms)
+
+
+def test_track_sends_the_overlay_to_the_worker_before_the_run_ends(tmp_path_factory, tmp_path,
+                                                                   monkeypatch):
+    from cli_scenes import simulated
+
+    from helixtrack_ros.cli import picture_worker, track
+    scene = simulated(tmp_path_factory, 'lone_constant', 0.6, 1)   # (600 packets)
+    seen = []
+    real_submit = picture_worker.PictureWorker.submit
+    real_note = track._TrackRun._note
+
+    def note(self, pkt, res):
+        seen.append(('packet', self.n_packets))
+        return real_note(self, pkt, res)
+
+    def submit(self, jobs):
+        seen.append(('submit', [name for name, _ in jobs]))
+        return real_submit(self, jobs)
+    monkeypatch.setattr(track._TrackRun, '_note', note)
+    monkeypatch.setattr(picture_worker.PictureWorker, 'submit', submit)
+    info = track_bag(str(scene / 'events'), str(scene / 'params.yaml'), tmp_path / 't',
+                     quiet=True)
+    at = seen.index(('submit', ['frames']))
+    assert 500 < at < len(seen) - 64 and len(info['overlay_labels']) == 3
+    assert (tmp_path / 't' / 'overlay.png').stat().st_size > 20_000

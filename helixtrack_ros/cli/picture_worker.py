@@ -40,23 +40,42 @@ class PictureWorker:
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen | None = None
+        self._early: list[tuple[str, tuple]] = []   # jobs sent by :meth:`submit`
 
     def start(self) -> PictureWorker:
         """Start the worker (it imports matplotlib at once); nothing when it cannot start."""
         try:
+            # (a session of its own: ending it ends the copies it forked, see _end)
             self._proc = subprocess.Popen([sys.executable, '-m', __name__],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          start_new_session=True)
         except OSError:
             self._proc = None
         return self
 
+    def submit(self, jobs: list[tuple[str, tuple]]) -> None:
+        """Have the worker start drawing these jobs now, while the run goes on (their
+        results come with :meth:`draw`'s)."""
+        self._early.extend(jobs)
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            return
+        try:
+            proc.stdin.write(pickle.dumps(('draw', jobs)))
+            proc.stdin.flush()
+        except (OSError, ValueError, pickle.PickleError):   # (drawn here at the end)
+            self._proc = None
+            _end(proc)
+
     def draw(self, jobs: list[tuple[str, tuple]]) -> list[Any]:
-        """Each job's result (job: a name of :data:`_JOBS` and its arguments), drawn by the
-        worker, or here when the worker is not there or fails."""
+        """Each job's result (job: a name of :data:`_JOBS` and its arguments), those of
+        :meth:`submit` first, drawn by the worker, or here when it is not there or fails."""
         proc, self._proc = self._proc, None
+        every = [*self._early, *jobs]
+        self._early = []
         if proc is not None:
             try:
-                out, _ = proc.communicate(pickle.dumps(jobs), timeout=_TIMEOUT_S)
+                out, _ = proc.communicate(pickle.dumps(('end', jobs)), timeout=_TIMEOUT_S)
                 status, results = pickle.loads(out)
                 if proc.returncode == 0 and status == 'ok':
                     return results
@@ -67,7 +86,7 @@ class PictureWorker:
                 _end(proc)
                 raise
             _end(proc)
-        return [_run(name, args) for name, args in jobs]
+        return [_run(name, args) for name, args in every]
 
     def close(self) -> None:
         """Stop the worker if it still waits (a run that ended early draws nothing)."""
@@ -83,9 +102,12 @@ class PictureWorker:
 
 
 def _end(proc: subprocess.Popen) -> None:
-    """End a worker (whatever it is doing) and reap it."""
-    if proc.poll() is None:
-        proc.kill()
+    """End a worker and the copies it forked (whatever they are doing), and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, AttributeError):   # (gone; no killpg)
+        if proc.poll() is None:
+            proc.kill()
     proc.wait()
 
 
@@ -108,36 +130,46 @@ def _warm_up() -> None:
     plt.close(fig)
 
 
-def _run_side_by_side(jobs: list[tuple[str, tuple]]) -> list[Any]:
-    """Each job's result, the jobs after the first drawn by forked copies of this worker
-    at the same time (the command waits for the slowest picture, not for their sum)."""
-    if len(jobs) < 2 or not hasattr(os, 'fork'):
+def _fork(name: str, args: tuple) -> tuple[int, int]:
+    """Draw a job in a forked copy of this worker; (its pid, the pipe its result comes on)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the copy: draw, send the result, leave at once
+        os.close(read_fd)
+        try:
+            reply: tuple[str, Any] = ('ok', _run(name, args))
+        except Exception as exc:   # noqa: BLE001  (reported by the worker)
+            reply = ('failed', repr(exc))
+        with os.fdopen(write_fd, 'wb') as out:
+            out.write(pickle.dumps(reply))
+        os._exit(0)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _result(child: tuple[int, int]) -> Any:
+    """The result of a job drawn by :func:`_fork` (its failure raised here)."""
+    pid, read_fd = child
+    with os.fdopen(read_fd, 'rb') as src:
+        data = src.read()
+    os.waitpid(pid, 0)
+    status, value = pickle.loads(data) if data else ('failed', 'no reply')
+    if status != 'ok':
+        raise RuntimeError(f'a picture failed: {value}')
+    return value
+
+
+def _run_side_by_side(jobs: list[tuple[str, tuple]],
+                      started: list[tuple[int, int]] | None = None) -> list[Any]:
+    """The results of the jobs ``started`` before (by :func:`_fork`), then of ``jobs``, the
+    jobs after the first drawn by forked copies of this worker at the same time (the
+    command waits for the slowest picture, not for their sum)."""
+    started = started or []
+    if not hasattr(os, 'fork'):
         return [_run(name, args) for name, args in jobs]
-    children = []
-    for name, args in jobs[1:]:
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:   # the copy: draw, send the result, leave at once
-            os.close(read_fd)
-            try:
-                reply: tuple[str, Any] = ('ok', _run(name, args))
-            except Exception as exc:   # noqa: BLE001  (reported by the worker)
-                reply = ('failed', repr(exc))
-            with os.fdopen(write_fd, 'wb') as out:
-                out.write(pickle.dumps(reply))
-            os._exit(0)
-        os.close(write_fd)
-        children.append((pid, read_fd))
-    results = [_run(*jobs[0])]
-    for pid, read_fd in children:
-        with os.fdopen(read_fd, 'rb') as src:
-            data = src.read()
-        os.waitpid(pid, 0)
-        status, value = pickle.loads(data) if data else ('failed', 'no reply')
-        if status != 'ok':
-            raise RuntimeError(f'a picture failed: {value}')
-        results.append(value)
-    return results
+    children = [_fork(name, args) for name, args in jobs[1:]]
+    first = [_run(*jobs[0])] if jobs else []
+    return [*(_result(c) for c in started), *first, *(_result(c) for c in children)]
 
 
 def _serve() -> int:
@@ -152,12 +184,23 @@ def _serve() -> int:
         _warm_up()
     except ImportError:   # the jobs fail below and are drawn in the command, which says why
         pass
+    started: list[tuple[int, int]] = []   # the jobs sent early, drawing in forked copies
+    waiting: list[tuple[str, tuple]] = []  # (or waiting, where there is no fork)
+    while True:
+        try:
+            kind, jobs = pickle.load(sys.stdin.buffer)
+        except (EOFError, pickle.PickleError):   # the command ended without pictures
+            for pid, _ in started:
+                os.kill(pid, signal.SIGKILL)
+            return 0
+        if kind != 'draw':
+            break
+        if hasattr(os, 'fork'):
+            started.extend(_fork(name, args) for name, args in jobs)
+        else:
+            waiting.extend(jobs)
     try:
-        jobs = pickle.load(sys.stdin.buffer)
-    except (EOFError, pickle.PickleError):   # the command ended without pictures
-        return 0
-    try:
-        reply: tuple[str, Any] = ('ok', _run_side_by_side(jobs))
+        reply: tuple[str, Any] = ('ok', _run_side_by_side([*waiting, *jobs], started))
     except Exception as exc:   # noqa: BLE001  (drawn again in the command, which reports it)
         reply = ('failed', repr(exc))
     try:

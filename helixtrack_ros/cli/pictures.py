@@ -229,8 +229,11 @@ class FrameSampler:
         self._next_us: int | None = None
         self._open: tuple[int, list, list] | None = None
 
-    def add(self, t_first_us: int, events: Any, rotors: list[Any]) -> None:
-        """Offer a packet's events (EventArrays) and rotor outputs."""
+    #: (a run of unknown length: its frames are picked at its end)
+    ready = False
+
+    def add(self, t_first_us: int, events: Any, rotors: list[Any], index: int = 0) -> None:
+        """Offer a packet's events (EventArrays) and rotor outputs (``index``: unused)."""
         if self._open is not None:
             self._open[1].append((events.x.copy(), events.y.copy(), events.p.copy()))
             self._open[2][:] = rotors
@@ -248,8 +251,98 @@ class FrameSampler:
 
     def pick(self, n: int = 3) -> list[tuple[int, list, list]]:
         """``n`` frames spread over the run, preferring those where every rotor has an RPM."""
-        good = [f for f in self.frames
-                if f[2] and all(math.isfinite(r.rpm_shaft) for r in f[2])] or self.frames
+        good = [f for f in self.frames if _good(f[2])] or self.frames
         if len(good) <= n:
             return good
         return [good[int(i)] for i in np.linspace(0, len(good) - 1, n).round()]
+
+
+def _good(rotors: list[Any]) -> bool:
+    """Every rotor of a frame has an RPM (the frame shows them all tracked)."""
+    return bool(rotors) and all(math.isfinite(r.rpm_shaft) for r in rotors)
+
+
+class PlannedFrames:
+    """``n`` short event frames at places planned from a run's known packet count.
+
+    The places spread over the packets from the first one whose rotors all
+    have an RPM to the last: frame i starts at the i-th of ``n`` even steps
+    or, when not every rotor has an RPM at its end, again every ``retry_us``
+    of sensor time before the next place (the span's first frame is kept if
+    none is better). Once the last one is kept (:attr:`ready`) the overlay
+    can be drawn while the run goes on.
+    """
+
+    def __init__(self, count: int, n: int = 3, retry_us: int = 50_000) -> None:
+        self.count = count
+        self.n = n
+        self.retry_us = retry_us
+        self.places: list[int] = []   # (planned at the first packet with every RPM)
+        self.ends: list[int] = []
+        self.kept: list[tuple[int, list, list]] = []
+        self._first: tuple[int, list, list] | None = None   # of the current span
+        self._open: tuple[int, list, list] | None = None
+        self._next_us: int | None = None   # no new try before this sensor time
+
+    @property
+    def ready(self) -> bool:
+        """Every planned frame is kept."""
+        return bool(self.places) and len(self.kept) == len(self.places)
+
+    def _plan(self, index: int) -> None:
+        span = max(self.count - index, 1)
+        self.places = [index + span * (2 * i + 1) // (2 * self.n) for i in range(self.n)]
+        self.ends = [*self.places[1:], self.count]
+        self._first = self._open = self._next_us = None
+
+    def add(self, t_first_us: int, events: Any, rotors: list[Any], index: int = 0) -> None:
+        """Offer packet ``index``'s events (EventArrays) and rotor outputs."""
+        if not self.places:
+            if not _good(rotors):   # (until then a frame now and then, in case none comes)
+                self._try(t_first_us, events, rotors, index, planned=False)
+                return
+            self._plan(index)
+        while (len(self.kept) < len(self.places) and self._open is None
+               and index >= self.ends[len(self.kept)]):
+            self._keep(self._first)   # (a span without a good frame: its first, if any)
+        if len(self.kept) < len(self.places):
+            self._try(t_first_us, events, rotors, index, planned=True)
+
+    def _try(self, t_first_us: int, events: Any, rotors: list[Any], index: int,
+             planned: bool) -> None:
+        """Open a frame when due, or add the packet to the open one; judge it when done."""
+        if self._open is None:
+            if (planned and index < self.places[len(self.kept)]) or (
+                    self._next_us is not None and t_first_us < self._next_us):
+                return
+            self._open = (t_first_us, [], [])
+            self._next_us = t_first_us + self.retry_us
+        frame = self._open
+        frame[1].append((events.x.copy(), events.y.copy(), events.p.copy()))
+        frame[2][:] = rotors
+        if int(events.t_us[-1]) - frame[0] < FRAME_US:
+            return
+        self._open = None
+        if not planned:
+            self._first = frame      # (the latest, before any packet had every RPM)
+        elif _good(frame[2]):
+            self._keep(frame)
+        elif self._first is None:
+            self._first = frame
+
+    def _keep(self, frame: tuple[int, list, list] | None) -> None:
+        if frame is not None:
+            self.kept.append(frame)
+        else:   # (no frame at all in the span: the place is left out)
+            self.places.pop(len(self.kept))
+            self.ends.pop(len(self.kept))
+        self._first = self._next_us = None
+
+    def pick(self, n: int = 3) -> list[tuple[int, list, list]]:
+        """The frames kept, and at the end of a run the best of the span not finished."""
+        del n
+        rest = [f for f in (self._first, self._open) if f is not None and f[1]]
+        if self.ready or not rest:
+            return list(self.kept)
+        good = [f for f in rest if _good(f[2])]
+        return [*self.kept, (good or rest)[0]]

@@ -11,7 +11,7 @@ has written so far, so that a Ctrl-C or a damaged bag still leaves outputs.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 import math
 from pathlib import Path
@@ -35,7 +35,7 @@ from helixtrack_ros.cli.common import (
 )
 from helixtrack_ros.cli.detect import NAMING, rotor_line
 from helixtrack_ros.cli.picture_worker import PictureWorker
-from helixtrack_ros.cli.pictures import Frame, FrameSampler, Mark
+from helixtrack_ros.cli.pictures import Frame, FrameSampler, Mark, PlannedFrames
 from helixtrack_ros.cli.progress import Progress, progress_enabled
 from helixtrack_ros.cli.truth import (
     GroundTruth,
@@ -116,7 +116,8 @@ class _TrackRun:
     """What one ``track`` run has processed and written so far."""
 
     def __init__(self, rotor_names: list[str], frames: bool = True,
-                 rotors: list[Any] | None = None, min_radius_px: float = 0.0) -> None:
+                 rotors: list[Any] | None = None, min_radius_px: float = 0.0,
+                 count: int | None = None) -> None:
         self.rows: dict[str, dict[str, list]] = {n: {k: [] for k in ROW_FIELDS}
                                                  for n in rotor_names}
         self.t_first_us: int | None = None
@@ -130,8 +131,13 @@ class _TrackRun:
         self.n_refused = 0
         self.interrupted = False
         self.read_error: CliError | None = None
-        #: event frames for overlay.png (None: no pictures drawn)
-        self.frames = FrameSampler() if frames else None
+        #: event frames for overlay.png (None: no pictures drawn), planned when the number
+        #: of packets is known (the overlay is then drawn while the run goes on)
+        self.frames: FrameSampler | PlannedFrames | None = None
+        if frames:
+            self.frames = PlannedFrames(count) if count else FrameSampler()
+        #: called once when the frames are :attr:`PlannedFrames.ready`
+        self.on_frames_ready: Callable[[], None] | None = None
         #: the given rotors (RotorInit), checked against the sensor once its size is known
         self.rotors = list(rotors or [])
         self.min_radius_px = min_radius_px     # (the tracker's health_min_radius_px)
@@ -192,6 +198,9 @@ class _TrackRun:
                 lines = self._write_batch(done, results_bag)
                 if fh is not None:
                     fh.writelines(lines)
+                if self.on_frames_ready is not None and self.frames.ready:
+                    ready, self.on_frames_ready = self.on_frames_ready, None
+                    ready()
                 progress.update(self.n_packets, self.sensor_s, pipe.counters['events_in'])
         except KeyboardInterrupt:
             self.interrupted = True
@@ -240,7 +249,8 @@ class _TrackRun:
         self.last_stamp_ns = res.stamp_ns
         self.n_rows += len(res.rotors)
         if self.frames is not None and res.events is not None and len(res.events):
-            self.frames.add(int(res.events.t_us[0]), res.events, res.rotors)
+            self.frames.add(int(res.events.t_us[0]), res.events, res.rotors,
+                            self.n_packets - 1)
         for r in res.rotors:
             track = self.rows.setdefault(r.name, {k: [] for k in ROW_FIELDS})
             h = r.homography
@@ -320,7 +330,14 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
     """The body of :func:`track_recording` once the pipeline is made."""
     from helixtrack_ros.io.bags import ResultBagWriter
     run = _TrackRun(pipe.rotor_names, frames=out is not None, rotors=config.rotors,
-                    min_radius_px=config.tracker.health_min_radius_px)
+                    min_radius_px=config.tracker.health_min_radius_px, count=recording.count)
+    early: list[str] = []   # the pictures the worker draws while the run goes on
+
+    def frames_ready() -> None:
+        pictures.submit([('frames', _overlay_args(out / 'overlay.png', run.frames, recording,
+                                                  config, _first_detections(pipe)))])
+        early.append('frames')
+    run.on_frames_ready = frames_ready if out is not None else None
     if recording.width and recording.height:   # the header's (else the first packet's)
         run.check_sensor(int(recording.width), int(recording.height))
     wall0 = time.perf_counter()
@@ -346,9 +363,12 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
     table = error_table(arrays, truth_rpm, int(skip_s * 1e6)) if truth_rpm else []
     labels: list[list[Any]] = []
     if out is not None:
-        overlay = _overlay_args(out / 'overlay.png', run.frames, recording, config, detected)
-        _, labels = pictures.draw([('rpm', (out / 'rpm.png', arrays, truth_rpm)),
-                                   ('frames', overlay)])
+        jobs = [('rpm', (out / 'rpm.png', arrays, truth_rpm))]
+        if not early:
+            jobs.append(('frames', _overlay_args(out / 'overlay.png', run.frames, recording,
+                                                 config, detected)))
+        drawn = dict(zip([*early, *(name for name, _ in jobs)], pictures.draw(jobs)))
+        labels = drawn['frames']
     return {'packets': run.n_packets, 'events': pipe.counters['events_in'], 'wall_s': wall,
             'sensor_s': sensor_s, 'rtf': sensor_s / wall if wall > 0 else float('nan'),
             'counters': dict(pipe.counters), 'errors': run.errors,
@@ -366,7 +386,7 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
             't_first_us': run.t_first_us, 't_last_us': run.t_last_us}
 
 
-def _overlay_args(path: Path, sampler: FrameSampler, recording: Any, config: Any,
+def _overlay_args(path: Path, sampler: FrameSampler | PlannedFrames, recording: Any, config: Any,
                   detected: dict[str, tuple[int, Any]]) -> tuple:
     """The :func:`~helixtrack_ros.cli.pictures.draw_frames` arguments of overlay.png: a few
     event frames of the run with every tracked rotor then."""
