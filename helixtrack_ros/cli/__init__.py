@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 from typing import Any
 
 from helixtrack_ros.cli.common import (
@@ -214,9 +216,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM (``timeout``, ``docker stop``, a batch scheduler) ends a run as Ctrl-C does:
+    the outputs are closed and hold what was processed so far."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``helixtrack`` console script; returns an :class:`ExitCode`."""
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is not threading.main_thread():
+        return _run(args)
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return _run(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the sub-command of ``args``; its :class:`ExitCode` (failures said in one line)."""
     module, func = args.func.split(':')
     try:
         return int(getattr(importlib.import_module(f'{__name__}.{module}'), func)(args))
