@@ -12,9 +12,13 @@ bytes per event; ROS 2 CDR: the ``ts`` aligned to 4 bytes) and each message
 becomes a ``mono`` packet of the same events (:mod:`helixtrack_ros.codecs.mono`).
 
 Sensor time: the events carry ROS time, so sensor time is counted from the
-whole second before the stream's first event (``epoch_ns``); the packet's
-header stamp stays the message's. A message may span at most 2**32 ns
-(4.29 s; the ``mono`` words' offset), else it is refused (ValueError).
+whole second before the stream's first event (``epoch_ns``). The packet's
+stamp is its first event's ROS time when that is within a second of the
+header stamp (drivers stamp a message when it is sent, up to a whole message
+after its first event: outputs were stamped that much late), else the
+header's. Events are put in time order within a message. A message may span
+at most 2**32 ns (4.29 s; the ``mono`` words' offset), else it is refused
+(ValueError).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from helixtrack_ros.codecs.mono import mono_words
 from helixtrack_ros.io.packet_record import EventPacketRecord
 
 _NS_PER_S = 1_000_000_000
+#: a message's first event this close to its header stamp stamps the packet [ns]
+_STAMP_AGREE_NS = _NS_PER_S
 _U32 = struct.Struct('<I')
 _ROS1_HEAD = struct.Struct('<III')    # seq, stamp sec, stamp nsec
 _CDR_STAMP = struct.Struct('<iI')     # stamp sec, nanosec
@@ -126,7 +132,10 @@ class StructEventReader:
         ev = msg.events
         t_ns = ev['sec'].astype(np.int64) * _NS_PER_S + ev['nsec'].astype(np.int64)
         if not t_ns.size:
-            return self._record(msg, log_time_ns, 0, np.empty(0, np.uint64))
+            return self._record(msg, log_time_ns, 0, np.empty(0, np.uint64), msg.stamp_ns)
+        if np.any(t_ns[1:] < t_ns[:-1]):   # (a driver that lists them otherwise)
+            order = np.argsort(t_ns, kind='stable')
+            ev, t_ns = ev[order], t_ns[order]
         base = int(t_ns.min())
         if int(t_ns.max()) - base >= 1 << 32:
             raise ValueError(f'message {n} spans {(int(t_ns.max()) - base) / 1e9:.1f} s of '
@@ -139,12 +148,13 @@ class StructEventReader:
             t_ns = np.maximum(t_ns, self.epoch_ns)
             base = self.epoch_ns
         words = mono_words(ev['x'], ev['y'], ev['p'], t_ns - base)
-        return self._record(msg, log_time_ns, base - self.epoch_ns, words)
+        stamp_ns = base if abs(base - msg.stamp_ns) <= _STAMP_AGREE_NS else msg.stamp_ns
+        return self._record(msg, log_time_ns, base - self.epoch_ns, words, stamp_ns)
 
     @staticmethod
     def _record(msg: StructEvents, log_time_ns: int, time_base: int,
-                words: np.ndarray) -> EventPacketRecord:
-        return EventPacketRecord(msg.stamp_ns, msg.frame_id, msg.height, msg.width, msg.seq,
+                words: np.ndarray, stamp_ns: int) -> EventPacketRecord:
+        return EventPacketRecord(stamp_ns, msg.frame_id, msg.height, msg.width, msg.seq,
                                  time_base, 'mono', False, words.view(np.uint8),
                                  int(log_time_ns))
 
