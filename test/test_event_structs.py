@@ -245,3 +245,41 @@ def test_events_out_of_order_within_a_message_are_put_in_order():
     ev = make_decoder('mono', 640, 480).decode(rec.events, time_base=rec.time_base).events
     assert ev.t_us.tolist() == ((t - 1_700_000_000 * NS) // 1000).tolist()
     assert rec.stamp_ns == int(t[0])   # (the first event's ROS time, not the header's)
+
+
+def test_a_topic_whose_type_changes_is_read_message_by_message(tmp_path):
+    """EventPackets, then dvs EventArrays on the same topic (a second connection): each
+    message is read by its own type; before, the dvs ones were read as EventPackets and
+    skipped as corrupt (input review)."""
+    assert main(['simulate', '--scenario', 'lone_constant', '--duration', '0.04', '--seed', '2',
+                 '--out', str(tmp_path / 'sim')]) == 0
+    packets = list(iter_event_packets(tmp_path / 'sim' / 'events'))
+    store = typestore()
+    st = store.types
+    w = Ros2Writer(tmp_path / 'mixed', version=Ros2Writer.VERSION_LATEST,
+                   storage_plugin=StoragePlugin.MCAP)
+    w.open()
+    first = w.add_connection('/event_camera/events', 'event_camera_msgs/msg/EventPacket',
+                             typestore=store)
+    later = w.add_connection('/event_camera/events', DVS, typestore=store)
+    dec = make_decoder(packets[0].encoding, packets[0].width, packets[0].height)
+    base = 1_700_000_000 * NS
+    for k, pkt in enumerate(packets):
+        ev = dec.decode(pkt.events).events
+        if k < 20:
+            head = st['std_msgs/msg/Header'](stamp=st['builtin_interfaces/msg/Time'](
+                sec=pkt.stamp_ns // NS, nanosec=pkt.stamp_ns % NS), frame_id='cam')
+            msg = st['event_camera_msgs/msg/EventPacket'](
+                header=head, height=pkt.height, width=pkt.width, seq=pkt.seq,
+                time_base=pkt.time_base, encoding=pkt.encoding, is_bigendian=False,
+                events=np.frombuffer(bytes(pkt.events), np.uint8))
+            w.write(first, pkt.stamp_ns, store.serialize_cdr(msg, msg.__msgtype__))
+        else:
+            stamp = base + int(ev.t_us[-1]) * 1000
+            w.write(later, stamp, serialized(False, stamp, k, 'cam', base + ev.t_us * 1000,
+                                             ev.x, ev.y, ev.p, (pkt.width, pkt.height)))
+    w.close()
+    corrupt = []
+    got = list(iter_event_packets(tmp_path / 'mixed', on_corrupt=corrupt.append))
+    assert not corrupt and len(got) == len(packets) == 40
+    assert [r.encoding for r in got] == [packets[0].encoding] * 20 + ['mono'] * 20

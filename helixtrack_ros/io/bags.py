@@ -215,26 +215,14 @@ def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
     reader = _open(bag_path)
     try:
         conns = _require_topic(reader, topic, READABLE_EVENT_TYPES)
-        msgtype = conns[0].msgtype
-        store = message_typestore()
-        structs = StructEventReader(ros1=False) if msgtype in STRUCT_EVENT_TYPES else None
+        read = _EventRecords(topic, reader.path)
         n = 0
         stream = ResumableMessages(reader, conns, f'of {topic!r}',
                                    lambda: _mcap_salvage(reader.path))
-        for _, log_time_ns, raw in stream:
+        for conn, log_time_ns, raw in stream:
             n += 1
-            record = None
-            if msgtype == EVENT_PACKET_TYPE:   # the fast path knows EventPacket's layout
-                try:
-                    record = parse_event_packet(raw, log_time_ns)
-                except (ValueError, struct.error, IndexError, UnicodeDecodeError):
-                    pass   # the generic deserializer decides (and names the problem)
             try:
-                if structs is not None:
-                    record = struct_record(structs, raw, log_time_ns, n - 1, topic, reader.path)
-                elif record is None:
-                    record = record_of_serialized(store.deserialize_cdr, raw, msgtype,
-                                                  log_time_ns, n - 1, topic, reader.path)
+                record = read(conn.msgtype, raw, log_time_ns, n - 1)
             except ValueError as err:
                 skip_or_raise(err, on_corrupt)
                 continue
@@ -242,6 +230,31 @@ def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
         _raise_if_damaged(stream.reader, n, topic)
     finally:
         reader.close()   # (a salvage reader holds nothing open)
+
+
+class _EventRecords:
+    """Each message of an event topic as a record, read by its own connection's type (a
+    recording may change a topic's type: before, the later messages were read as the
+    first type and skipped as corrupt)."""
+
+    def __init__(self, topic: str, path: Any) -> None:
+        self.topic = topic
+        self.path = path
+        self._structs: StructEventReader | None = None
+
+    def __call__(self, msgtype: str, raw: Any, log_time_ns: int, n: int) -> EventPacketRecord:
+        """Message number ``n`` as a record; ValueError naming it when it does not read."""
+        if msgtype in STRUCT_EVENT_TYPES:
+            if self._structs is None:
+                self._structs = StructEventReader(ros1=False)
+            return struct_record(self._structs, raw, log_time_ns, n, self.topic, self.path)
+        if msgtype == EVENT_PACKET_TYPE:   # the fast path knows EventPacket's layout
+            try:
+                return parse_event_packet(raw, log_time_ns)
+            except (ValueError, struct.error, IndexError, UnicodeDecodeError):
+                pass   # the generic deserializer decides (and names the problem)
+        return record_of_serialized(message_typestore().deserialize_cdr, raw, msgtype,
+                                    log_time_ns, n, self.topic, self.path)
 
 
 class ResumableMessages:
