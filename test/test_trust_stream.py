@@ -166,6 +166,17 @@ def test_a_packet_delivered_twice_is_dropped_not_tracked_again(quad):
     recs = [r._replace(seq=0) for r in _raw(pkts, range(20))]
     assert all(r.error is None for r in same_seq.process_packets(recs))
     assert same_seq.counters['packets_duplicate'] == 0
+    # a reader that numbers messages by their place (ROS 2 struct-event arrays have no
+    # seq): the copy has the next number, the same stamp and bytes (input review)
+    numbered = TrackingPipeline(PipelineConfig(rotors=inits, threads=1))
+    recs = [r._replace(seq=k) for k, r in enumerate(doubled[:40])]
+    got = numbered.process_packets(recs)
+    assert [r.dropped is not None for r in got] == [False, True] * 20
+    assert numbered.counters['packets_duplicate'] == 20
+    assert numbered.counters['seq_gaps'] == 0
+    for a, b in zip(ref[:20], got[::2]):
+        assert [x.rpm_shaft for x in a.rotors] == pytest.approx(
+            [x.rpm_shaft for x in b.rotors], nan_ok=True)
 
 
 def test_refused_and_empty_packets_do_not_leave_a_rotor_tracking(quad):

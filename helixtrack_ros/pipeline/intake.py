@@ -221,8 +221,14 @@ class PacketIntake:
         """Decode one packet into ``out`` and check it (see :class:`Admission`)."""
         seq = int(pkt.seq)
         prev, self._prev = self._prev, pkt
-        if prev is not None and seq == int(prev.seq) and _same_payload(pkt, prev):
+        if (prev is not None and (seq == int(prev.seq) or int(pkt.stamp_ns) == int(prev.stamp_ns))
+                and _same_payload(pkt, prev)):
             # a message delivered or recorded twice: its events must not be tracked again
+            # (the same stamp counts as the same seq: readers number messages without a seq,
+            # ROS 2 struct-event arrays, by their place in the recording; its number is
+            # counted, not taken for a lost packet)
+            if seq != int(prev.seq):
+                self.seq.count(seq)
             self.counters['packets_duplicate'] += 1
             return Admission(None, dropped='a copy of the packet before (the same seq and '
                                            'payload)')
