@@ -247,7 +247,7 @@ def test_events_out_of_order_within_a_message_are_put_in_order():
     assert rec.stamp_ns == int(t[0])   # (the first event's ROS time, not the header's)
 
 
-def test_a_topic_whose_type_changes_is_read_message_by_message(tmp_path):
+def test_a_topic_whose_type_changes_is_read_message_by_message(tmp_path, capsys):
     """EventPackets, then dvs EventArrays on the same topic (a second connection): each
     message is read by its own type; before, the dvs ones were read as EventPackets and
     skipped as corrupt (input review)."""
@@ -283,3 +283,8 @@ def test_a_topic_whose_type_changes_is_read_message_by_message(tmp_path):
     got = list(iter_event_packets(tmp_path / 'mixed', on_corrupt=corrupt.append))
     assert not corrupt and len(got) == len(packets) == 40
     assert [r.encoding for r in got] == [packets[0].encoding] * 20 + ['mono'] * 20
+    capsys.readouterr()
+    main(['track', str(tmp_path / 'mixed'), '--params', str(tmp_path / 'sim' / 'params.yaml'),
+          '--out', str(tmp_path / 'out')])
+    # (the summary says what the format changed from and to)
+    assert 'format changes 1 (the last: evt3 1280x720 -> mono 1280x720)' in capsys.readouterr().out

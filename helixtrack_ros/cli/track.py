@@ -374,6 +374,7 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
             'counters': dict(pipe.counters), 'errors': run.errors,
             'error_text': run.error_text, 'table': table,
             'interrupted': run.interrupted, 'out': out, 'diagnostics': pipe.diagnostics(),
+            'format_change': pipe.format_change,
             'rows': run.n_rows, 'topic': recording.topic or str(recording.path),
             'kind': recording.kind,
             'size': (f'{recording.width}x{recording.height}' if recording.width
@@ -572,6 +573,10 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
     print(f'decode errors {c["decode_errors"]}, refused packets {c["packets_refused"]}, '
           f'seq gaps {c["seq_gaps"]}, time backwards {c["time_backwards"]}')
     other = [f'{key.replace("_", " ")} {c[key]}' for key in OTHER_INPUT_COUNTERS if c.get(key)]
+    change = info.get('format_change')
+    if c.get('format_changes') and change is not None:   # (the last one: from, to)
+        other = [f'{item} (the last: {change[0]} -> {change[1]})'
+                 if item.startswith('format changes') else item for item in other]
     if other:
         print('also: ' + ', '.join(other))
     if c['decode_errors']:
