@@ -71,7 +71,7 @@ EXIT_STATUS_HELP = """exit status:
        up to the damage; rosbag reindex), or a .raw file ending inside a
        word or a .dat file inside an event (every whole packet was
        processed); wins over 1
-  130  interrupted (Ctrl-C): the outputs hold what was processed"""
+  130  interrupted (Ctrl-C or SIGTERM): the outputs hold what was processed"""
 
 
 class CliError(Exception):
