@@ -467,3 +467,45 @@ def test_refused_packets_are_events_lost_not_starvation(quad):
     assert states[-1] == {RotorState.TRACKING}
     for r in after:
         assert r.stamp_ns >= STAMP0_NS + r.t_us * 1000 - 2_000_000
+
+
+def _libcaer_stream(scene, base_ns, restart_at=None, zero_at=()):
+    """~1 ms libcaer packets of a scene with a ROS-time base (the libcaer driver's), each
+    stamped after its last event; from ``restart_at`` on the camera's clock starts again
+    from zero, and the packets of ``zero_at`` alone have their time base 0."""
+    from helixtrack_ros.codecs.evt3_encoder import packetize
+    from helixtrack_ros.codecs.libcaer_encoder import encode_libcaer
+    from helixtrack_ros.sim import Simulator
+    ev = Simulator(scene, seed=1).all_events()
+    recs = []
+    for k, (a, b) in enumerate(packetize(ev.t_us, 1000)):
+        part = ev.slice(a, b)
+        restarted = restart_at is not None and k >= restart_at
+        zero = restarted or k in zero_at
+        shift_us = (int(ev.t_us[packetize(ev.t_us, 1000)[restart_at][0]])
+                    if restarted else 0) - (0 if zero else base_ns // 1000)
+        moved = type(part)(part.t_us - shift_us, part.x, part.y, part.p)
+        payload, tb = encode_libcaer(moved, 0 if zero else None)
+        stamp = base_ns + int(part.t_us[-1]) * 1000 + 200_000
+        recs.append(EventPacketRecord(stamp, '', 720, 1280, k, tb, 'libcaer', False, payload))
+    return recs
+
+
+def test_one_libcaer_packet_with_time_base_0_costs_that_packet_and_a_restart_persists():
+    """Before: the one packet was taken for a camera restart and the next five, back on the
+    ROS clock, refused as a leap (input review). Now it is refused alone; a real restart
+    (the clock goes on from zero) is taken once five packets went on from it."""
+    scene = make_scenario('lone_constant', duration_s=0.2, seed=1)
+    inits = rotor_inits_from_scene(scene)
+    base = 1_700_000_000 * 10**9
+    glitch = TrackingPipeline(PipelineConfig(rotors=inits, threads=1))
+    got = glitch.process_packets(_libcaer_stream(scene, base, zero_at=(100,)))
+    refused = [k for k, r in enumerate(got) if r.error]
+    c = glitch.counters
+    assert refused == [100] and c['camera_restarts'] == 0 and c['packets_corrupt'] == 1
+    restart = TrackingPipeline(PipelineConfig(rotors=inits, threads=1))
+    got = restart.process_packets(_libcaer_stream(scene, base, restart_at=100))
+    refused = [k for k, r in enumerate(got) if r.error]
+    c = restart.counters
+    assert refused == [100, 101, 102, 103, 104] and c['camera_restarts'] == 1
+    assert got[-1].rotors[0].state.name == 'TRACKING'

@@ -148,6 +148,10 @@ def _format_text(key: tuple[str, int, int]) -> str:
     return f'{key[0]} {key[1]}x{key[2]}'
 
 
+#: the encodings whose packets each carry their whole time (``time_base`` + offsets)
+_OWN_TIME_BASE = ('libcaer', 'libcaer_cmp', 'mono')
+
+
 def _same_payload(a: EventPacketRecord, b: EventPacketRecord) -> bool:
     """Whether two packets carry the same bytes (compared without copies)."""
     pa = np.frombuffer(a.events, np.uint8)
@@ -278,7 +282,11 @@ class PacketIntake:
             self._lose(stamp_ns)
             return Admission(f'corrupt payload dropped (seq {seq}): {reason}')
         restart = reason is not None
-        if restart:
+        if restart and int(ev.t_us[0]) < (self.last_t_us or 0) - RESTART_JUMP_US:
+            self.counters['camera_restarts'] += 1   # (time went back and stayed there)
+            self.time.reset()
+            self.last_t_us = None
+        elif restart:
             # the leap persists over several packets: it is real (events lost upstream,
             # a clock set ahead), so start over from here
             self.counters['time_gaps'] += 1
@@ -501,6 +509,12 @@ class PacketIntake:
         self._leap_t_last = int(ev.t_us[-1])
         return prior >= CORRUPT_RUN_ACCEPT
 
+    def _own_time_base(self) -> bool:
+        """Whether each packet of the stream carries its own time base (libcaer, mono), so
+        that one packet's time says nothing of the next one's (EVT words carry the time
+        from packet to packet: a packet refused rolls the decoder's clock back)."""
+        return self.decoder_key is not None and self.decoder_key[0] in _OWN_TIME_BASE
+
     def _corrupt_reason(self, ev: EventArrays, words: int, unknown: int,
                         stamp_ns: int) -> tuple[str | None, bool]:
         """Say why a decoded packet looks like garbage (None when it looks sane), and
@@ -532,5 +546,12 @@ class PacketIntake:
                 # the same words
                 return (f'sensor time leapt {leap_us / 1e6:.3f} s right after a corrupt '
                         'packet'), False
+            back_us = self.last_t_us - int(ev.t_us[0])
+            if back_us > RESTART_JUMP_US and self._own_time_base():
+                # a camera restart, or one packet of a wrong time base: taken once the next
+                # packets go on from it (one libcaer packet with time_base 0 was taken for a
+                # restart, and the five after it, back on the clock, refused; input review)
+                return (f'sensor time went back {back_us / 1e6:.3f} s (a restart is taken '
+                        'once the next packets go on from it)'), False
         return None, False
 
