@@ -9,7 +9,8 @@ from pathlib import Path
 
 from helixtrack_ros.cli.common import CliError, output_dir, skip_problem
 from helixtrack_ros.cli.simulate import simulate_to_dir
-from helixtrack_ros.cli.track import print_track_summary, track_bag, track_outcome
+from helixtrack_ros.cli.track import track_bag
+from helixtrack_ros.cli.track_report import print_track_summary, track_outcome
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -94,7 +94,8 @@ def track_task(job: Job, config: Any, rotor_threads: int = 1) -> Outcome:
     ``rotor_threads`` replaces ``threads: 0`` (one per core) of the
     configuration: the worker's share of the cores, not the machine's.
     """
-    from helixtrack_ros.cli.track import track_recording, track_status
+    from helixtrack_ros.cli.track import track_recording
+    from helixtrack_ros.cli.track_report import track_status
     from helixtrack_ros.cli.truth import read_ground_truth
     from helixtrack_ros.fleet.summary import rotor_stats
     t0 = time.perf_counter()
