@@ -469,24 +469,26 @@ def test_refused_packets_are_events_lost_not_starvation(quad):
         assert r.stamp_ns >= STAMP0_NS + r.t_us * 1000 - 2_000_000
 
 
-def _libcaer_stream(scene, base_ns, restart_at=None, zero_at=()):
-    """~1 ms libcaer packets of a scene with a ROS-time base (the libcaer driver's), each
-    stamped after its last event; from ``restart_at`` on the camera's clock starts again
-    from zero, and the packets of ``zero_at`` alone have their time base 0."""
+def _libcaer_stream(scene, base_ns, restart_at=None, zero_at=(), span_us=1000,
+                    stamped=True):
+    """``span_us`` libcaer packets of a scene with a ROS-time base (the libcaer driver's),
+    each stamped 0.2 ms after its last event (0 when not ``stamped``); from ``restart_at``
+    on the camera's clock starts again from zero, and the packets of ``zero_at`` alone
+    have their time base 0."""
     from helixtrack_ros.codecs.evt3_encoder import packetize
     from helixtrack_ros.codecs.libcaer_encoder import encode_libcaer
     from helixtrack_ros.sim import Simulator
     ev = Simulator(scene, seed=1).all_events()
     recs = []
-    for k, (a, b) in enumerate(packetize(ev.t_us, 1000)):
+    for k, (a, b) in enumerate(packetize(ev.t_us, span_us)):
         part = ev.slice(a, b)
         restarted = restart_at is not None and k >= restart_at
         zero = restarted or k in zero_at
-        shift_us = (int(ev.t_us[packetize(ev.t_us, 1000)[restart_at][0]])
+        shift_us = (int(ev.t_us[packetize(ev.t_us, span_us)[restart_at][0]])
                     if restarted else 0) - (0 if zero else base_ns // 1000)
         moved = type(part)(part.t_us - shift_us, part.x, part.y, part.p)
         payload, tb = encode_libcaer(moved, 0 if zero else None)
-        stamp = base_ns + int(part.t_us[-1]) * 1000 + 200_000
+        stamp = base_ns + int(part.t_us[-1]) * 1000 + 200_000 if stamped else 0
         recs.append(EventPacketRecord(stamp, '', 720, 1280, k, tb, 'libcaer', False, payload))
     return recs
 
@@ -509,3 +511,30 @@ def test_one_libcaer_packet_with_time_base_0_costs_that_packet_and_a_restart_per
     c = restart.counters
     assert refused == [100, 101, 102, 103, 104] and c['camera_restarts'] == 1
     assert got[-1].rotors[0].state.name == 'TRACKING'
+
+
+def test_libcaer_outputs_are_stamped_at_their_events_ros_time():
+    """libcaer's driver sends events in ROS time and stamps a packet after its last event:
+    taken for its first event's stamp, outputs of 10 ms packets came 10 ms late (input
+    review); with every header stamp 0 they were stamped 0 (1970; live review). An EVT3
+    stream on a clock near its sensor time (a sim clock) keeps the header clock."""
+    scene = make_scenario('lone_constant', duration_s=0.2, seed=1)
+    inits = rotor_inits_from_scene(scene)
+    base = 1_700_000_000 * 10**9
+    for stamped in (True, False):
+        pipe = TrackingPipeline(PipelineConfig(rotors=inits, threads=1))
+        got = pipe.process_packets(_libcaer_stream(scene, base, span_us=10_000,
+                                                   stamped=stamped))
+        late_ns = [r.stamp_ns - r.t_us * 1000 for r in got if r.rotors]   # (t_us: ROS time)
+        assert len(late_ns) >= 19 and all(0 <= d <= 200_000 for d in late_ns), late_ns
+    scene, pkts = _lone_evt3()
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    sim_clock = [EventPacketRecord(600_000_000 + pkts[i][2] * 1000, '', 720, 1280, i, 0, 'evt3',
+                                   False, pkts[i][0]) for i in range(len(pkts))]
+    got = [r for r in pipe.process_packets(sim_clock) if r.rotors]
+    assert all(0 <= r.stamp_ns - (600_000_000 + r.t_us * 1000) <= 1_000_000 for r in got)
+
+
+def _lone_evt3():
+    scene = make_scenario('lone_constant', duration_s=0.1, seed=3)
+    return scene, _encoded(scene, 3)

@@ -39,13 +39,6 @@ the sensor times themselves (the caller resets the mapper). While the
 estimate is younger than ``confirm_us`` a jump is taken at once (a first
 packet that came late, or stamped before a clock ran). A stamp of 0 is no
 stamp.
-
-Some drivers send events already in ROS time (libcaer's, whose time base is
-the host clock): a first sample within ``ros_time_ns`` of zero says so, and
-the mapping is then the identity (:attr:`ros_time`). Such drivers stamp a
-packet when it is sent, after its last event: the minimum over the samples
-would have stamped every output a whole packet late (9 ms with 10 ms
-packets; input review).
 """
 
 import numpy as np
@@ -73,8 +66,7 @@ class TimeMapper:
     """
 
     def __init__(self, creep_ns_per_s: float = 100_000.0, reset_ns: int = 1_000_000_000,
-                 confirm_us: int = 100_000, drop_ns: int = 5_000_000,
-                 ros_time_ns: int = 1_000_000_000) -> None:
+                 confirm_us: int = 100_000, drop_ns: int = 5_000_000) -> None:
         if creep_ns_per_s < 0:
             raise ValueError(f'creep_ns_per_s must be >= 0, got {creep_ns_per_s}')
         if reset_ns <= 0:
@@ -84,7 +76,6 @@ class TimeMapper:
         if drop_ns <= 0:
             raise ValueError(f'drop_ns must be > 0, got {drop_ns}')
         self.drop_ns = int(drop_ns)
-        self.ros_time_ns = int(ros_time_ns)
         self.creep_ns_per_s = float(creep_ns_per_s)
         self.reset_ns = int(reset_ns)
         self.confirm_us = int(confirm_us)
@@ -100,8 +91,6 @@ class TimeMapper:
         self.n_restarts = 0
         #: samples set aside as jumps that did not persist
         self.n_set_aside = 0
-        #: the sensor clock is ROS time (decided at the first sample): the identity mapping
-        self.ros_time = False
 
     @property
     def has_estimate(self) -> bool:
@@ -135,10 +124,7 @@ class TimeMapper:
         self.n_updates += 1
         if self._offset_ns is None:
             self._start_us = t_us
-            self.ros_time = abs(sample) <= self.ros_time_ns
-            return self._take(0 if self.ros_time else sample, stamp_ns)
-        if self.ros_time:
-            return self._take(0, stamp_ns)
+            return self._take(sample, stamp_ns)
         dt_ns = max(stamp_ns - self._last_stamp_ns, 0)
         crept = self._offset_ns + int(self.creep_ns_per_s * dt_ns * 1e-9)
         young = t_us - self._start_us < self.confirm_us

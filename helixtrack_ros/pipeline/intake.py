@@ -150,6 +150,11 @@ def _format_text(key: tuple[str, int, int]) -> str:
 
 #: the encodings whose packets each carry their whole time (``time_base`` + offsets)
 _OWN_TIME_BASE = ('libcaer', 'libcaer_cmp', 'mono')
+#: the encodings whose drivers stamp a packet after its last event (libcaer's: the real
+#: recording in test/data, its stamps 0.56 ms before to 0.47 ms after the last event)
+_STAMPED_AT_END = ('libcaer', 'libcaer_cmp')
+#: a sensor time past this is a wall clock (2001-09-09 in microseconds since 1970) [us]
+WALL_CLOCK_US = 10**15
 
 
 def _same_payload(a: EventPacketRecord, b: EventPacketRecord) -> bool:
@@ -359,7 +364,11 @@ class PacketIntake:
             self._events_lost = False
             gap_us = (max(t_first - self.last_t_us, unseen_us)
                       if self.last_t_us is not None else 0)
-        if self.time.update(stamp_ns, t_first):
+        # (a driver that stamps a packet after its last event, libcaer's, is sampled there:
+        # taken for its first event's stamp, every output came a whole packet late, 9 ms
+        # with 10 ms packets; input review)
+        t_stamped = int(ev.t_us[-1]) if self.decoder_key[0] in _STAMPED_AT_END else t_first
+        if self.time.update(stamp_ns, t_stamped):
             # the header stamp of the packet whose events ended at last_t_us (the leap
             # check compares the two over the same packets, however many empty ones came
             # between)
@@ -371,8 +380,11 @@ class PacketIntake:
         self.last_t_us = int(ev.t_us[-1])
         if self.first_t_us is None:
             self.first_t_us = t_first
-        # (no estimate yet: only stamps of 0 so far, which the outputs then keep)
-        stamp_out = self.time.to_ros_ns(self.last_t_us) if self.time.has_estimate else stamp_ns
+        # (no estimate yet: only stamps of 0 so far, which the outputs then keep, unless
+        # the sensor clock is a wall clock, as libcaer's driver sets it: then its own time)
+        stamp_out = (self.time.to_ros_ns(self.last_t_us) if self.time.has_estimate
+                     else self.last_t_us * 1000 if self.last_t_us >= WALL_CLOCK_US
+                     and self.decoder_key[0] in _OWN_TIME_BASE else stamp_ns)
         # (a ROS time is never before 1970: a mapping learnt from damaged times can say so)
         return Admission(None, ev, restart, gap_us, max(stamp_out, 0))
 
