@@ -155,6 +155,8 @@ _OWN_TIME_BASE = ('libcaer', 'libcaer_cmp', 'mono')
 _STAMPED_AT_END = ('libcaer', 'libcaer_cmp')
 #: a sensor time past this is a wall clock (2001-09-09 in microseconds since 1970) [us]
 WALL_CLOCK_US = 10**15
+#: the most sensor time packets lost in transport are taken to have spanned [us]
+LOST_SPAN_MAX_US = 1_000_000
 
 
 def _same_payload(a: EventPacketRecord, b: EventPacketRecord) -> bool:
@@ -204,6 +206,10 @@ class PacketIntake:
         #: suspect packets in a row whose leapt times continue one another, the last one's end
         self._leap_run = 0
         self._leap_t_last = 0
+        #: packets in a row whose sensor time went back (own time bases), and whether the
+        #: packet being judged is one
+        self._back_run = 0
+        self._back_jump = False
         #: the decoder's state after the last packet with events that was taken
         self._trusted: np.ndarray | None = None
         #: packets were dropped or refused since the last accepted one
@@ -234,13 +240,14 @@ class PacketIntake:
         """Decode one packet into ``out`` and check it (see :class:`Admission`)."""
         seq = int(pkt.seq)
         prev, self._prev = self._prev, pkt
-        if (prev is not None and (seq == int(prev.seq) or int(pkt.stamp_ns) == int(prev.stamp_ns))
-                and _same_payload(pkt, prev)):
+        numbered = (seq == int(prev.seq) + 1 and int(pkt.stamp_ns) == int(prev.stamp_ns)
+                    and len(pkt.events) > 0) if prev is not None else False
+        if prev is not None and (seq == int(prev.seq) or numbered) and _same_payload(pkt, prev):
             # a message delivered or recorded twice: its events must not be tracked again
-            # (the same stamp counts as the same seq: readers number messages without a seq,
-            # ROS 2 struct-event arrays, by their place in the recording; its number is
-            # counted, not taken for a lost packet)
-            if seq != int(prev.seq):
+            # (the next number with the same stamp and events is a copy too: readers number
+            # messages without a seq, ROS 2 struct-event arrays, by their place; counted,
+            # so that it is not taken for a lost packet)
+            if numbered:
                 self.seq.count(seq)
             self.counters['packets_duplicate'] += 1
             return Admission(None, dropped='a copy of the packet before (the same seq and '
@@ -276,7 +283,8 @@ class PacketIntake:
         if reason is None and self._stale_clock(n_events, delta[_CLAMPED]):
             reason, final = (f'{delta[_CLAMPED]} of {n_events} events came earlier than events '
                              'before them: the time is stale (events lost?)'), True
-        leap_is_real = reason is not None and not final and self._leap_persists(ev)
+        leap_is_real = reason is not None and not final and (
+            self._back_persists() if self._back_jump else self._leap_persists(ev))
         if reason is not None and not leap_is_real:
             # roll the stream state back so that the garbage does not shift later times
             # (to the end of the last packet with events taken: empty packets taken
@@ -314,7 +322,7 @@ class PacketIntake:
             since = self._lost_at_ns if self._events_lost else self._last_stamp_ns
             silent_ns = 0 if since is None else stamp_ns - since
             return Admission(None, ev, restart, None, max(stamp_ns, 0), silent_ns)
-        self._suspect_run = self._leap_run = 0
+        self._suspect_run = self._leap_run = self._back_run = 0
         self._note_span(ev)
         self._trusted = self.decoder.snapshot()
         return self._accept(ev, restart, stamp_ns)
@@ -525,6 +533,13 @@ class PacketIntake:
         self._leap_t_last = int(ev.t_us[-1])
         return prior >= CORRUPT_RUN_ACCEPT
 
+    def _back_persists(self) -> bool:
+        """Whether a packet whose time went back is the one that makes the restart real:
+        :data:`CORRUPT_RUN_ACCEPT` packets before it went back too (however far apart:
+        a sparse stream's restart was never taken by the continuity rule of leaps)."""
+        prior, self._back_run = self._back_run, self._back_run + 1
+        return prior >= CORRUPT_RUN_ACCEPT
+
     def _count_seq(self, seq: int, stamp_ns: int) -> None:
         """Count a packet's number; packets lost before it leave the decoder's stream state
         stale, and took their sensor time with them (:attr:`_packets_lost`)."""
@@ -563,6 +578,7 @@ class PacketIntake:
         for the rest of the stream (live-node review); random TIME_HIGH words
         do not continue one another.
         """
+        self._back_jump = False
         if words >= 16 and unknown > CORRUPT_UNKNOWN_FRACTION * words:
             return f'{unknown} of {words} words have unknown codes', True
         if len(ev.t_us) and self.last_t_us is not None and self._last_stamp_ns is not None:
@@ -571,11 +587,13 @@ class PacketIntake:
             t_hi = int(_MAX(ev.t_us)) if self._suspect_run else int(ev.t_us[-1])
             leap_us = t_hi - self.last_t_us
             host_us = (stamp_ns - self._last_stamp_ns) // 1000
-            # (packets lost in transport took their sensor time with them: a driver that
-            # fell behind, its stamps late, and dropped its backlog had 5 good packets
-            # refused and its time mapping restarted 63 ms late; live review)
-            lost_us = int(2.0 * self._packets_lost * self._packet_us)
-            if leap_us > max(CORRUPT_LEAP_US, host_us + CORRUPT_LEAP_US) + lost_us:
+            # (packets lost in transport took their sensor time with them, whatever the
+            # stamps say: a driver that fell behind, its stamps late, and dropped its
+            # backlog had 5 good packets refused and its time mapping restarted 63 ms
+            # late; live review. The larger of the two, not their sum: a damaged time
+            # right after a gap is still refused; code review)
+            lost_us = min(int(self._packets_lost * self._packet_us), LOST_SPAN_MAX_US)
+            if leap_us > max(host_us, lost_us) + CORRUPT_LEAP_US:
                 return (f'sensor time leapt {leap_us / 1e6:.3f} s while the header stamp '
                         f'moved {host_us / 1e6:.3f} s'), False
             if self._suspect_run and leap_us > CORRUPT_LEAP_US:
@@ -584,7 +602,8 @@ class PacketIntake:
                 return (f'sensor time leapt {leap_us / 1e6:.3f} s right after a corrupt '
                         'packet'), False
             back_us = self.last_t_us - int(ev.t_us[0])
-            if back_us > RESTART_JUMP_US and self._own_time_base():
+            self._back_jump = back_us > RESTART_JUMP_US and self._own_time_base()
+            if self._back_jump:
                 # a camera restart, or one packet of a wrong time base: taken once the next
                 # packets go on from it (one libcaer packet with time_base 0 was taken for a
                 # restart, and the five after it, back on the clock, refused; input review)
