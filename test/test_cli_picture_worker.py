@@ -126,3 +126,24 @@ def test_the_worker_draws_the_jobs_after_the_first_in_forked_copies(monkeypatch)
     assert [name for name, _ in got] == ['rpm', 'frames', 'rpm']
     pids = [pid for _, pid in got]
     assert pids[0] == os.getpid() and len(set(pids)) == 3
+
+
+def test_jobs_sent_early_to_a_worker_that_does_not_read_never_hold_the_run(tmp_path,
+                                                                           monkeypatch):
+    """(Code review: the pipe takes 64 KB and the early overlay is megabytes, so a worker
+    still importing, or hung, held the tracking loop in submit with no time limit.)"""
+    import subprocess
+    import sys
+    worker = PictureWorker()
+    worker._proc = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    start_new_session=True)
+    jobs = _jobs(tmp_path, 'w')
+    big = ('frames', (*jobs[1][1][:3], jobs[1][1][3] * 40, jobs[1][1][4]))
+    worker.submit([big])              # returns while the bytes wait in the pipe
+    assert worker._sender is not None and worker._sender.is_alive()
+    monkeypatch.setattr(picture_worker, '_TIMEOUT_S', 0.5)
+    got = worker.draw([jobs[0]])      # the worker never read: it is ended, drawn here
+    assert len(got) == 2 and worker._proc is None
+    assert (tmp_path / 'rpm_w.png').stat().st_size > 5_000
+    assert (tmp_path / 'overlay_w.png').stat().st_size > 5_000

@@ -141,10 +141,16 @@ def test_an_unfinished_run_or_one_never_tracked_still_gets_frames():
     from helixtrack_ros.cli.pictures import PlannedFrames
     cut = PlannedFrames(500)   # (a run cut short: 300 of 500 packets)
     assert _feed(cut) is None and not cut.ready
-    assert cut.places == [83, 250, 416] and [f[0] for f in cut.pick()] == [83_000, 250_000]
+    # (the frames of a FrameSampler kept beside: one every 50 ms, three spread)
+    assert cut.places == [83, 250, 416] and [f[0] for f in cut.pick()] == [0, 100_000, 250_000]
     never = PlannedFrames(300)
     assert _feed(never, good_from_ms=1000) is None
-    assert [f[0] for f in never.pick()] == [250_000]   # (the latest of a try every 50 ms)
+    assert [f[0] for f in never.pick()] == [0, 100_000, 250_000]
+    # a count lower than the packets (code review: every place fell before the first
+    # tracked packet, and the overlay had no frame)
+    under = PlannedFrames(100)
+    assert _feed(under, good_from_ms=150) is None
+    assert [f[0] for f in under.pick()] == [150_000, 200_000, 250_000]
 
 
 def test_track_sends_the_overlay_to_the_worker_before_the_run_ends(tmp_path_factory, tmp_path,

@@ -19,6 +19,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
 from typing import Any
 
 #: the drawing functions a job may name: (module, function)
@@ -41,6 +42,7 @@ class PictureWorker:
     def __init__(self) -> None:
         self._proc: subprocess.Popen | None = None
         self._early: list[tuple[str, tuple]] = []   # jobs sent by :meth:`submit`
+        self._sender: threading.Thread | None = None
 
     def start(self) -> PictureWorker:
         """Start the worker (it imports matplotlib at once); nothing when it cannot start."""
@@ -55,17 +57,31 @@ class PictureWorker:
 
     def submit(self, jobs: list[tuple[str, tuple]]) -> None:
         """Have the worker start drawing these jobs now, while the run goes on (their
-        results come with :meth:`draw`'s)."""
+        results come with :meth:`draw`'s). Sent by a thread of its own: the pipe takes
+        64 KB, and a worker still importing would hold the run until it reads."""
         self._early.extend(jobs)
         proc = self._proc
         if proc is None or proc.stdin is None:
             return
         try:
-            proc.stdin.write(pickle.dumps(('draw', jobs)))
-            proc.stdin.flush()
-        except (OSError, ValueError, pickle.PickleError):   # (drawn here at the end)
+            data = pickle.dumps(('draw', jobs))
+        except Exception:   # noqa: BLE001  (an argument that does not pickle: drawn here)
             self._proc = None
             _end(proc)
+            return
+        self._join_sender(proc)
+        self._sender = threading.Thread(target=_send, args=(proc, data), daemon=True)
+        self._sender.start()
+
+    def _join_sender(self, proc: subprocess.Popen) -> bool:
+        """Wait for the jobs being sent; False (the worker ended) when it does not read."""
+        sender, self._sender = self._sender, None
+        if sender is not None:
+            sender.join(_TIMEOUT_S)
+            if sender.is_alive():
+                _end(proc)
+                return False
+        return True
 
     def draw(self, jobs: list[tuple[str, tuple]]) -> list[Any]:
         """Each job's result (job: a name of :data:`_JOBS` and its arguments), those of
@@ -75,10 +91,12 @@ class PictureWorker:
         self._early = []
         if proc is not None:
             try:
-                out, _ = proc.communicate(pickle.dumps(('end', jobs)), timeout=_TIMEOUT_S)
-                status, results = pickle.loads(out)
-                if proc.returncode == 0 and status == 'ok':
-                    return results
+                # (a worker that did not read what was sent is ended: drawn here)
+                if self._join_sender(proc):
+                    out, _ = proc.communicate(pickle.dumps(('end', jobs)), timeout=_TIMEOUT_S)
+                    status, results = pickle.loads(out)
+                    if proc.returncode == 0 and status == 'ok':
+                        return results
             except (OSError, ValueError, EOFError, TypeError, AttributeError,
                     pickle.PickleError, subprocess.TimeoutExpired):
                 pass
@@ -99,6 +117,16 @@ class PictureWorker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _send(proc: subprocess.Popen, data: bytes) -> None:
+    """Write jobs to the worker (a thread of :meth:`PictureWorker.submit`); a worker gone
+    meanwhile is found out by :meth:`PictureWorker.draw`."""
+    try:
+        proc.stdin.write(data)
+        proc.stdin.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _end(proc: subprocess.Popen) -> None:

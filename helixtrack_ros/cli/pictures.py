@@ -270,7 +270,9 @@ class PlannedFrames:
     or, when not every rotor has an RPM at its end, again every ``retry_us``
     of sensor time before the next place (the span's first frame is kept if
     none is better). Once the last one is kept (:attr:`ready`) the overlay
-    can be drawn while the run goes on.
+    can be drawn while the run goes on; a run that ends before (cut short, its
+    count wrong, never tracked) gets the frames a :class:`FrameSampler` kept
+    beside.
     """
 
     def __init__(self, count: int, n: int = 3, retry_us: int = 50_000) -> None:
@@ -283,6 +285,7 @@ class PlannedFrames:
         self._first: tuple[int, list, list] | None = None   # of the current span
         self._open: tuple[int, list, list] | None = None
         self._next_us: int | None = None   # no new try before this sensor time
+        self._sampled = FrameSampler()     # (the frames of a run that ends before)
 
     @property
     def ready(self) -> bool:
@@ -297,6 +300,9 @@ class PlannedFrames:
 
     def add(self, t_first_us: int, events: Any, rotors: list[Any], index: int = 0) -> None:
         """Offer packet ``index``'s events (EventArrays) and rotor outputs."""
+        if self.ready:
+            return
+        self._sampled.add(t_first_us, events, rotors)
         if not self.places:
             if not _good(rotors):   # (until then a frame now and then, in case none comes)
                 self._try(t_first_us, events, rotors, index, planned=False)
@@ -339,10 +345,5 @@ class PlannedFrames:
         self._first = self._next_us = None
 
     def pick(self, n: int = 3) -> list[tuple[int, list, list]]:
-        """The frames kept, and at the end of a run the best of the span not finished."""
-        del n
-        rest = [f for f in (self._first, self._open) if f is not None and f[1]]
-        if self.ready or not rest:
-            return list(self.kept)
-        good = [f for f in rest if _good(f[2])]
-        return [*self.kept, (good or rest)[0]]
+        """The frames kept; those of the :class:`FrameSampler` beside when not all are."""
+        return list(self.kept) if self.ready else self._sampled.pick(n)
