@@ -11,8 +11,9 @@ has written so far, so that a Ctrl-C or a damaged bag still leaves outputs.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+import heapq
 import math
 from pathlib import Path
 import re
@@ -40,6 +41,8 @@ from helixtrack_ros.cli.truth import (
     read_ground_truth,
 )
 
+#: packets recorded out of order by up to this many places are put back in order
+REORDER_WINDOW = 16
 #: ``track`` hands the pipeline this many packets at a time (about 64 ms of a driver
 #: stream: each batch ends with the rotors waiting for the slowest one, so long batches
 #: keep both cores busy; 10-packet batches were 12-17 % slower on a 1 s, 30 M events/s scene)
@@ -176,7 +179,7 @@ class _TrackRun:
     def _batches(self, packets: Packets) -> Iterator[list[Any]]:
         """The packets in batches; a read failure ends them (outputs keep what came before)."""
         try:
-            yield from _batches(self._sized(packets))
+            yield from _batches(_in_seq_order(self._sized(packets)))
         except CliError as exc:
             self.read_error = exc
 
@@ -426,6 +429,33 @@ def _where_seen(arrays: dict[str, Any], config: Any, detected: dict[str, tuple[i
             continue
         seen[name] = (t_us, float(r.center_px[0]), float(r.center_px[1]), float(r.radius_px))
     return seen
+
+
+def _in_seq_order(packets: Iterable[Any], window: int = REORDER_WINDOW) -> Iterator[Any]:
+    """The packets in sequence order where the recording has them out of order by at most
+    ``window`` places (a transport that reordered them; live, the node takes such a packet
+    for late). Before, offline, each was dropped as late and the one it passed counted lost:
+    17 % of the events of a recording with 50 pairs swapped (input review). Packets of equal
+    numbers keep their order; a number more than ``window`` below those held (a restart)
+    first lets every held packet out. A read failure comes after the packets held."""
+    held: list[tuple[int, int, Any]] = []
+    last: int | None = None
+    try:
+        for n, pkt in enumerate(packets):
+            seq = int(pkt.seq)
+            if held and (seq < held[0][0] - window or (last is not None and seq < last - window)):
+                while held:
+                    yield heapq.heappop(held)[2]
+            heapq.heappush(held, (seq, n, pkt))
+            if len(held) > window:
+                last, _, out = heapq.heappop(held)
+                yield out
+    except CliError:
+        while held:
+            yield heapq.heappop(held)[2]
+        raise
+    while held:
+        yield heapq.heappop(held)[2]
 
 
 def _batches(packets: Any) -> Iterator[list[Any]]:
