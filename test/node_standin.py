@@ -55,7 +55,7 @@ class FakePipeline:
     """Stand-in for ``TrackingPipeline`` (test only): constant rotors, no decoding.
 
     Counts packets and sequence numbers with the pipeline's own
-    :class:`~helixtrack_ros.pipeline.intake.SeqCounter`. Accepts encoding
+    :class:`~helixtrack_ros.pipeline.sequence.SeqCounter`. Accepts encoding
     ``evt3`` only. Each payload byte pair counts as one
     event; an odd length counts a decode error. Sensor time is the header
     stamp in microseconds, so output stamps equal input stamps (to 1 us).
@@ -64,7 +64,7 @@ class FakePipeline:
     """
 
     def __init__(self, params: dict[str, Any]) -> None:
-        from helixtrack_ros.pipeline.intake import SeqCounter
+        from helixtrack_ros.pipeline.sequence import SeqCounter
         self.params = dict(params)
         self.rotor_names = list(params['rotor_names'])
         self.tracker = {k[len('tracker.'):]: v for k, v in params.items()

@@ -22,6 +22,7 @@ from helixtrack_ros.codecs.time_sync import NO_STAMP_NS, TimeMapper
 from helixtrack_ros.codecs.types import COUNTER_INDEX
 from helixtrack_ros.core.events import EventArrays, EventBuffer
 from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.pipeline.sequence import SEQ_COUNTERS, SeqCounter
 
 #: A backward jump of sensor time larger than this is a camera restart.
 RESTART_JUMP_US = 60_000
@@ -58,13 +59,6 @@ _CLAMPED = COUNTER_INDEX['time_clamped']
 #: an array's largest / smallest value (per packet: without ndarray.max's Python wrapper)
 _MAX, _MIN = np.maximum.reduce, np.minimum.reduce
 
-#: The counters of :class:`SeqCounter`.
-SEQ_COUNTERS = ('packets', 'seq_gaps', 'packets_dropped', 'seq_restarts', 'seq_repeats',
-                'packets_late')
-#: Of the numbers a gap skipped, the last this many may still come, late (reordered).
-LATE_SEQ = 16
-#: A forward jump of more packets than this is no loss (100 s of 1 ms packets): a restart.
-MAX_SEQ_GAP = 100_000
 INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backwards',
                    'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt',
                    'packets_duplicate', 'stamp_jumps', 'format_changes', 'events_clamped',
@@ -83,64 +77,6 @@ def _largest_step(t_us: np.ndarray, back: bool = False) -> tuple[int, int]:
         return j + 1, -int(steps[j])
     j = int(np.argmax(steps))
     return j + 1, int(steps[j])
-
-
-class SeqCounter:
-    """Counts the packets of a stream and the jumps of their sequence numbers.
-
-    A jump forward is a gap: ``seq_gaps`` and ``packets_dropped`` (lost in
-    transport), unless it is more than :data:`MAX_SEQ_GAP` packets. That, or
-    a jump back, is a ``seq_restarts`` (a camera or driver restart, a
-    glitch). The same number again is a ``seq_repeats`` (a driver that does
-    not count; a copy of the packet before is dropped earlier). A packet whose
-    number a recent gap skipped (one of the last :data:`LATE_SEQ` of it)
-    arrived late (reordered in transport): ``packets_late`` (:attr:`late`),
-    no longer counted dropped, and the last number stays. ``last_gap`` and
-    ``last_restart`` keep the latest of each as (seq before, seq after).
-    """
-
-    def __init__(self, counters: dict[str, int]) -> None:
-        self.counters = counters
-        for key in SEQ_COUNTERS:
-            counters.setdefault(key, 0)
-        #: the sequence number of the last packet (None before the first)
-        self.last: int | None = None
-        self.last_gap: tuple[int, int] | None = None
-        self.last_restart: tuple[int, int] | None = None
-        #: the packet just counted came late (reordered)
-        self.late = False
-        self._missing: set[int] = set()   # recently skipped numbers (a late one is one)
-
-    def count(self, seq: int) -> bool:
-        """Count packet ``seq``; True when packets were lost just before it."""
-        c = self.counters
-        c['packets'] += 1
-        last = self.last
-        self.late = seq in self._missing
-        if self.late:
-            self._missing.remove(seq)
-            c['packets_late'] += 1
-            c['packets_dropped'] -= 1   # taken for lost when it was skipped: it came late
-            return False
-        self.last = seq
-        if last is None or seq == last + 1:
-            return False
-        if seq == last:
-            c['seq_repeats'] += 1
-            return False
-        if last < seq <= last + MAX_SEQ_GAP:
-            c['seq_gaps'] += 1
-            c['packets_dropped'] += seq - last - 1
-            self.last_gap = (last, seq)
-            # the latest skipped numbers may still come, late
-            self._missing = {*self._missing, *range(max(last + 1, seq - LATE_SEQ), seq)}
-            self._missing = {m for m in self._missing if m > seq - 4 * LATE_SEQ}
-            return True
-        c['seq_restarts'] += 1
-        self.last_restart = (last, seq)
-        self._missing = set()
-        # a jump forward too far to be a loss still loses the decoder's stream state
-        return seq > last
 
 
 def _format_text(key: tuple[str, int, int]) -> str:
@@ -239,23 +175,9 @@ class PacketIntake:
     def admit(self, out: EventBuffer, pkt: EventPacketRecord) -> Admission:
         """Decode one packet into ``out`` and check it (see :class:`Admission`)."""
         seq = int(pkt.seq)
-        prev, self._prev = self._prev, pkt
-        numbered = (seq == int(prev.seq) + 1 and int(pkt.stamp_ns) == int(prev.stamp_ns)
-                    and len(pkt.events) > 0) if prev is not None else False
-        if prev is not None and (seq == int(prev.seq) or numbered) and _same_payload(pkt, prev):
-            # a message delivered or recorded twice: its events must not be tracked again
-            # (the next number with the same stamp and events is a copy too: readers number
-            # messages without a seq, ROS 2 struct-event arrays, by their place; counted,
-            # so that it is not taken for a lost packet)
-            if numbered:
-                self.seq.count(seq)
-            self.counters['packets_duplicate'] += 1
-            return Admission(None, dropped='a copy of the packet before (the same seq and '
-                                           'payload)')
-        self._count_seq(seq, int(pkt.stamp_ns))
-        if self.seq.late:
-            # its events are older than those tracked: it was taken for lost when skipped
-            return Admission(None, dropped='late (reordered in transport)')
+        dropped = self._dropped(pkt, seq)
+        if dropped is not None:
+            return dropped
         try:
             decoder = self._get_decoder(pkt.encoding, int(pkt.width), int(pkt.height))
         except UnsupportedEncodingError as exc:
@@ -298,14 +220,12 @@ class PacketIntake:
             self._lose(stamp_ns)
             return Admission(f'corrupt payload dropped (seq {seq}): {reason}')
         restart = reason is not None
-        if restart and int(ev.t_us[0]) < (self.last_t_us or 0) - RESTART_JUMP_US:
-            self.counters['camera_restarts'] += 1   # (time went back and stayed there)
-            self.time.reset()
-            self.last_t_us = None
-        elif restart:
-            # the leap persists over several packets: it is real (events lost upstream,
-            # a clock set ahead), so start over from here
-            self.counters['time_gaps'] += 1
+        if restart:
+            # the step persists over several packets: it is real (time went back and
+            # stayed there: a camera restart; events lost upstream, a clock set ahead: a
+            # time gap), so start over from here
+            back = int(ev.t_us[0]) < (self.last_t_us or 0) - RESTART_JUMP_US
+            self.counters['camera_restarts' if back else 'time_gaps'] += 1
             self.time.reset()
             self.last_t_us = None
         ev = self._without_spikes(ev)
@@ -326,6 +246,28 @@ class PacketIntake:
         self._note_span(ev)
         self._trusted = self.decoder.snapshot()
         return self._accept(ev, restart, stamp_ns)
+
+    def _dropped(self, pkt: EventPacketRecord, seq: int) -> Admission | None:
+        """Count the packet's number; the Admission of a copy of the packet before or of a
+        packet that came late (None: it is to be decoded)."""
+        prev, self._prev = self._prev, pkt
+        numbered = (seq == int(prev.seq) + 1 and int(pkt.stamp_ns) == int(prev.stamp_ns)
+                    and len(pkt.events) > 0) if prev is not None else False
+        if prev is not None and (seq == int(prev.seq) or numbered) and _same_payload(pkt, prev):
+            # a message delivered or recorded twice: its events must not be tracked again
+            # (the next number with the same stamp and events is a copy too: readers number
+            # messages without a seq, ROS 2 struct-event arrays, by their place; counted,
+            # so that it is not taken for a lost packet)
+            if numbered:
+                self.seq.count(seq)
+            self.counters['packets_duplicate'] += 1
+            return Admission(None, dropped='a copy of the packet before (the same seq and '
+                                           'payload)')
+        self._count_seq(seq, int(pkt.stamp_ns))
+        if self.seq.late:
+            # its events are older than those tracked: it was taken for lost when skipped
+            return Admission(None, dropped='late (reordered in transport)')
+        return None
 
     def _refused(self, pkt: EventPacketRecord, why: str) -> Admission:
         """A packet refused whole: its events are lost to the stream, as a seq gap's are

@@ -28,10 +28,11 @@ from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline.batching import BatchQueue, Pending
 from helixtrack_ros.pipeline.config import PipelineConfig
 from helixtrack_ros.pipeline.diagnostics import pipeline_status, rotor_statuses
-from helixtrack_ros.pipeline.intake import PacketIntake, SeqCounter
+from helixtrack_ros.pipeline.intake import PacketIntake
 from helixtrack_ros.pipeline.realtime import StridePolicy
 from helixtrack_ros.pipeline.records import PacketResult, RotorOutput, StreamBatch
 from helixtrack_ros.pipeline.rotors import RotorBank
+from helixtrack_ros.pipeline.sequence import SeqCounter
 from helixtrack_ros.pipeline.startup import StartupDetector, rotor_inits
 
 #: the events of a refused packet

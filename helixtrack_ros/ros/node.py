@@ -27,8 +27,8 @@ from rclpy.parameter import Parameter
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.latency import LatencyHistogram, PeriodCounters
 from helixtrack_ros.pipeline.config import ParamSpec, check_rotor_name, unknown_text
-from helixtrack_ros.pipeline.intake import SEQ_COUNTERS
 from helixtrack_ros.pipeline.records import PacketResult
+from helixtrack_ros.pipeline.sequence import SEQ_COUNTERS
 from helixtrack_ros.process_memory import HeapTrimmer, rss_mb
 from helixtrack_ros.ros.debug_publisher import DebugImagePublisher
 from helixtrack_ros.ros.executors import events_executor

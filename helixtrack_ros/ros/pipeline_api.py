@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from helixtrack_ros.io.packet_record import EventPacketRecord
-from helixtrack_ros.pipeline.intake import SeqCounter
 from helixtrack_ros.pipeline.records import PacketResult
+from helixtrack_ros.pipeline.sequence import SeqCounter
 
 
 class PipelineApi(Protocol):
