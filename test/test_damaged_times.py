@@ -18,7 +18,7 @@ from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.evaluation import rotor_inits_from_scene
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
-from helixtrack_ros.pipeline.intake import PacketIntake
+from helixtrack_ros.pipeline.intake import _without_spikes as without_spikes
 from helixtrack_ros.pipeline.startup import StartupDetector
 from helixtrack_ros.sim import Simulator, make_scenario
 
@@ -77,15 +77,16 @@ def _events(t) -> EventArrays:
 
 
 def test_events_ahead_of_their_packet_or_before_zero_are_left_out():
-    intake = PacketIntake({})
-    kept = intake._without_spikes(_events([1000, 1010, 68_001_020, 68_001_030, 1040, 1050]))
+    counters = {'events_mistimed': 0}
+    kept = without_spikes(_events([1000, 1010, 68_001_020, 68_001_030, 1040, 1050]), None,
+                          counters)
     assert kept.t_us.tolist() == [1000, 1010, 1040, 1050]
     assert kept.x.tolist() == [0, 1, 4, 5]
-    assert intake.counters['events_mistimed'] == 2
-    assert intake._without_spikes(_events([-5, 3, 7])).t_us.tolist() == [3, 7]
+    assert counters['events_mistimed'] == 2
+    assert without_spikes(_events([-5, 3, 7]), None, counters).t_us.tolist() == [3, 7]
     ordinary = _events([5, 6, 9, 20_000])          # a gap that stays is no spike
-    assert intake._without_spikes(ordinary) is ordinary
-    assert intake.counters['events_mistimed'] == 3
+    assert without_spikes(ordinary, None, counters) is ordinary
+    assert counters['events_mistimed'] == 3
 
 
 def test_the_startup_detection_takes_packets_that_overlap_in_time():

@@ -102,6 +102,58 @@ def _same_payload(a: EventPacketRecord, b: EventPacketRecord) -> bool:
     return pa.shape == pb.shape and bool(np.array_equal(pa, pb))
 
 
+def _without_spikes(ev: EventArrays, last_t_us: int | None,
+                    counters: dict[str, int]) -> EventArrays:
+    """A packet's events without those far ahead of where the packet ends.
+
+    Sensor time is monotone up to microseconds within a packet; events more
+    than :data:`UNSEEN_GAP_US` later than the packet's last event, where that
+    one goes on from the packet before (no restart), were timed by a damaged
+    time word (one flipped bit of an EVT 2.0 TIME_HIGH: 67 s ahead until the
+    next one). Tracked, they moved every rotor's clock ahead and froze it: each
+    later event came "before" it, its health windows never closed, and it stayed
+    TRACKING 2-5 times off (bad-input review). Events before time 0 (a damaged
+    TIME_HIGH stepping back past the start) are no times either. Both are left
+    out (``events_mistimed``, in ``counters``); ``last_t_us``: the stream's latest time
+    before the packet.
+    """
+    t = ev.t_us
+    if not len(t):
+        return ev
+    t_end = int(t[-1])
+    spiked = int(_MAX(t)) > t_end + UNSEEN_GAP_US and (
+        last_t_us is None or t_end >= last_t_us - RESTART_JUMP_US)
+    if not spiked and int(_MIN(t)) >= 0:
+        return ev                        # (the usual packet: a max and a min)
+    keep = t >= 0
+    if spiked:
+        keep &= t <= t_end + UNSEEN_GAP_US
+    counters['events_mistimed'] += len(t) - int(keep.sum())
+    return EventArrays(t[keep], ev.x[keep], ev.y[keep], ev.p[keep])
+
+
+def _jump_inside_us(ev: EventArrays) -> int:
+    """The largest step between a packet's events where over :data:`UNSEEN_GAP_US`
+    [us], else 0: a loss the next packet's stamp may show (words before the jump
+    kept the old TIME_HIGH)."""
+    t = ev.t_us
+    if int(t[-1]) - int(t[0]) <= UNSEEN_GAP_US:     # (cheap: most packets stop here)
+        return 0
+    step = _largest_step(t)[1]
+    return step if step > UNSEEN_GAP_US else 0
+
+
+def _after_jump(ev: EventArrays, counters: dict[str, int]) -> EventArrays:
+    """A packet's events from its jump over an unseen gap on: the words before its first
+    full time word still carry the time of before the gap (EVT3), so those events
+    are left out (``events_mistimed``)."""
+    after, step = _largest_step(ev.t_us)
+    if step <= UNSEEN_GAP_US:
+        return ev
+    counters['events_mistimed'] += after
+    return ev.slice(after, len(ev))
+
+
 class Admission(NamedTuple):
     """What one packet brought: its events, or why it was refused, and what to do first.
 
@@ -228,7 +280,7 @@ class PacketIntake:
             self.counters['camera_restarts' if back else 'time_gaps'] += 1
             self.time.reset()
             self.last_t_us = None
-        ev = self._without_spikes(ev)
+        ev = _without_spikes(ev, self.last_t_us, self.counters)
         n_events = len(ev.t_us)
         self.counters['events_in'] += n_events
         self.counters['events_clamped'] += delta[_CLAMPED]
@@ -301,13 +353,13 @@ class PacketIntake:
             elif t_first > self.last_t_us + GAP_US:
                 self.counters['time_gaps'] += 1
                 restart = True
-        jumped_us, self._jumped_us = self._jumped_us, self._jump_inside_us(ev)
+        jumped_us, self._jumped_us = self._jumped_us, _jump_inside_us(ev)
         unseen_us = 0 if restart else self._unseen_gap_us(ev, stamp_ns, jumped_us)
         if unseen_us > UNSEEN_GAP_US:
             # events lost before the driver (seq unbroken): as a seq gap, not silence
             self.counters['sensor_gaps'] += 1
             self._events_lost = True
-            ev = self._after_jump(ev)
+            ev = _after_jump(ev, self.counters)
             t_first = int(ev.t_us[0])
             # the packet before jumped over that loss inside it (after words that kept the
             # old TIME_HIGH): the rotors took it as silence and may have starved; they
@@ -362,7 +414,7 @@ class PacketIntake:
         above it and a stamp the mapping would set aside (a header clock stepped by over
         a second) says nothing; a header clock stepped back, its sensor time going on
         without a jump, says nothing either (``jumped_us``: the jump inside the packet
-        before, see :meth:`_jump_inside_us`).
+        before, see :func:`_jump_inside_us`).
 
         More than :data:`UNSEEN_GAP_US` is events lost upstream of the driver, e.g. a
         driver behind the camera that dropped its backlog; read as silence the rotors
@@ -400,54 +452,6 @@ class PacketIntake:
         self.counters['events_mistimed'] += after
         self.counters['camera_restarts'] += 1
         self.time.reset()
-        return ev.slice(after, len(ev))
-
-    def _without_spikes(self, ev: EventArrays) -> EventArrays:
-        """A packet's events without those far ahead of where the packet ends.
-
-        Sensor time is monotone up to microseconds within a packet; events more
-        than :data:`UNSEEN_GAP_US` later than the packet's last event, where that
-        one goes on from the packet before (no restart), were timed by a damaged
-        time word (one flipped bit of an EVT 2.0 TIME_HIGH: 67 s ahead until the
-        next one). Tracked, they moved every rotor's clock ahead and froze it: each
-        later event came "before" it, its health windows never closed, and it stayed
-        TRACKING 2-5 times off (bad-input review). Events before time 0 (a damaged
-        TIME_HIGH stepping back past the start) are no times either. Both are left
-        out (``events_mistimed``).
-        """
-        t = ev.t_us
-        if not len(t):
-            return ev
-        t_end = int(t[-1])
-        spiked = int(_MAX(t)) > t_end + UNSEEN_GAP_US and (
-            self.last_t_us is None or t_end >= self.last_t_us - RESTART_JUMP_US)
-        if not spiked and int(_MIN(t)) >= 0:
-            return ev                        # (the usual packet: a max and a min)
-        keep = t >= 0
-        if spiked:
-            keep &= t <= t_end + UNSEEN_GAP_US
-        self.counters['events_mistimed'] += len(t) - int(keep.sum())
-        return EventArrays(t[keep], ev.x[keep], ev.y[keep], ev.p[keep])
-
-    @staticmethod
-    def _jump_inside_us(ev: EventArrays) -> int:
-        """The largest step between a packet's events where over :data:`UNSEEN_GAP_US`
-        [us], else 0: a loss the next packet's stamp may show (words before the jump
-        kept the old TIME_HIGH)."""
-        t = ev.t_us
-        if int(t[-1]) - int(t[0]) <= UNSEEN_GAP_US:     # (cheap: most packets stop here)
-            return 0
-        step = _largest_step(t)[1]
-        return step if step > UNSEEN_GAP_US else 0
-
-    def _after_jump(self, ev: EventArrays) -> EventArrays:
-        """A packet's events from its jump over an unseen gap on: the words before its first
-        full time word still carry the time of before the gap (EVT3), so those events
-        are left out (``events_mistimed``)."""
-        after, step = _largest_step(ev.t_us)
-        if step <= UNSEEN_GAP_US:
-            return ev
-        self.counters['events_mistimed'] += after
         return ev.slice(after, len(ev))
 
     def _get_decoder(self, encoding: str, width: int, height: int) -> Any:
