@@ -10,6 +10,7 @@ import pytest
 
 from helixtrack_ros.cli import main
 from helixtrack_ros.io.npz_events import read_npz_events
+from helixtrack_ros.io.recordings import open_recording
 from helixtrack_ros.io.text_events import TextEventsError, iter_text_packets, read_text_events
 
 
@@ -107,6 +108,30 @@ def test_a_text_file_without_events_exits_1(tmp_path, capsys):
         path.write_text(text)
         assert main(['track', str(path), '-q', '-o', str(tmp_path / 'o')]) == 1
         assert f'no rotor tracked: no event in {path}' in capsys.readouterr().err
+
+
+def test_a_file_without_events_has_no_made_up_size(tmp_path, capsys):
+    """An empty CSV (no line, or names only) or npz: no size (before: a 1 x 1 sensor, which
+    ``events`` wrote into its npz); ``detect`` says there is no event and exits 1 without
+    a parameter file (before: exit 2, 'no events at 0 s')."""
+    none = np.empty(0, np.int64)
+    np.savez(tmp_path / 'none.npz', t_us=none, x=none, y=none, p=none)
+    (tmp_path / 'empty.csv').write_text('')
+    (tmp_path / 'names.csv').write_text('t,x,y,p\n')
+    for name in ('empty.csv', 'names.csv', 'none.npz'):
+        path = tmp_path / name
+        rec = open_recording(path)
+        assert (rec.width, rec.height) == (None, None), name
+        assert main(['events', str(path), '-q', '-o', str(tmp_path / 'e.npz')]) == 1
+        with np.load(tmp_path / 'e.npz') as d:
+            assert (int(d['width']), int(d['height'])) == (0, 0) and not len(d['t_us'])
+        capsys.readouterr()
+        params = tmp_path / 'p.yaml'
+        assert main(['detect', str(path), '-q', '-o', str(params)]) == 1, name
+        err = capsys.readouterr().err.strip()
+        assert err == f'helixtrack: no event in {path}: nothing to detect, no parameter file ' \
+            'written', name
+        assert not params.exists()
 
 
 def test_damaged_lines_are_left_out_and_said_once(tmp_path, capsys):

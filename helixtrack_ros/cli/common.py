@@ -52,7 +52,7 @@ EXIT_STATUS_HELP = """exit status:
   1    nothing found: track tracked no rotor (no message or event, every packet
        refused, no rotor detected without --params, every rotor of --params
        impossible on the sensor, or no rotor ever reached TRACKING: every RPM
-       is NaN), detect found no rotor,
+       is NaN), detect found no rotor (or no event: no file written),
        events decoded no event; batch, sweep: no recording had a rotor tracked
   2    bad command line or input, one line on stderr: unknown option, a
        duration <= 0 (--skip, --at-s < 0), a demo --skip not shorter than its

@@ -43,6 +43,8 @@ class Detection(NamedTuple):
     truncated: TruncatedBagError | None = None
     #: the EventArrays the rotors were detected in (None when there were none)
     window: Any = None
+    #: the recording holds no event at all (nothing to detect in; its size unknown)
+    empty: bool = False
 
 
 def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
@@ -85,6 +87,8 @@ def detect_in_bag(bag: str, topic: str | None = None, at_s: float = 0.0,
     if not parts:
         if packets.truncated is not None:
             return Detection([], width, height, packets.truncated)
+        if not n_events:    # (nothing found, as track and events say it: exit 1)
+            return Detection([], width, height, empty=True)
         raise CliError(f'{bag}: no events at {at_s:g} s')
     ev = EventArrays.concatenate(parts)
     a = int(np.searchsorted(ev.t_us, t_start))
@@ -128,6 +132,10 @@ def cmd_detect(args: argparse.Namespace) -> int:
     output_file(Path(args.out))
     t0 = time.perf_counter()
     found = detect_in_bag(args.bag, args.topic, args.at_s, args.window, quiet=args.quiet)
+    if found.empty:     # (no parameter file: there was nothing to look at)
+        print(f'helixtrack: no event in {args.bag}: nothing to detect, no parameter file '
+              'written', file=sys.stderr)
+        return ExitCode.NOTHING_FOUND
     rotors = image_order(found.rotors)
     wall = time.perf_counter() - t0
     names = [f'rotor_{i}' for i in range(len(rotors))]

@@ -30,7 +30,8 @@ class NpzEventsError(ValueError):
 
 
 def read_npz_events(path: 'str | Path') -> tuple[EventArrays, int, int]:
-    """The file's events (time-sorted) and the sensor (width, height); NpzEventsError."""
+    """The file's events (time-sorted) and the sensor (width, height; 0, 0 when it has
+    neither events nor a size); NpzEventsError."""
     path = Path(path)
     if path.is_file() and not zipfile.is_zipfile(path):
         raise NpzEventsError(f'{path}: not a numpy .npz file (not a zip archive)')
@@ -53,8 +54,8 @@ def read_npz_events(path: 'str | Path') -> tuple[EventArrays, int, int]:
     ev = ev.time_sorted()
     if len(size) == 2 and min(size) > 0:
         return ev, size[0], size[1]
-    if not len(ev):
-        return ev, 1, 1
+    if not len(ev):   # (no events, no size: 0, unknown, not a made-up size)
+        return ev, 0, 0
     return ev, int(ev.x.max()) + 1, int(ev.y.max()) + 1
 
 

@@ -47,7 +47,8 @@ class Recording:
 
     ``count`` is the number of packets when the kind knows it (bags), else None;
     ``width``/``height`` are None when no packet could be looked at (an empty
-    topic). Iterate :meth:`packets` for the :class:`EventPacketRecord` items.
+    topic) or a file of events holds none (and no size). Iterate :meth:`packets` for
+    the :class:`EventPacketRecord` items.
     """
 
     path: Path
@@ -172,11 +173,12 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
     if kind == 'npz':
         from helixtrack_ros.io.npz_events import read_npz_events
         _, width, height = read_npz_events(path)
-        return Recording(path, kind, None, 'npz events', None, width, height)
+        return Recording(path, kind, None, 'npz events', None, width or None, height or None)
     if kind == 'text':
         from helixtrack_ros.io.text_events import read_text_events
         text = read_text_events(path)
-        return Recording(path, kind, None, 'text events', None, text.width, text.height)
+        return Recording(path, kind, None, 'text events', None, text.width or None,
+                         text.height or None)
     if kind == 'rosbag1':
         from helixtrack_ros.io.ros1_bags import ros1_topics
         info = ros1_topics(path)

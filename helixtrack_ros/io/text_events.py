@@ -67,7 +67,11 @@ class TextEventsError(ValueError):
 
 @dataclass(frozen=True)
 class TextEvents:
-    """A text file's events (time-sorted), sensor size and the repairs made reading it."""
+    """A text file's events (time-sorted), sensor size and the repairs made reading it.
+
+    The size is 0 x 0 (unknown) for a file without events or a size line: no
+    made-up size is passed on.
+    """
 
     events: EventArrays
     width: int
@@ -308,8 +312,8 @@ def _events(path: Path, table: np.ndarray, head: _Header, bad: _BadLines) -> Tex
         notices.append(f'{ev.late()[0]} event(s) come earlier than events before them: '
                        'sorted by time')
     width, height = head.width, head.height
-    if not (width > 0 and height > 0):
-        width, height = ((int(out.x.max()) + 1, int(out.y.max()) + 1) if len(out) else (1, 1))
+    if not (width > 0 and height > 0):    # (no events and no size line: 0, unknown)
+        width, height = ((int(out.x.max()) + 1, int(out.y.max()) + 1) if len(out) else (0, 0))
     return TextEvents(out, width, height, tuple(notices))
 
 
