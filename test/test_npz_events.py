@@ -43,6 +43,28 @@ def _savez(path, **change):
     np.savez(path, **{**arrays, **change})
 
 
+def _ns_in_t_us(path):
+    t = np.repeat(np.arange(2000) * 1000, 2) + 5000    # busy: two events per microsecond
+    n = len(t)
+    np.savez(path, t_us=t, x=np.zeros(n), y=np.zeros(n), p=np.ones(n))
+
+
+def test_times_in_nanoseconds_are_read_from_t_ns(tmp_path):
+    t = np.repeat(np.arange(2000) * 1000, 2) + 5000
+    n = len(t)
+    np.savez(tmp_path / 'ns.npz', t_ns=t + 999, x=np.zeros(n), y=np.zeros(n), p=np.ones(n))
+    ev, _, _ = read_npz_events(tmp_path / 'ns.npz')
+    assert np.array_equal(ev.t_us, t // 1000)
+    us = t.copy()
+    us[7] += 1        # one step of other than whole thousands: may be microseconds
+    np.savez(tmp_path / 'us.npz', t_us=us, x=np.zeros(n), y=np.zeros(n), p=np.ones(n))
+    assert np.array_equal(read_npz_events(tmp_path / 'us.npz')[0].t_us, us)
+    np.savez(tmp_path / 'both.npz', t_us=t, t_ns=t, x=np.zeros(n), y=np.zeros(n),
+             p=np.ones(n))
+    with pytest.raises(NpzEventsError, match='both t_us and t_ns arrays'):
+        read_npz_events(tmp_path / 'both.npz')
+
+
 @pytest.mark.parametrize('write, message', [
     (lambda p: np.savez(p, t_us=np.arange(3), x=np.arange(3)), 'no y, p array'),
     (lambda p: np.savez(p, t_us=np.arange(3), x=np.arange(3), y=np.arange(2),
@@ -54,6 +76,11 @@ def _savez(path, **change):
     (lambda p: _savez(p, t_us=np.array([0, 1, 1 << 62])), 'sensor times lie within'),
     (lambda p: _savez(p, t_us=np.array([-300, 1, 2])), 'shift them to start at 0'),
     (lambda p: _savez(p, t_us=np.array([0, 1, 2]) + 0j), 'must hold real numbers'),
+    # nanoseconds in t_us: read as microseconds, 0.2 s of events took 200 s to track
+    (lambda p: _savez(p, t_us=np.arange(3) + 1_700_000_000_000_000_000),
+     't_us holds nanoseconds, not microseconds (the latest, 1.7e+18, is over 143 years'),
+    (lambda p: _ns_in_t_us(p), 't_us holds nanoseconds, not microseconds (the 1999 steps '
+     'between events are all whole multiples of 1000): save them as t_ns'),
 ])
 def test_a_bad_npz_file_is_one_line(tmp_path, capsys, write, message):
     path = tmp_path / 'bad.npz'

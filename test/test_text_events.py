@@ -134,6 +134,50 @@ def test_a_file_without_events_has_no_made_up_size(tmp_path, capsys):
         assert not params.exists()
 
 
+def _sensor_times(n: int = 5000):
+    """Times of a busy sensor in microseconds (some equal), and pixels."""
+    rng = np.random.default_rng(9)
+    t = np.sort(rng.integers(0, 200_000, n))
+    return t, rng.integers(0, 64, n), rng.integers(0, 48, n), rng.integers(0, 2, n)
+
+
+@pytest.mark.parametrize('header, offset_ns, why', [
+    ('t,x,y,p\n', 0, 'steps between events are all whole multiples of 1000'),
+    ('', 0, 'steps between events are all whole multiples of 1000'),   # x,y,p,t unnamed
+    ('ts,x,y,p\n', 1_700_000_000_123_456_789, 'is over 143 years in microseconds'),
+])
+def test_nanosecond_times_are_read_as_such_and_said(tmp_path, capsys, header, offset_ns, why):
+    """Event times in nanoseconds were read as microseconds: 0.2 s of events took 200 s to
+    track, without a word; since the epoch, they were refused as beyond 143 years."""
+    t, x, y, p = _sensor_times()
+    columns = (t * 1000 + offset_ns, x, y, p) if header else (x, y, p, t * 1000 + offset_ns)
+    _write(tmp_path / 'ns.csv', header, columns, '%d')
+    text = read_text_events(tmp_path / 'ns.csv')
+    assert np.array_equal(text.events.t_us, t + offset_ns // 1000)
+    assert len(text.notices) == 1 and why in text.notices[0]
+    assert 'name the time column t_us' in text.notices[0]
+    assert main(['events', str(tmp_path / 'ns.csv'), '-q', '-o', str(tmp_path / 'e.npz')]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith('warning: the times are nanoseconds')
+
+
+def test_microseconds_that_may_be_are_not_taken_for_nanoseconds(tmp_path):
+    """A name with a unit is kept to; too few steps, or one step of other than whole
+    thousands, leaves the times microseconds."""
+    t, x, y, p = _sensor_times()
+    _write(tmp_path / 'us.csv', 't_us,x,y,p\n', (t * 1000, x, y, p), '%d')   # named: us
+    _write(tmp_path / 'ns.csv', 'timestamp_ns,x,y,p\n', (t * 1000 + 7, x, y, p), '%d')
+    _write(tmp_path / 'few.csv', 't,x,y,p\n', (t[:900] * 1000, x[:900], y[:900], p[:900]),
+           '%d')
+    odd = t * 1000
+    odd[2500] += 1
+    _write(tmp_path / 'odd.csv', 't,x,y,p\n', (odd, x, y, p), '%d')
+    for name, expected in (('us.csv', t * 1000), ('ns.csv', t), ('few.csv', t[:900] * 1000),
+                           ('odd.csv', odd)):
+        text = read_text_events(tmp_path / name)
+        assert np.array_equal(text.events.t_us, expected) and not text.notices, name
+
+
 def test_damaged_lines_are_left_out_and_said_once(tmp_path, capsys):
     """One bad line in many, a file cut mid-line, a fractional time among whole
     microseconds and a UTF-8 BOM each refused the file or read it as seconds (review)."""

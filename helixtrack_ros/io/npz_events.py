@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """numpy ``.npz`` files of decoded events: what ``helixtrack events`` writes, read back.
 
-The arrays ``t_us`` (microseconds), ``x``, ``y`` and ``p`` (nonzero = ON)
-of equal length; ``width`` and ``height`` (as ``helixtrack events``
+The arrays ``t_us`` (microseconds) or ``t_ns`` (nanoseconds), ``x``, ``y``
+and ``p`` (nonzero = ON) of equal length; ``width`` and ``height`` (as ``helixtrack events``
 writes them) give the sensor size, else the events do (largest x and y
-plus one). Events are sorted by time when they are not (a stable sort).
+plus one). Events are sorted by time when they are not (a stable sort). A ``t_us``
+that can only be nanoseconds (:func:`nanoseconds_reason`) is refused, naming ``t_ns``:
+read as microseconds, a second of events took a thousand to track.
 The packets are those of :func:`helixtrack_ros.io.event_packets.mono_packets`.
 """
 
@@ -23,6 +25,42 @@ from helixtrack_ros.io.packet_record import EventPacketRecord
 _CHUNK = 1 << 20
 #: The latest event time taken [us] (2**52: 143 years; in ns it still fits an int64).
 MAX_T_US = 1 << 52
+#: The arrays read (the times as ``t_us`` or ``t_ns``).
+_ARRAYS = ('t_us', 't_ns', 'x', 'y', 'p')
+
+
+#: Distinct times needed before whole microseconds written as nanoseconds are told apart
+#: (every step a multiple of 1000: a sensor counts microseconds, never whole milliseconds).
+NS_STEPS_TOLD = 1000
+#: Times checked for a step of other than a multiple of 1000 before all are (most files stop).
+_NS_SAMPLE = 100_000
+
+
+def nanoseconds_reason(t: np.ndarray) -> 'str | None':
+    """Why whole-number event times can only be nanoseconds, not microseconds (None: they
+    may be microseconds).
+
+    Two signs leave no doubt: times beyond :data:`MAX_T_US` that fit once divided by 1000
+    (nanoseconds since 1970: a ROS export's ``ts``), or at least :data:`NS_STEPS_TOLD`
+    distinct times that all differ by whole multiples of 1000 (an event camera's
+    microseconds, written as nanoseconds by Prophesee, iniVation or ROS tools).
+    """
+    if not len(t) or t.dtype.kind not in 'iuf' or t.min() < 0:
+        return None
+    if t.dtype.kind == 'u' and t.max() < 1 << 63:
+        t = t.astype(np.int64)    # (differences of unsigned times wrap around)
+    hi = float(t.max())
+    if hi > MAX_T_US and hi / 1000 <= MAX_T_US:
+        return f'the latest, {hi:.4g}, is over 143 years in microseconds'
+    if t.dtype.kind == 'f' or len(t) <= NS_STEPS_TOLD:
+        return None    # (only exact integers tell their steps)
+    t0 = t[0]
+    if np.any((t[:_NS_SAMPLE] - t0) % 1000) or np.any((t - t0) % 1000):
+        return None
+    steps = int(np.count_nonzero(np.diff(t)))
+    if steps < NS_STEPS_TOLD:
+        return None
+    return f'the {steps} steps between events are all whole multiples of 1000'
 
 
 class NpzEventsError(ValueError):
@@ -37,19 +75,20 @@ def read_npz_events(path: 'str | Path') -> tuple[EventArrays, int, int]:
         raise NpzEventsError(f'{path}: not a numpy .npz file (not a zip archive)')
     try:
         with np.load(path) as data:
-            arrays = {k: np.asarray(data[k]) for k in ('t_us', 'x', 'y', 'p') if k in data}
+            arrays = {k: np.asarray(data[k]) for k in _ARRAYS if k in data}
             size = [_size(path, k, data[k]) for k in ('width', 'height') if k in data]
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         if isinstance(exc, NpzEventsError):
             raise
         raise NpzEventsError(f'{path}: not a numpy .npz file ({_first_line(exc)})') from None
-    missing = [k for k in ('t_us', 'x', 'y', 'p') if k not in arrays]
+    key = _time_key(path, arrays)
+    missing = [k for k in (key, 'x', 'y', 'p') if k not in arrays]
     if missing:
         raise NpzEventsError(f'{path}: no {", ".join(missing)} array (expected t_us, x, y, p)')
-    n = arrays['t_us'].shape
+    n = arrays[key].shape
     if any(a.ndim != 1 or a.shape != n for a in arrays.values()):
-        raise NpzEventsError(f'{path}: t_us, x, y and p must be 1-D arrays of one length')
-    ev = EventArrays(_times(path, arrays['t_us']), arrays['x'].astype(np.uint16),
+        raise NpzEventsError(f'{path}: {key}, x, y and p must be 1-D arrays of one length')
+    ev = EventArrays(_times(path, arrays[key], key), arrays['x'].astype(np.uint16),
                      arrays['y'].astype(np.uint16), (arrays['p'] != 0).astype(np.uint8))
     ev = ev.time_sorted()
     if len(size) == 2 and min(size) > 0:
@@ -74,15 +113,30 @@ def _size(path: Path, key: str, value: np.ndarray) -> int:
     return int(v) if np.isfinite(v) and v == int(v) and 0 < v <= 1 << 30 else 0
 
 
-def _times(path: Path, t: np.ndarray) -> np.ndarray:
-    """``t_us`` as int64 microseconds; NpzEventsError when a time is not a sensor time."""
+def _time_key(path: Path, arrays: dict[str, np.ndarray]) -> str:
+    """The times' array: ``t_ns`` when there is one (and no ``t_us``), else ``t_us``."""
+    if 't_ns' in arrays and 't_us' in arrays:
+        raise NpzEventsError(f'{path}: both t_us and t_ns arrays: keep one (the times in '
+                             'microseconds or in nanoseconds)')
+    return 't_ns' if 't_ns' in arrays else 't_us'
+
+
+def _times(path: Path, t: np.ndarray, key: str) -> np.ndarray:
+    """The times as int64 microseconds; NpzEventsError when a time is not a sensor time."""
     if t.dtype.kind not in 'iuf':
-        raise NpzEventsError(f'{path}: t_us must hold real numbers, not {t.dtype}')
+        raise NpzEventsError(f'{path}: {key} must hold real numbers, not {t.dtype}')
     if t.dtype.kind == 'f' and not np.all(np.isfinite(t)):
-        raise NpzEventsError(f'{path}: t_us holds {int(np.sum(~np.isfinite(t)))} time(s) '
+        raise NpzEventsError(f'{path}: {key} holds {int(np.sum(~np.isfinite(t)))} time(s) '
                              'that are not numbers (NaN or infinite)')
+    if key == 't_ns':
+        t = t // 1000 if t.dtype.kind != 'f' else np.floor(t / 1000)
+    else:
+        ns = nanoseconds_reason(t)
+        if ns is not None:
+            raise NpzEventsError(f'{path}: t_us holds nanoseconds, not microseconds ({ns}): '
+                                 'save them as t_ns instead (or t_us // 1000)')
     if len(t) and (t.min() < 0 or t.max() > MAX_T_US):
-        raise NpzEventsError(f'{path}: t_us runs from {t.min():.0f} to {t.max():.0f} us; '
+        raise NpzEventsError(f'{path}: {key} runs from {t.min():.0f} to {t.max():.0f} us; '
                              f'sensor times lie within 0..{MAX_T_US} us (shift them to start '
                              'at 0 or later)')
     return t.astype(np.int64)

@@ -15,8 +15,11 @@ A line of names (``t``/``ts``/``timestamp``/``time``, ``x``, ``y``,
 otherwise the order is the one whose polarity column holds only -1, 0 or 1
 and whose time column does not fall (but for 1 % of its steps). Fields are separated by commas,
 semicolons, tabs or spaces. Times with a fraction are seconds, whole ones
-microseconds (a name ending in ``_ns`` or ``_s`` says so); most lines decide,
-and the few with a fraction among whole microseconds are damaged lines. Lines
+microseconds (a name ending in ``_us``, ``_ns`` or ``_s`` says so); most lines decide,
+and the few with a fraction among whole microseconds are damaged lines. Whole times
+that can only be nanoseconds (beyond 143 years in microseconds, or every step a
+multiple of 1000: :func:`~helixtrack_ros.io.npz_events.nanoseconds_reason`) are read as
+nanoseconds and said, unless the column's name gives the unit. Lines
 that are not four numbers (a damaged line, a file cut mid-line) are left out
 and said once, unless at least half are (then the file is refused). Lines starting
 with ``%`` or ``#`` are comments, ``% Width 640`` / ``% Height 480`` and
@@ -36,7 +39,7 @@ import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.io.event_packets import mono_packets
-from helixtrack_ros.io.npz_events import MAX_T_US
+from helixtrack_ros.io.npz_events import MAX_T_US, nanoseconds_reason
 from helixtrack_ros.io.packet_record import EventPacketRecord
 
 #: File name endings read as text events.
@@ -46,7 +49,8 @@ _CHUNK_BYTES = 32 << 20
 #: The longest header line read.
 _LONGEST_LINE = 1 << 16
 #: Column names understood in a header line, by what they hold.
-_NAMES = {'t': ('t', 'ts', 'time', 'timestamp', 't_us', 't_s', 't_ns', 'timestamp_us'),
+_NAMES = {'t': ('t', 'ts', 'time', 'timestamp', 't_us', 't_s', 't_ns', 'timestamp_us',
+                'timestamp_ns'),
           'x': ('x',), 'y': ('y',), 'p': ('p', 'pol', 'polarity')}
 #: The two orders of unnamed columns, the first preferred for the suffix that names it.
 _ORDERS = {'.csv': ('xypt', 'txyp'), '.txt': ('txyp', 'xypt')}
@@ -133,6 +137,7 @@ class _Header:
     height: int = 0
     order: str = ''        # 'txyp'-like, '' when the events must tell
     scale: float = 0.0     # to microseconds; 0 when the events must tell
+    unit_named: bool = False   # the time column's name gives its unit (no nanosecond guess)
     line: int = 1          # number of the first event line
 
     @classmethod
@@ -184,6 +189,7 @@ class _Header:
         self.order = ''.join(sorted(found, key=lambda k: found[k][0]))
         unit = found['t'][1]
         self.scale = 1e-3 if unit.endswith('_ns') else 1e6 if unit.endswith('_s') else 0.0
+        self.unit_named = unit.endswith(('_us', '_ns', '_s'))
         return True
 
     def _size_line(self, text: str) -> bool:
@@ -281,6 +287,12 @@ def _events(path: Path, table: np.ndarray, head: _Header, bad: _BadLines) -> Tex
     scale, odd = head.scale, None
     if not scale:
         scale, odd = _unit(t)
+        guess = scale == 1.0 and odd is None and not head.unit_named
+        ns = nanoseconds_reason(t) if guess else None
+        if ns is not None:    # (read as microseconds, a second took a thousand to track)
+            scale = 1e-3
+            notices.append(f'the times are nanoseconds ({ns}): read as such; name the time '
+                           'column t_us in a first line to read them as microseconds')
     if odd is not None:
         notices.append(f'{int(odd.sum())} event(s) have a time with a fraction (the first '
                        f'{t[odd][0]:g}) among whole microseconds: left out as damaged lines')
@@ -295,7 +307,8 @@ def _events(path: Path, table: np.ndarray, head: _Header, bad: _BadLines) -> Tex
         notices.append(f'{bad.count} line(s) are not events (four numbers) and are left out, '
                        f'the first {bad.first}')
     cols = {k: table[:, order.index(k)] for k in 'txyp'}
-    t_us = np.round(t * scale) if scale != 1.0 else t
+    t_us = t if scale == 1.0 else t // 1000 if scale == 1e-3 and t.dtype.kind == 'i' else \
+        np.round(t * scale)    # (whole nanoseconds exactly: a float has 53 bits)
     if len(t_us) and (t_us.min() < 0 or t_us.max() > MAX_T_US):
         raise TextEventsError(f'{path}: times run from {t.min():g} to {t.max():g}'
                               f'{" s" if scale == 1e6 else ""}; sensor times lie within 0..'
