@@ -288,3 +288,37 @@ def test_a_topic_whose_type_changes_is_read_message_by_message(tmp_path, capsys)
           '--out', str(tmp_path / 'out')])
     # (the summary says what the format changed from and to)
     assert 'format changes 1 (the last: evt3 1280x720 -> mono 1280x720)' in capsys.readouterr().out
+
+
+def _records(ros1: bool, messages, notes=None):
+    """The records of (t_ns, x, y, size) messages, read as the bag readers read them."""
+    reader = es.StructEventReader(ros1, notes.append if notes is not None else None)
+    recs = []
+    for k, (t, x, y, size) in enumerate(messages):
+        t = np.asarray(t)
+        raw = serialized(ros1, int(t.min()), k, 'dvs', t, np.asarray(x), np.asarray(y),
+                         np.ones(len(t), int), size)
+        recs.append(reader.record(raw, 0, k))
+    return reader, recs
+
+
+@pytest.mark.parametrize('ros1', [True, False])
+def test_an_event_of_an_absurd_time_is_dropped_not_its_message(ros1):
+    """One event of 2030 in a message made the message span 1.9e8 s: the whole message was
+    skipped as corrupt (input review). Now that event alone is dropped, counted, said."""
+    t0 = 1_700_000_000 * NS
+    t = t0 + np.arange(50) * 20_000
+    t[17] = 1_893_456_000 * NS                        # 2030-01-01 (CDR: a signed second)
+    notes = []
+    reader, (rec,) = _records(ros1, [(t, np.arange(50), np.arange(50), (640, 480))], notes)
+    ev = make_decoder('mono', 640, 480).decode(rec.events, time_base=rec.time_base).events
+    keep = np.arange(50) != 17
+    assert ev.x.tolist() == np.arange(50)[keep].tolist()
+    assert ev.t_us.tolist() == ((t[keep] - t0) // 1000).tolist()
+    assert reader.events_dropped == 1 and len(notes) == 1
+    assert notes[0].startswith('EventArray 0: 1 of its 50 events lie 1.93e+08 s from the')
+    assert '2030-01-01 00:00:00 UTC' in notes[0] and 'the other 49 kept' in notes[0]
+    half = t0 + np.array([0, 1, 100 * NS, 100 * NS + 1])   # not a few: refused as before
+    with pytest.raises(ValueError, match='spans'):
+        _records(ros1, [(half, [0] * 4, [0] * 4, (640, 480))])
+

@@ -182,7 +182,8 @@ def count_messages(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
 
 
 def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
-                       on_corrupt: 'Callable[[str], None] | None' = None
+                       on_corrupt: 'Callable[[str], None] | None' = None,
+                       on_notice: 'Callable[[str], None] | None' = None
                        ) -> Iterator[EventPacketRecord]:
     """Stream the event messages of one topic, in recording order.
 
@@ -196,6 +197,9 @@ def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
     on_corrupt : callable, optional
         Given the line naming a message that does not deserialize, which is
         then skipped; without it such a message raises.
+    on_notice : callable, optional
+        Given one line for each repair of a message (dvs / prophesee EventArray events
+        of a time years off the rest of theirs, dropped: :mod:`~helixtrack_ros.io.event_structs`).
 
     Yields
     ------
@@ -215,7 +219,7 @@ def iter_event_packets(bag_path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
     reader = _open(bag_path)
     try:
         conns = _require_topic(reader, topic, READABLE_EVENT_TYPES)
-        read = _EventRecords(topic, reader.path)
+        read = _EventRecords(topic, reader.path, on_notice)
         n = 0
         stream = ResumableMessages(reader, conns, f'of {topic!r}',
                                    lambda: _mcap_salvage(reader.path))
@@ -237,16 +241,18 @@ class _EventRecords:
     recording may change a topic's type: before, the later messages were read as the
     first type and skipped as corrupt)."""
 
-    def __init__(self, topic: str, path: Any) -> None:
+    def __init__(self, topic: str, path: Any,
+                 on_notice: 'Callable[[str], None] | None' = None) -> None:
         self.topic = topic
         self.path = path
+        self.on_notice = on_notice
         self._structs: StructEventReader | None = None
 
     def __call__(self, msgtype: str, raw: Any, log_time_ns: int, n: int) -> EventPacketRecord:
         """Message number ``n`` as a record; ValueError naming it when it does not read."""
         if msgtype in STRUCT_EVENT_TYPES:
             if self._structs is None:
-                self._structs = StructEventReader(ros1=False)
+                self._structs = StructEventReader(False, self.on_notice)
             return struct_record(self._structs, raw, log_time_ns, n, self.topic, self.path)
         if msgtype == EVENT_PACKET_TYPE:   # the fast path knows EventPacket's layout
             try:

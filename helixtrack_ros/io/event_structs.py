@@ -17,12 +17,16 @@ stamp is its first event's ROS time when that is within a second of the
 header stamp (drivers stamp a message when it is sent, up to a whole message
 after its first event: outputs were stamped that much late), else the
 header's. Events are put in time order within a message. A message may span
-at most 2**32 ns (4.29 s; the ``mono`` words' offset), else it is refused
-(ValueError).
+at most 2**32 ns (4.29 s; the ``mono`` words' offset): the few events more than half
+that from the message's median time (a damaged or unset time, years off) are dropped,
+counted and said (``on_notice``); a message most of whose events are that far apart is
+refused (ValueError).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+import datetime
 import struct
 from typing import NamedTuple
 
@@ -34,6 +38,9 @@ from helixtrack_ros.io.packet_record import EventPacketRecord
 _NS_PER_S = 1_000_000_000
 #: a message's first event this close to its header stamp stamps the packet [ns]
 _STAMP_AGREE_NS = _NS_PER_S
+#: events farther than this from their message's median time are strays [ns] (half the
+#: span a message may have: what is left always fits the ``mono`` words)
+_STRAY_NS = 1 << 31
 _U32 = struct.Struct('<I')
 _ROS1_HEAD = struct.Struct('<III')    # seq, stamp sec, stamp nsec
 _CDR_STAMP = struct.Struct('<iI')     # stamp sec, nanosec
@@ -122,9 +129,13 @@ class StructEventReader:
     with events fixes ``epoch_ns``, the ROS time that sensor time counts from.
     """
 
-    def __init__(self, ros1: bool) -> None:
+    def __init__(self, ros1: bool, on_notice: Callable[[str], None] | None = None) -> None:
         self.ros1 = ros1
         self.epoch_ns: int | None = None
+        #: given one line per message whose stray events were dropped
+        self.on_notice = on_notice
+        #: events dropped for a time far from the rest of their message's
+        self.events_dropped = 0
 
     def record(self, raw: bytes | memoryview, log_time_ns: int, n: int) -> EventPacketRecord:
         """The record of message number ``n``; ValueError when its bytes do not fit the type."""
@@ -136,10 +147,9 @@ class StructEventReader:
         if np.any(t_ns[1:] < t_ns[:-1]):   # (a driver that lists them otherwise)
             order = np.argsort(t_ns, kind='stable')
             ev, t_ns = ev[order], t_ns[order]
-        base = int(t_ns.min())
-        if int(t_ns.max()) - base >= 1 << 32:
-            raise ValueError(f'message {n} spans {(int(t_ns.max()) - base) / 1e9:.1f} s of '
-                             'event time (at most 4.29 s)')
+        if int(t_ns[-1]) - int(t_ns[0]) >= 1 << 32:
+            ev, t_ns = self._without_strays(ev, t_ns, n)
+        base = int(t_ns[0])
         if self.epoch_ns is None:    # (only once a message is taken)
             self.epoch_ns = base // _NS_PER_S * _NS_PER_S
         if base < self.epoch_ns:
@@ -150,6 +160,25 @@ class StructEventReader:
         words = mono_words(ev['x'], ev['y'], ev['p'], t_ns - base)
         stamp_ns = base if abs(base - msg.stamp_ns) <= _STAMP_AGREE_NS else msg.stamp_ns
         return self._record(msg, log_time_ns, base - self.epoch_ns, words, stamp_ns)
+
+    def _without_strays(self, ev: np.ndarray, t_ns: np.ndarray,
+                        n: int) -> tuple[np.ndarray, np.ndarray]:
+        """A message's events (time-sorted) less the few whose time lies years off the
+        rest (dropped, counted, said); ValueError when they are not a few."""
+        mid = int(t_ns[len(t_ns) // 2])
+        keep = np.abs(t_ns - mid) < _STRAY_NS
+        kept = int(keep.sum())
+        if 2 * kept <= len(t_ns):
+            raise ValueError(f'message {n} spans {(int(t_ns[-1]) - int(t_ns[0])) / 1e9:.1f} '
+                             's of event time (at most 4.29 s)')
+        far = t_ns[~keep]
+        worst = int(far[np.argmax(np.abs(far - mid))])
+        self.events_dropped += len(far)
+        if self.on_notice is not None:
+            self.on_notice(f'EventArray {n}: {len(far)} of its {len(t_ns)} events lie '
+                           f'{abs(worst - mid) / 1e9:.3g} s from the others in time (the '
+                           f'farthest at {_date(worst)}): dropped, the other {kept} kept')
+        return ev[keep], t_ns[keep]
 
     @staticmethod
     def _record(msg: StructEvents, log_time_ns: int, time_base: int,
@@ -167,3 +196,12 @@ def struct_record(reader: StructEventReader, raw: bytes | memoryview, log_time_n
         return reader.record(raw, log_time_ns, n)
     except (ValueError, struct.error, UnicodeDecodeError) as err:
         raise ValueError(f'corrupt EventArray {n} on {topic!r} in {path}: {err}') from err
+
+
+def _date(t_ns: int) -> str:
+    """A ROS time as a UTC date (or its seconds, beyond the years a date can have)."""
+    try:
+        when = datetime.datetime.fromtimestamp(t_ns / 1e9, datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return f'{t_ns / 1e9:.0f} s'
+    return when.strftime('%Y-%m-%d %H:%M:%S UTC')

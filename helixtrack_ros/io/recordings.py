@@ -66,7 +66,7 @@ class Recording:
 
         ``on_notice`` gets one line for each repair made on the way (a ``.raw``
         file's words read on after bytes inserted or lost, a DAT file's damaged
-        or unsorted times); ``on_corrupt`` one
+        or unsorted times, an EventArray's events of an absurd time dropped); ``on_corrupt`` one
         line for each bag message that does not deserialize, which is then
         skipped (without it, such a message raises).
         """
@@ -84,9 +84,9 @@ class Recording:
             return iter_text_packets(self.path, on_notice=on_notice)
         if self.kind == 'rosbag1':
             from helixtrack_ros.io.ros1_bags import iter_ros1_event_packets
-            return iter_ros1_event_packets(self.path, self.topic, on_corrupt)
+            return iter_ros1_event_packets(self.path, self.topic, on_corrupt, on_notice)
         from helixtrack_ros.io.bags import iter_event_packets
-        return iter_event_packets(self.path, self.topic, on_corrupt)
+        return iter_event_packets(self.path, self.topic, on_corrupt, on_notice)
 
 
 def recording_kind(path: 'str | Path') -> str:

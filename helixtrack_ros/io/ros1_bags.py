@@ -69,11 +69,12 @@ def ros1_topics(path: 'str | Path') -> dict[str, tuple[str, int]]:
 
 
 def iter_ros1_event_packets(path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC,
-                            on_corrupt: 'Callable[[str], None] | None' = None
+                            on_corrupt: 'Callable[[str], None] | None' = None,
+                            on_notice: 'Callable[[str], None] | None' = None
                             ) -> Iterator[EventPacketRecord]:
     """Stream the EventArray or EventPacket messages of one topic of a ROS 1 bag.
 
-    ``on_corrupt``: as for :func:`~helixtrack_ros.io.bags.iter_event_packets`.
+    ``on_corrupt``, ``on_notice``: as for :func:`~helixtrack_ros.io.bags.iter_event_packets`.
 
     Raises
     ------
@@ -96,7 +97,7 @@ def iter_ros1_event_packets(path: 'str | Path', topic: str = DEFAULT_EVENT_TOPIC
             raise ValueError(f'topic {topic!r} has type {msgtype}, expected '
                              f'{" or ".join(READABLE_EVENT_TYPES)}')
         store = ros1_typestore()
-        structs = StructEventReader(ros1=True) if msgtype in STRUCT_EVENT_TYPES else None
+        structs = StructEventReader(True, on_notice) if msgtype in STRUCT_EVENT_TYPES else None
         read = 0
         stream = ResumableMessages(reader, conns, f'of {topic!r}',
                                    lambda: Ros1Salvage(Path(path)))
