@@ -322,3 +322,54 @@ def test_an_event_of_an_absurd_time_is_dropped_not_its_message(ros1):
     with pytest.raises(ValueError, match='spans'):
         _records(ros1, [(half, [0] * 4, [0] * 4, (640, 480))])
 
+
+def test_a_message_without_sensor_size_takes_the_stream_size():
+    """width and height 0 (a driver that leaves them unset): every packet was refused
+    ('width must be in 1..32768, got 0'). Now the stream's size from its other messages,
+    else from the events (largest x and y + 1), grown if a later event lies beyond."""
+    t0 = 1_700_000_000 * NS
+    msg = [(t0 + k * NS // 10 + np.arange(3), [5, 99, 7], [3, 4, 59], (0, 0)) for k in range(4)]
+    msg[2] = (msg[2][0], msg[2][1], msg[2][2], (346, 260))
+    _, recs = _records(False, msg)
+    notes = []
+    sized = list(es.sized_records(recs, "'/dvs/events'", notes.append))
+    assert [r.seq for r in sized] == [0, 1, 2, 3]            # in order, none held back
+    assert {(r.width, r.height) for r in sized} == {(346, 260)}
+    assert notes == ["EventArray messages on '/dvs/events' give no sensor size (width and "
+                     "height 0): the 346x260 of the stream's other messages taken"]
+    msg = [(t0 + k * NS // 10 + np.arange(3), [5, 99 + k, 7], [3, 4, 59], (0, 0))
+           for k in range(es.SIZE_FROM_MESSAGES + 2)]
+    msg[-1] = (msg[-1][0], [5, 300, 7], [3, 4, 70], (0, 0))
+    _, recs = _records(True, msg)
+    notes = []
+    sized = list(es.sized_records(recs, "'/dvs/events'", notes.append))
+    assert [(r.width, r.height) for r in sized[:es.SIZE_FROM_MESSAGES]] == \
+        [(99 + es.SIZE_FROM_MESSAGES, 60)] * es.SIZE_FROM_MESSAGES
+    assert [(r.width, r.height) for r in sized[-2:]] == [(300, 60), (301, 71)]
+    assert len(notes) == 3 and 'x and y + 1' in notes[0] and 'beyond the 299x60' in notes[1]
+    assert 'first 200 messages' in notes[0]
+
+
+def test_an_unsized_bag_with_an_absurd_event_decodes_in_one_line_each(tmp_path, capsys):
+    """The command line: each repair one warning line, every other event decoded, exit 0."""
+    t0 = 1_700_000_000 * NS
+    rng = np.random.default_rng(8)
+    w = Ros1Writer(tmp_path / 'dvs.bag')
+    w.open()
+    conn = w.add_connection('/dvs/events', DVS, typestore=ros1_typestore())
+    for k in range(5):
+        t, x, y, p = random_events(rng, 400, t0 + k * NS)
+        t[k * 10] = 4_102_444_800 * NS if k == 3 else t[k * 10]
+        w.write(conn, int(t0 + k * NS), serialized(True, int(t0 + k * NS), k, 'dvs',
+                                                   np.sort(t), x, y, p, (0, 0)))
+    w.close()
+    out = tmp_path / 'e.npz'
+    assert main(['events', str(tmp_path / 'dvs.bag'), '-q', '-o', str(out)]) == 0
+    captured = capsys.readouterr()
+    assert '1999 events' in captured.out
+    err = captured.err.strip().splitlines()
+    assert len(err) == 2 and 'EventArray 3: 1 of its 400 events' in err[0]   # (as read)
+    assert '640x480 taken from the events of the first 5 messages' in err[1]
+    with np.load(out) as d:
+        assert (int(d['width']), int(d['height'])) == (int(d['x'].max()) + 1,
+                                                       int(d['y'].max()) + 1)

@@ -21,11 +21,15 @@ at most 2**32 ns (4.29 s; the ``mono`` words' offset): the few events more than 
 that from the message's median time (a damaged or unset time, years off) are dropped,
 counted and said (``on_notice``); a message most of whose events are that far apart is
 refused (ValueError).
+
+Sensor size: a message whose ``width`` or ``height`` is 0 (some drivers leave them
+unset) takes the stream's size from its other messages, else the events' (largest x
+and y plus one over the first messages), said once: :func:`sized_records`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 import datetime
 import struct
 from typing import NamedTuple
@@ -205,3 +209,107 @@ def _date(t_ns: int) -> str:
     except (OverflowError, OSError, ValueError):
         return f'{t_ns / 1e9:.0f} s'
     return when.strftime('%Y-%m-%d %H:%M:%S UTC')
+
+
+#: messages without a sensor size held while their events tell it, and their most events
+SIZE_FROM_MESSAGES = 200
+SIZE_FROM_EVENTS = 2_000_000
+
+
+def _extent(rec: EventPacketRecord) -> tuple[int, int]:
+    """The largest x and y plus one of a ``mono`` record's events ((0, 0): none)."""
+    words = np.frombuffer(rec.events, '<u8')
+    if not len(words):
+        return 0, 0
+    return (int(((words >> np.uint64(32)) & np.uint64(0xFFFF)).max()) + 1,
+            int(((words >> np.uint64(48)) & np.uint64(0x7FFF)).max()) + 1)
+
+
+class _Sizes:
+    """The sensor size of a stream's unsized ``mono`` records, and the lines saying it."""
+
+    def __init__(self, where: str, on_notice: Callable[[str], None] | None) -> None:
+        self.where = where
+        self.say = on_notice or (lambda line: None)
+        self.size: tuple[int, int] | None = None   # given by a message, or taken
+        self.taken = False                         # taken from the events
+        self.extent = (0, 0)                       # of the events held
+        self.said = False
+
+    def given(self, rec: EventPacketRecord) -> None:
+        """A record with a size: the stream's from now on (said once, if any lacked it)."""
+        self.size, self.taken = (int(rec.width), int(rec.height)), False
+
+    def fit(self, rec: EventPacketRecord) -> EventPacketRecord:
+        """A record as it is, or (unsized, ``mono``) with the size; one beyond a size taken
+        from the events grows it (said)."""
+        if (rec.width and rec.height) or rec.encoding != 'mono' or self.size is None:
+            return rec
+        w, h = _extent(rec)
+        if self.taken and (w > self.size[0] or h > self.size[1]):
+            grown = (max(w, self.size[0]), max(h, self.size[1]))
+            self.say(f'EventArray {rec.seq} on {self.where} has events beyond the '
+                     f'{self.size[0]}x{self.size[1]} sensor taken from the events before: '
+                     f'{grown[0]}x{grown[1]} from here on')
+            self.size = grown
+        if not self.said:
+            self.said = True
+            self.say(f'EventArray messages on {self.where} give no sensor size (width and '
+                     f"height 0): the {self.size[0]}x{self.size[1]} of the stream's other "
+                     'messages taken')
+        return rec._replace(width=self.size[0], height=self.size[1])
+
+    def take(self, held: list[EventPacketRecord]) -> None:
+        """The size of the events of the first unsized records (largest x and y + 1)."""
+        for rec in held:
+            w, h = _extent(rec)
+            self.extent = (max(self.extent[0], w), max(self.extent[1], h))
+        if min(self.extent) > 0:
+            self.size, self.taken, self.said = self.extent, True, True
+            self.say(f'EventArray messages on {self.where} give no sensor size (width and '
+                     f'height 0): {self.size[0]}x{self.size[1]} taken from the events of the '
+                     f'first {len(held)} messages (largest x and y + 1)')
+
+
+def sized_records(records: Iterable[EventPacketRecord], where: str,
+                  on_notice: Callable[[str], None] | None = None
+                  ) -> Iterator[EventPacketRecord]:
+    """The records of a stream, each ``mono`` one without a sensor size given one.
+
+    A driver may leave an EventArray's ``width`` and ``height`` 0; such a record takes
+    the size of the stream's other messages, else the one its events give: the first
+    :data:`SIZE_FROM_MESSAGES` unsized records (or :data:`SIZE_FROM_EVENTS` events) are
+    held until their largest x and y say it. Said once in ``on_notice``; a later event
+    beyond a size taken so grows it (said too: the pipeline counts a format change).
+    """
+    sizes = _Sizes(where, on_notice)
+    try:
+        yield from _sized(records, sizes)
+    finally:     # (a reader closed early closes its bag at once)
+        close = getattr(records, 'close', None)
+        if close is not None:
+            close()
+
+
+def _sized(records: Iterable[EventPacketRecord], sizes: _Sizes) -> Iterator[EventPacketRecord]:
+    """:func:`sized_records` of ``records`` (the held and sized, in their order)."""
+    held: list[EventPacketRecord] = []
+    events = 0
+    for rec in records:
+        if rec.width and rec.height:
+            sizes.given(rec)
+        elif sizes.size is None:     # nothing tells the size yet: held until events do
+            held.append(rec)
+            events += len(rec.events) // 8
+            if len(held) < SIZE_FROM_MESSAGES and events < SIZE_FROM_EVENTS:
+                continue
+            sizes.take(held)         # (none yet, as in a stream of empty messages: unsized)
+            yield from (sizes.fit(h) for h in held)
+            held, events = [], 0
+            continue
+        yield from (sizes.fit(h) for h in held)    # (a size given: theirs too)
+        held, events = [], 0
+        yield sizes.fit(rec)
+    if held:
+        sizes.take(held)
+        yield from (sizes.fit(h) for h in held)

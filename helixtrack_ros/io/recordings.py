@@ -66,7 +66,8 @@ class Recording:
 
         ``on_notice`` gets one line for each repair made on the way (a ``.raw``
         file's words read on after bytes inserted or lost, a DAT file's damaged
-        or unsorted times, an EventArray's events of an absurd time dropped); ``on_corrupt`` one
+        or unsorted times, an EventArray's events of an absurd time dropped or its
+        unset sensor size taken from the stream); ``on_corrupt`` one
         line for each bag message that does not deserialize, which is then
         skipped (without it, such a message raises).
         """
@@ -82,11 +83,14 @@ class Recording:
         if self.kind == 'text':
             from helixtrack_ros.io.text_events import iter_text_packets
             return iter_text_packets(self.path, on_notice=on_notice)
+        from helixtrack_ros.io.event_structs import sized_records
         if self.kind == 'rosbag1':
             from helixtrack_ros.io.ros1_bags import iter_ros1_event_packets
-            return iter_ros1_event_packets(self.path, self.topic, on_corrupt, on_notice)
-        from helixtrack_ros.io.bags import iter_event_packets
-        return iter_event_packets(self.path, self.topic, on_corrupt, on_notice)
+            bag = iter_ros1_event_packets(self.path, self.topic, on_corrupt, on_notice)
+        else:
+            from helixtrack_ros.io.bags import iter_event_packets
+            bag = iter_event_packets(self.path, self.topic, on_corrupt, on_notice)
+        return sized_records(bag, repr(self.topic), on_notice)
 
 
 def recording_kind(path: 'str | Path') -> str:
