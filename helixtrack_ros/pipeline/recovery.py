@@ -90,6 +90,10 @@ class RotorRecovery:
         self.detecting: Future | None = None    # a re-detection running in the background
         self.detecting_end_us = 0               # the time of the last event it detects on
         self.packet_k = -1                      # the batch's packet of the step running
+        # re-initialised, not yet seen at its place among the other rotors (settle.py)
+        self.settling = False
+        self.settle_t0_us = -1                  # its first TRACKING output since (-1: none)
+        self.offsets: dict[int, tuple[float, float, int]] = {}   # per other rotor (settle.py)
 
     def note_good(self, q_core: Sequence[float], rpm_shaft: float, direction: int,
                   t_us: int) -> None:
@@ -162,7 +166,7 @@ class RotorRecovery:
         """Sensor time restarted: the times of its good poses and places mean nothing now."""
         self.good_us = -1
         self.places.clear()
-        self.reset = self.resumed = False
+        self.reset = self.resumed = self.settling = False
 
     def forget(self) -> None:
         """Stop searching (tracking again, or every rotor restarted)."""
@@ -377,6 +381,8 @@ class RotorRecovery:
         self.resumed = resumed
         self.reset_us = t_last
         self.buf = []
+        self.settling = True
+        self.settle_t0_us = -1
 
     def last_good(self, init: RotorInit) -> RotorInit:
         """The rotor as it was when last TRACKING (``init`` if never)."""

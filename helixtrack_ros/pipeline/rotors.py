@@ -37,6 +37,7 @@ from helixtrack_ros.pipeline.outputs import outputs_of, searching_output, tracki
 from helixtrack_ros.pipeline.realtime import gn_divisor
 from helixtrack_ros.pipeline.records import RotorOutput
 from helixtrack_ros.pipeline.recovery import RotorRecovery
+from helixtrack_ros.pipeline.settle import hold_unsettled
 
 #: The pipeline remembers this many detections (for the debug image).
 MAX_DETECTIONS_KEPT = 64
@@ -64,6 +65,8 @@ class RotorBank:
         #: TRACKING disc per packet of it (None: not TRACKING), made when first asked
         self._batch: tuple[list, Inflight, tuple[int, int]] | None = None
         self._batch_discs: list[list[tuple | None]] | None = None
+        #: the sensor time's LEARN_EVERY_US step of the last offsets learnt (settle.py)
+        self.learnt_tick = -1
         self.set_rotors(list(config.rotors))
 
     def set_rotors(self, inits: list[RotorInit]) -> None:
@@ -247,6 +250,7 @@ class RotorBank:
             self._batch = self._batch_discs = None
         if len(per_rotor) > 1:
             withhold_other_rotors(self, per_rotor, anchors)
+            hold_unsettled(self, per_rotor)
         routed = ([outs[0].events for outs in per_rotor] if n_pk == 1 else
                   [sum([o.events for o in outs]) for outs in per_rotor])
         self.counters['events_routed'] += int(sum(routed))
