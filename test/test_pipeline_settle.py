@@ -118,3 +118,19 @@ def test_the_offset_seen_cancels_the_cameras_shift_and_scale():
     dx, dy = S.offset_seen(_seen(1), _seen(0), LAYOUT[0])
     assert math.isclose(dx, 40.0) and math.isclose(dy, 0.0, abs_tol=1e-9)
     assert all(math.isnan(v) for v in S.offset_seen(_seen(1), (0.0, 0.0, 0.0), LAYOUT[0]))
+
+
+def test_a_reinitialisation_or_resume_makes_a_rotor_settle_and_a_new_clock_ends_it():
+    class _Tracker:
+        def reset(self, init):
+            self.init = init
+
+    bank = _Bank()
+    bank.trackers = [_Tracker(), _Tracker()]
+    rec = bank.recs[1]
+    for resumed in (False, True):
+        rec.settling, rec.settle_t0_us = False, 1234
+        rec._restart(bank, 1, 'init', 5000, resumed=resumed)
+        assert rec.settling and rec.settle_t0_us == -1
+    rec.new_clock()
+    assert not rec.settling
