@@ -134,3 +134,21 @@ def test_a_reinitialisation_or_resume_makes_a_rotor_settle_and_a_new_clock_ends_
         assert rec.settling and rec.settle_t0_us == -1
     rec.new_clock()
     assert not rec.settling
+
+
+def test_a_rotor_re_detected_off_its_old_place_is_held_to_where_it_was_found():
+    # the rotor moved on its drone (or the layout was left): the detection says where it
+    # is now, and a pose there is not held
+    bank = _Bank()
+    _reinit(bank)
+    found = _seen(1, (0.9, 0.0))
+    S.anchor_offsets(bank, 1, found, {0: _seen(0)}, 0)
+    per_rotor = _batch(0, 3, off_radii=(0.9, 0.0))
+    S.hold_unsettled(bank, per_rotor)
+    assert all(o.state == RotorState.TRACKING for o in per_rotor[1])
+    # a pose that fell behind the detection is held
+    _reinit(bank)
+    S.anchor_offsets(bank, 1, found, {0: _seen(0)}, 3000)
+    per_rotor = _batch(3000, 3, off_radii=(0.35, 0.0))
+    S.hold_unsettled(bank, per_rotor)
+    assert all(o.state == RotorState.DEGRADED for o in per_rotor[1])

@@ -39,6 +39,7 @@ from helixtrack_ros.core.health import LOST, R_STARVED, TRACKING
 from helixtrack_ros.core.homography import disc_from_core_q
 from helixtrack_ros.core.params import RotorInit
 from helixtrack_ros.pipeline.layout_match import SIZE_RATIOS, layout_pick
+from helixtrack_ros.pipeline.settle import anchor_offsets
 
 if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline.config import PipelineConfig
@@ -369,6 +370,8 @@ class RotorRecovery:
         init, det = picked
         bank.note_detections([(t_last, init.name, det)])
         self._restart(bank, r, init, t_last, resumed=False)
+        anchor_offsets(bank, r, (det.center_px[0], det.center_px[1], det.radius_px),
+                       bank.tracking_at(t_last, r, self.packet_k), t_last)
         self.recoveries += 1
         bank.counters['recoveries'] += 1
 

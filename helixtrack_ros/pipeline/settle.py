@@ -13,7 +13,8 @@ relative to it (:mod:`identity`), whatever the camera does.
 Each rotor's offset from every other one, in the layout's frame (divided by the
 image scale that the other's tip radius gives), is learnt while both are TRACKING
 (one sample per ``LEARN_EVERY_US`` of sensor time, so not per batch; the initial
-layout while never learnt). A re-initialised rotor's TRACKING outputs are withheld
+layout while never learnt), and set where its re-detection put it (the detection is
+good; the pose falls behind after it). A re-initialised rotor's TRACKING outputs are withheld
 (DEGRADED, pose settling) until, seen from one other TRACKING rotor not itself
 settling, it sits within ``SETTLE_NEAR`` of its own tip radius of that offset;
 then it publishes as before. No blade count enters. Without such a rotor, or with
@@ -75,6 +76,21 @@ def _learn(bank: RotorBank, tracked: dict[int, tuple], t_us: int) -> None:
             if old is not None and 0 <= t_us - old[2] <= OFFSET_MEMORY_US:
                 dx = old[0] + LEARN_WEIGHT * (dx - old[0])
                 dy = old[1] + LEARN_WEIGHT * (dy - old[1])
+            offsets[o] = (dx, dy, t_us)
+
+
+def anchor_offsets(bank: RotorBank, r: int, det: tuple, tracked: dict[int, tuple],
+                   t_us: int) -> None:
+    """Rotor r was re-detected at disc ``det`` at ``t_us`` while the rotors ``tracked``
+    (other -> disc) were TRACKING: its offsets are where the detection puts it (a rotor
+    that moved on its drone, or a layout that the drone left, is not held for it)."""
+    layout = bank.layout_discs
+    offsets = bank.recs[r].offsets
+    for o, ref in tracked.items():
+        if o == r or bank.recs[o].settling:
+            continue
+        dx, dy = offset_seen(det, ref, layout[o])
+        if math.isfinite(dx) and math.isfinite(dy):
             offsets[o] = (dx, dy, t_us)
 
 
