@@ -280,16 +280,17 @@ def _published_off(scene, tracker):
 def test_a_rate_lagging_a_sudden_acceleration_is_not_published():
     """8000 -> 12000 shaft RPM in 10 ms: the phase EKF (small jerk noise) keeps the phase
     but its rate lags 5-25 % for ~9 ms while the tip coherence stays 0.98-1. The weighted
-    mean phase residual keeps one sign then (health_phase_drift, checked per packet): at
-    most the packet of the onset is published; with the check off, 4 packets are (the
-    window close's health_jerk_rel catches the rest), with both off 6 (the phase filter's
-    support, health_support_rel, falls during the lag too), with the three off 9."""
+    mean phase residual keeps one sign then (health_lag_rel on the recent residuals and
+    health_phase_drift on the pending window, checked per packet): at most the packet of
+    the onset is published; with both off, 4 packets are (the window close's
+    health_jerk_rel catches the rest), with that off too 6 (the phase filter's support,
+    health_support_rel, falls during the lag too), with the four off 9."""
     scene = make_scenario('lone_constant', 0.2, seed=0)
     scene.rotors[0].schedule = RpmSchedule.piecewise([0, 150e3, 160e3], [8000, 8000, 12000],
                                                      0.3)
+    off = dict(health_phase_drift=0.0, health_lag_rel=0.0)
     assert _published_off(scene, TrackerParams()) <= 1
-    assert _published_off(scene, TrackerParams(health_phase_drift=0.0)) >= 3
-    assert _published_off(scene, TrackerParams(health_phase_drift=0.0,
-                                                health_jerk_rel=0.0)) >= 5
-    assert _published_off(scene, TrackerParams(health_phase_drift=0.0, health_jerk_rel=0.0,
+    assert _published_off(scene, TrackerParams(**off)) >= 3
+    assert _published_off(scene, TrackerParams(**off, health_jerk_rel=0.0)) >= 5
+    assert _published_off(scene, TrackerParams(**off, health_jerk_rel=0.0,
                                                 health_support_rel=0.0)) >= 8

@@ -24,6 +24,8 @@ from helixtrack_ros.core.health import (
     HP_DRIFT,
     HP_JERK_REL,
     HP_JUDGE,
+    HP_LAG,
+    HP_LAG_TAU,
     HP_MINTIP,
     HP_RECOVER,
     HP_RECOVER_PASSES,
@@ -41,6 +43,11 @@ from helixtrack_ros.core.health import (
     HS_GATE_RPM,
     HS_GATE_T,
     HS_JERK,
+    HS_LAG_EPS,
+    HS_LAG_EPS2,
+    HS_LAG_REF,
+    HS_LAG_REF_T,
+    HS_LAG_W,
     HS_LOGS_REF,
     HS_NREF,
     HS_RATE_REF,
@@ -170,6 +177,78 @@ def _drift_bound(hp, om, span_us):
     """The drift bound [rad]: ``health_phase_drift``, or less on a slow rotor
     (:data:`_DRIFT_REL` of the blade phase turned in the span ``span_us``)."""
     return min(hp[HP_DRIFT], _DRIFT_REL * abs(om) * span_us * 1e-6)
+
+
+#: least recent weight (sum of w, weighted exp(-age / tau)) for :func:`_lag` to judge
+_LAG_MIN_WEIGHT = 50.0
+#: the recent mean counts only beyond this many times its usual size (root mean square,
+#: :func:`_learn_lag_noise`): on a shaking camera the pose's errors move it by 0.01-0.016
+#: rad, of both signs in turn at the blade passes, the rate within 0.5 % (2 m quad,
+#: egomotion 5-6: 535 of 10,700 packets beyond 5 standard errors and the bound; 4 beyond
+#: this too), as does a one-blade rotor's at its turn rate (nothing to balance the pose's
+#: errors: 0.01 rad), while a steady two-blade rotor's stays below 0.002-0.004 rad
+_LAG_NOISE_K = 3.5
+#: time constant of that usual size [us] (50 ms: it follows a changing shake too slowly)
+_LAG_REF_TAU_US = 20_000.0
+#: a recent mean counts into its usual size up to this many times the rate bound (a lag's
+#: own mean raises the bound by at most as much: the noise bound stays below 10.5 times it)
+_LAG_REF_CAP = 3.0
+
+
+@kernel_inline
+def _recent_mean(hs):
+    """(Weighted mean, its standard error, the weight) of the EKF's recent phase residuals."""
+    w = hs[HS_LAG_W]
+    m = hs[HS_LAG_EPS] / max(w, 1e-300)
+    se = math.sqrt(max(hs[HS_LAG_EPS2] / max(w, 1e-300) - m * m, 0.0) / max(w, 1e-300))
+    return m, se, w
+
+
+@kernel_inline
+def _lag(hp, hs):
+    """|Mean phase residual| [rad] of the EKF's recent updates (weights exp(-age / tau)).
+
+    The mean of the pending window (:func:`_drift`) is diluted by its start, before
+    the lag: it caught the onset of a slew 3-7 ms late, the rate then 1.2-17.7 %
+    off. The recent mean follows a lag within about tau: the rate error of a
+    filter lagging a change of acceleration grows with the phase error it leaves,
+    which keeps one sign. 0 with too little weight to judge, or a mean within
+    ``_DRIFT_Z`` standard errors of 0.
+    """
+    m, se, w = _recent_mean(hs)
+    if w < _LAG_MIN_WEIGHT:
+        return 0.0
+    return abs(m) if abs(m) > _DRIFT_Z * se else 0.0
+
+
+@kernel_inline
+def _lag_bound(hp, hs, om):
+    """The recent lag bound [rad]: ``health_lag_rel`` of the blade phase omega tau turned
+    in the time constant tau (a rate error of that fraction leaves about this phase
+    error in tau), and ``_LAG_NOISE_K`` times the recent mean's usual size."""
+    bound = hp[HP_LAG] * abs(om) * hp[HP_LAG_TAU] * 1e-6
+    if hs[HS_LAG_REF] == hs[HS_LAG_REF]:
+        bound = max(bound, _LAG_NOISE_K * math.sqrt(hs[HS_LAG_REF]))
+    return bound
+
+
+@kernel_inline
+def _learn_lag_noise(hp, hs, om, t):
+    """Fold the recent mean of a locked rotor, at the end ``t`` of a packet, into its usual
+    size: an exponential average over ``_LAG_REF_TAU_US`` of its square, each capped at
+    ``_LAG_REF_CAP`` times the rate bound of :func:`_lag_bound` (at every level: a rotor
+    whose pose errors move the mean must learn that before its first TRACKING packet)."""
+    m, se, w = _recent_mean(hs)
+    if w < _LAG_MIN_WEIGHT:
+        return
+    cap = _LAG_REF_CAP * hp[HP_LAG] * abs(om) * hp[HP_LAG_TAU] * 1e-6
+    m2 = min(m * m, cap * cap)
+    if hs[HS_LAG_REF] != hs[HS_LAG_REF]:
+        hs[HS_LAG_REF] = m2
+    else:
+        a = min(1.0, max(t - hs[HS_LAG_REF_T], 0.0) / _LAG_REF_TAU_US)
+        hs[HS_LAG_REF] += a * (m2 - hs[HS_LAG_REF])
+    hs[HS_LAG_REF_T] = t
 
 
 @kernel_inline

@@ -38,6 +38,7 @@ from helixtrack_ros.core.health import (
     HP_COHMIN,
     HP_COHREL,
     HP_DRIFT,
+    HP_LAG,
     HP_LOST,
     HP_MIN_RADIUS,
     HP_PERSPTOL,
@@ -102,6 +103,9 @@ from helixtrack_ros.core.health_checks import (
     _drift_bound,
     _gate,
     _jerk_bound,
+    _lag,
+    _lag_bound,
+    _learn_lag_noise,
     _outside_rpm_range,
     _recover_us,
     _shaft_rpm,
@@ -174,18 +178,28 @@ def _health_range(hp, hs, hi, om):
 
 @kernel
 def _health_drift(hp, hs, hi, t, om):
-    """Per packet: a TRACKING rotor whose rate lags (:func:`_drift`) becomes DEGRADED at once.
+    """Per packet: a TRACKING rotor whose rate lags becomes DEGRADED at once.
 
-    Checked on the pending window (from ``_DRIFT_MIN_SPAN`` of a window on) after
-    every packet ending at ``t``, not only at the window close, since a lag reaches
-    several % within 1-2 ms of a sudden acceleration; the window close then judges
-    the whole window as usual.
+    Checked after every packet ending at ``t``, not only at the window close, since
+    a lag reaches several % within 1-2 ms of a sudden acceleration: on the recent
+    residuals (:func:`_lag`, against a bound that learns their usual size at every
+    level: :func:`_learn_lag_noise`), and on the pending window (:func:`_drift`, from
+    ``_DRIFT_MIN_SPAN`` of a window on); the window close then judges the whole
+    window as usual.
     """
-    if hp[HP_DRIFT] <= 0.0 or hi[HI_LEVEL] != TRACKING \
-            or t - hi[HI_T0] < _DRIFT_MIN_SPAN * hp[HP_WIN]:
+    drift = 0.0
+    bound = 0.0
+    if hp[HP_LAG] > 0.0:
+        if hi[HI_LEVEL] == TRACKING:
+            drift = _lag(hp, hs)
+            bound = _lag_bound(hp, hs, om)
+        _learn_lag_noise(hp, hs, om, float(t))
+    if hi[HI_LEVEL] != TRACKING:
         return
-    drift = _drift(hp, hs)
-    bound = _drift_bound(hp, om, t - hi[HI_T0])
+    if not drift > bound and hp[HP_DRIFT] > 0.0 \
+            and t - hi[HI_T0] >= _DRIFT_MIN_SPAN * hp[HP_WIN]:
+        drift = _drift(hp, hs)
+        bound = _drift_bound(hp, om, t - hi[HI_T0])
     if drift > bound:
         hi[HI_LEVEL] = DEGRADED
         hi[HI_REASON] = R_DRIFT

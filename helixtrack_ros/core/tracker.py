@@ -48,6 +48,9 @@ from helixtrack_ros.core.health import (
     HS_EPS,
     HS_EPS2,
     HS_GOOD_US,
+    HS_LAG_EPS,
+    HS_LAG_EPS2,
+    HS_LAG_W,
     HS_RATE_REF,
     HS_SUPPORT_REF,
     HS_W,
@@ -384,6 +387,9 @@ class HelixTracker:
             self.hs[HS_EPS] = 0.0
             self.hs[HS_EPS2] = 0.0
             self.hs[HS_W] = 0.0
+            self.hs[HS_LAG_EPS] = 0.0
+            self.hs[HS_LAG_EPS2] = 0.0
+            self.hs[HS_LAG_W] = 0.0
         if self.ist[IS_ACQ] == 0 and self.hi[HI_LEVEL] != LOST:
             # the state was extrapolated over the gap (after 0.1 s the RPM can be off by
             # several %): not measured until good windows confirm it again (also when it

@@ -56,6 +56,10 @@ from helixtrack_ros.core.health import (
     HS_COS,
     HS_EPS,
     HS_EPS2,
+    HS_LAG_EPS,
+    HS_LAG_EPS2,
+    HS_LAG_T,
+    HS_LAG_W,
     HS_W,
 )
 from helixtrack_ros.core.health_machine import _health_advance
@@ -158,7 +162,9 @@ def _event_time(t, t_max, n_back):
 @fma_inline
 def _health_sums(hs, hi):
     """The pending health window's start and sums, into locals (see :func:`_health_count`)."""
-    return hi[HI_T0], hi[HI_NTIP], hi[HI_NOUT], hs[HS_COS], (hs[HS_EPS], hs[HS_EPS2], hs[HS_W])
+    return hi[HI_T0], hi[HI_NTIP], hi[HI_NOUT], hs[HS_COS], (
+        hs[HS_EPS], hs[HS_EPS2], hs[HS_W], hs[HS_LAG_EPS], hs[HS_LAG_EPS2], hs[HS_LAG_W],
+        hs[HS_LAG_T])
 
 
 @fma_inline
@@ -167,7 +173,8 @@ def _health_store(hs, hi, h_tip, h_out, h_cos, h_we):
     hi[HI_NTIP] = h_tip
     hi[HI_NOUT] = h_out
     hs[HS_COS] = h_cos
-    hs[HS_EPS], hs[HS_EPS2], hs[HS_W] = h_we
+    (hs[HS_EPS], hs[HS_EPS2], hs[HS_W], hs[HS_LAG_EPS], hs[HS_LAG_EPS2], hs[HS_LAG_W],
+     hs[HS_LAG_T]) = h_we
 
 
 @fma_inline
@@ -175,7 +182,8 @@ def _health_window(hp, hs, hi, q, locked, om, P11, n_acc, t, h_t0, h_tip, h_out,
     """Open the first health window, or close the current one at t (core.health_machine).
 
     Returns the new window's start and its zeroed tip / outside / coherence / drift sums
-    (``h_we``: sums of w eps, w eps^2 and w over the EKF's updates).
+    (``h_we``: sums of w eps, w eps^2 and w over the EKF's updates; its recent sums
+    (:func:`_recent_sums`) go on).
     """
     if h_t0 < 0:
         hi[HI_T0] = t
@@ -188,7 +196,7 @@ def _health_window(hp, hs, hi, q, locked, om, P11, n_acc, t, h_t0, h_tip, h_out,
         h_tip = hi[HI_NTIP]
         h_out = hi[HI_NOUT]
         h_cos = hs[HS_COS]
-        h_we = (0.0, 0.0, 0.0)
+        h_we = (0.0, 0.0, 0.0, h_we[3], h_we[4], h_we[5], h_we[6])
     return hi[HI_T0], h_tip, h_out, h_cos, h_we
 
 
@@ -244,10 +252,31 @@ def _gate(eps, r, kappa, inv2sr2):
 
 
 @fma_inline
-def _health_count(d, ce, eps, wr, tip_in, out0, out1, h_tip, h_out, h_cos, h_we):
+def _recent_sums(h_we, t, inv_tau):
+    """The recent residual sums of ``h_we`` (its last four: sums of w eps, w eps^2, w and
+    their time) decayed to the event time t: weights exp(-age / tau) (core.health).
+
+    Decayed in steps of tau / 16 (the events of a step weigh alike): one exp per
+    step, not per event, and the same sums for any batch split.
+    """
+    se, se2, sw, re, re2, rw, rt = h_we
+    x = (t - rt) * inv_tau
+    if x >= 0.0625:
+        f = _exp_neg(-x)
+        re *= f
+        re2 *= f
+        rw *= f
+        rt = float(t)
+    return se, se2, sw, re, re2, rw, rt
+
+
+@fma_inline
+def _health_count(d, ce, eps, wr, t, tip_in, out0, out1, inv_tau, h_tip, h_out, h_cos,
+                  h_we):
     """Health counters: tip-band phase coherence, spill outside the tip, residual drift.
 
-    ``h_we`` sums w eps, w eps^2 and w over the EKF's updates (R gate w): the weighted
+    ``h_we`` sums w eps, w eps^2 and w over the EKF's updates (R gate w), over the
+    pending window and over the recent events (:func:`_recent_sums`): the weighted
     mean residual stays near 0 while the filter follows, and keeps one sign
     while its rate lags a sudden acceleration (the coherence does not see
     that: the phase is corrected at every event).
@@ -258,8 +287,10 @@ def _health_count(d, ce, eps, wr, tip_in, out0, out1, h_tip, h_out, h_cos, h_we)
             h_cos += ce
     elif d > out0 and d < out1:
         h_out += 1
+    se, se2, sw, re, re2, rw, rt = _recent_sums(h_we, t, inv_tau)
     we = wr * eps
-    return h_tip, h_out, h_cos, (h_we[0] + we, h_we[1] + we * eps, h_we[2] + wr)
+    wee = we * eps
+    return h_tip, h_out, h_cos, (se + we, se2 + wee, sw + wr, re + we, re2 + wee, rw + wr, rt)
 
 
 @fma_inline
@@ -422,7 +453,7 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
     B, kappa, qj, sig0, rfloor, inv2sr2, rin2, rout2 = _ekf_params(tp)
     gn_min, gn_target, timer, maxev = _pose_params(tp)
     motion, mstep, mhold, fstep, om_fast = _fast_params(tp, B)
-    hwin, tip_in, out0, out1 = _health_params(hp)
+    hwin, tip_in, out0, out1, inv_tau = _health_params(hp)
     ring_acq = tp[TP_RINGACQ]
     rvm = tp[TP_RVM] != 0.0
     fold = tp[TP_FOLD] != 0.0
@@ -521,8 +552,8 @@ def _process(t_us, xs, ys, ps, tp, gp, fs, ist, q, pose, acc, acq_t, acq_a, hp, 
                 theta, eps = _phase_residual(phiw, B, zeta, ux, uy, ps[i], hpol)
                 d, ce, w = _gate(eps, r, kappa, inv2sr2)
                 wr = _r_gate(w, d, inv2sr2, rvm)
-                h_tip, h_out, h_cos, h_we = _health_count(d, ce, eps, wr, tip_in, out0, out1,
-                                                          h_tip, h_out, h_cos, h_we)
+                h_tip, h_out, h_cos, h_we = _health_count(d, ce, eps, wr, t, tip_in, out0, out1,
+                                                          inv_tau, h_tip, h_out, h_cos, h_we)
                 if fold:
                     sw, swe = _fold(sw, swe, wr, eps, rfloor)
                 else:

@@ -14,7 +14,7 @@ load the kernel's locals from them and store them back.
 import numpy as np
 
 from helixtrack_ros.core.fastmath import helical_rate, helical_rate_k
-from helixtrack_ros.core.health import HP_OUT0, HP_OUT1, HP_TIP_IN, HP_WIN
+from helixtrack_ros.core.health import HP_LAG_TAU, HP_OUT0, HP_OUT1, HP_TIP_IN, HP_WIN
 from helixtrack_ros.core.jit import fma_inline, kernel
 from helixtrack_ros.core.params import RotorInit, TrackerParams
 from helixtrack_ros.core.slots import Slots
@@ -199,8 +199,10 @@ def _fast_params(tp, B):
 
 @fma_inline
 def _health_params(hp):
-    """Health window [us] and the tip / outside band limits on r - 1 (core.health)."""
-    return int(hp[HP_WIN]), -hp[HP_TIP_IN], hp[HP_OUT0], hp[HP_OUT1]
+    """Health window [us], the tip / outside band limits on r - 1 and 1 / tau of the recent
+    residual sums [1/us] (core.health)."""
+    return (int(hp[HP_WIN]), -hp[HP_TIP_IN], hp[HP_OUT0], hp[HP_OUT1],
+            1.0 / max(hp[HP_LAG_TAU], 1.0))
 
 
 @fma_inline
