@@ -109,6 +109,11 @@ __all__ = ['HelixTracker', 'PacketColumns', 'PacketRun', 'TrackerSamples', 'Trac
 _GP_LEARNT = (G_CON, G_COFF, G_POLH)
 
 
+#: the health sums a transport gap clears: the window's (coherence, phase residuals) and
+#: the recent residuals' (the lag rule)
+_GAP_CLEARED_SUMS = (HS_COS, HS_EPS, HS_EPS2, HS_W, HS_LAG_EPS, HS_LAG_EPS2, HS_LAG_W)
+
+
 class HelixTracker:
     """Track one rotor's shaft RPM, blade phase and homography from events.
 
@@ -381,15 +386,8 @@ class HelixTracker:
         """
         if self.hi[HI_T0] >= 0:
             self.hi[HI_T0] = -1
-            self.hi[HI_NTIP] = 0
-            self.hi[HI_NOUT] = 0
-            self.hs[HS_COS] = 0.0
-            self.hs[HS_EPS] = 0.0
-            self.hs[HS_EPS2] = 0.0
-            self.hs[HS_W] = 0.0
-            self.hs[HS_LAG_EPS] = 0.0
-            self.hs[HS_LAG_EPS2] = 0.0
-            self.hs[HS_LAG_W] = 0.0
+            self.hi[[HI_NTIP, HI_NOUT]] = 0
+            self.hs[list(_GAP_CLEARED_SUMS)] = 0.0
         if self.ist[IS_ACQ] == 0 and self.hi[HI_LEVEL] != LOST:
             # the state was extrapolated over the gap (after 0.1 s the RPM can be off by
             # several %): not measured until good windows confirm it again (also when it
