@@ -65,18 +65,17 @@ def _on_a_place(r: int, c: tuple, places: list[tuple]) -> bool:
 def _off_the_layout(r: int, c: tuple, tracked: dict[int, tuple], layout: list[tuple]) -> bool:
     """The layout test (module docstring): True when every other TRACKING rotor sees r
     on another rotor's place; False without another TRACKING rotor."""
-    cx, cy, _ = c
     refs = False
-    for o, (ox, oy, orad) in tracked.items():
+    for o, ref in tracked.items():
         if o == r:
             continue
         refs = True
-        lx, ly, lrad = layout[o]
-        k = orad / lrad                              # the image scale since the layout
-        if not k > 0:
+        lx, ly, _ = layout[o]
+        dx, dy = offset_seen(c, ref, layout[o])
+        if dx != dx:
             return False
         # c in the layout's frame as seen from o: the camera's shift and scale cancel
-        ux, uy = lx + (cx - ox) / k, ly + (cy - oy) / k
+        ux, uy = lx + dx, ly + dy
         own = layout[r]
         if math.hypot(ux - own[0], uy - own[1]) <= OWN_AWAY * own[2]:
             return False
@@ -84,6 +83,17 @@ def _off_the_layout(r: int, c: tuple, tracked: dict[int, tuple], layout: list[tu
                    for i, (x, y, rad) in enumerate(layout)):
             return False
     return refs
+
+
+def offset_seen(c: tuple, ref: tuple, ref_layout: tuple) -> tuple[float, float]:
+    """Disc ``c``'s offset from disc ``ref`` in the layout's frame: divided by the image
+    scale since the layout that ``ref``'s tip radius gives (``ref_layout``: its layout
+    disc), so that the camera's shift and scale cancel. (nan, nan) for a degenerate
+    ``ref``."""
+    k = ref[2] / ref_layout[2]
+    if not k > 0:
+        return math.nan, math.nan
+    return (c[0] - ref[0]) / k, (c[1] - ref[1]) / k
 
 
 def layout_discs(inits: list) -> list[tuple[float, float, float]]:

@@ -29,7 +29,7 @@ import math
 from typing import TYPE_CHECKING
 
 from helixtrack_ros.core.health import DEGRADED, R_POSE_SETTLING, RotorState
-from helixtrack_ros.pipeline.identity import disc_of
+from helixtrack_ros.pipeline.identity import disc_of, offset_seen
 from helixtrack_ros.pipeline.records import WARN, RotorOutput, withheld
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,16 +48,6 @@ LEARN_WEIGHT = 0.25
 OFFSET_MEMORY_US = 1_000_000
 #: A hold ends this long after its first withheld output.
 SETTLE_MAX_US = 100_000
-
-
-def offset_seen(c: tuple, ref: tuple, ref_layout: tuple) -> tuple[float, float]:
-    """Disc ``c``'s offset from disc ``ref`` in the layout's frame: divided by the image
-    scale since the layout that ``ref``'s tip radius gives (``ref_layout``: its layout
-    disc). Returns (nan, nan) for a degenerate ``ref``."""
-    k = ref[2] / ref_layout[2]
-    if not k > 0:
-        return math.nan, math.nan
-    return (c[0] - ref[0]) / k, (c[1] - ref[1]) / k
 
 
 def _learn(bank: RotorBank, tracked: dict[int, tuple], t_us: int) -> None:
