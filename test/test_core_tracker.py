@@ -149,6 +149,21 @@ def test_ramp_and_unknown_direction(direction):
     assert np.all(np.abs(err) < 0.25)
 
 
+def test_phase_zero_does_not_depend_on_the_initial_in_plane_rotation(steady):
+    """A symmetric rotor's psi is a gauge (a detection sets it anew at every re-lock): the
+    published phase, taken from the plane direction seen as image +x, is the same whatever
+    psi the tracker starts from (it was the plane-frame angle, off by the psi difference)."""
+    ev, truth = steady
+    ev = ev.slice(0, np.searchsorted(ev.t_us, ev.t_us[0] + 300_000))
+    s = {}
+    for psi in (0.0, 1.0, -2.5):
+        _, s[psi] = _run(ev, RotorInit('a', (CX, CY), RAD, 10_000.0, 2, 1, psi_rad=psi))
+    m = s[0.0].t_us - ev.t_us[0] >= 150_000
+    for psi in (1.0, -2.5):
+        d = np.mod(s[psi].phase_rad[m] - s[0.0].phase_rad[m] + math.pi / 2, math.pi) - math.pi / 2
+        assert np.all(np.abs(d) < 0.05), (psi, np.abs(d).max())
+
+
 @pytest.mark.parametrize('offset', ['centre', 'scale_up', 'scale_down'])
 def test_recovers_pose_from_initial_offset(steady, offset):
     ev, truth = steady

@@ -67,6 +67,29 @@ def _backwarp1(pose, zx, zy):
 
 
 @fma
+def _image_x_angle(q):
+    """Angle beta [rad] in the rotor plane of the direction the camera sees as image +x at
+    the rotor's centre, from q_core.
+
+    The local map of Eq. (1) at u = 0 is J = [[a - tx p, -b - tx r], [b - ty p, a - ty r]];
+    beta is the angle of J^-1 e_x (sign-corrected when det J < 0). A blade angle taken from
+    beta does not depend on psi's gauge: rotating the plane frame by delta moves both the
+    blade angle and beta by -delta (a symmetric rotor's psi is unobservable, Sec. 3.1).
+    """
+    s = math.exp(q[0])
+    a = s * math.cos(q[1])
+    b = s * math.sin(q[1])
+    tx = q[2]
+    ty = q[3]
+    j00 = a - tx * q[4]
+    j01 = -b - tx * q[5]
+    j10 = b - ty * q[4]
+    j11 = a - ty * q[5]
+    sgn = 1.0 if j00 * j11 - j01 * j10 >= 0.0 else -1.0
+    return math.atan2(-sgn * j10, sgn * j11)
+
+
+@fma
 def _forward1(pose, ux, uy):
     """z = pi(H [u; 1]) (Eq. 2); a point u on the horizon (w = 0) goes far away (1e300)."""
     w = pose[4] * ux + pose[5] * uy + 1.0

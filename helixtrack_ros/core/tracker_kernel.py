@@ -63,7 +63,7 @@ from helixtrack_ros.core.health import (
     HS_W,
 )
 from helixtrack_ros.core.health_machine import _health_advance
-from helixtrack_ros.core.homography import _INV_W0, _pack_pose
+from helixtrack_ros.core.homography import _INV_W0, _image_x_angle, _pack_pose
 from helixtrack_ros.core.jit import fma, fma_inline, kernel_inline
 from helixtrack_ros.core.motion_kf import _kf_init
 from helixtrack_ros.core.phase_ekf import _predict_s, _update_fold_s, _update_s
@@ -137,8 +137,9 @@ def _emit(k, t, tp, fs, ist, q, out_t, out_v):
     out_t[k] = t
     out_v[k, OUT_RPM] = shaft_rpm_k(om_t, B)
     out_v[k, OUT_STD] = shaft_rpm_k(math.sqrt(max(P11_t, 0.0)), B)
-    # blade angle atan2(u_y, u_x) = zeta phi_eff / B = zeta phi / B - psi
-    out_v[k, OUT_PHASE] = _wrap_pi(zeta * phi_t / B - q[1])
+    # blade angle atan2(u_y, u_x) = zeta phi_eff / B = zeta phi / B - psi, published from
+    # the plane direction seen as image +x (beta): the same zero across re-locks
+    out_v[k, OUT_PHASE] = _wrap_pi(zeta * phi_t / B - q[1] - _image_x_angle(q))
     out_v[k, OUT_OMEGA] = zeta * om_t / B
     out_v[k, OUT_Q] = math.exp(q[0])
     for j in range(1, 6):

@@ -161,7 +161,13 @@ class NaiveTracker:
         x, Pm = ne.predict(self.x, self.Pm, dt, self.P.q_jerk)
         zeta = 1.0 if self.zeta >= 0 else -1.0
         c = 60.0 / (2 * math.pi * self.B)
-        phase = ne_wrap(zeta * x[0] / self.B - self.q[1])
+        # from the plane direction seen as image +x: J^-1 e_x of Eq. (1)'s map at u = 0
+        s_, psi, tx, ty, p31, p32 = math.exp(self.q[0]), *self.q[1:]
+        J = np.array([[s_ * math.cos(psi) - tx * p31, -s_ * math.sin(psi) - tx * p32],
+                      [s_ * math.sin(psi) - ty * p31, s_ * math.cos(psi) - ty * p32]])
+        ux = np.linalg.solve(J, [1.0, 0.0])
+        beta = math.atan2(ux[1], ux[0])
+        phase = ne_wrap(zeta * x[0] / self.B - self.q[1] - beta)
         return [c * abs(x[1]), c * math.sqrt(max(Pm[1, 1], 0.0)), phase,
                 zeta * x[1] / self.B, math.exp(self.q[0]), *self.q[1:]]
 
