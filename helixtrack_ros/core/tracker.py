@@ -382,12 +382,18 @@ class HelixTracker:
         quarter of the gap ``gap_us`` (the sensor time lost), since the longer
         the extrapolation (and, under camera motion, the pose's), the longer
         the estimate takes to settle (benchmarks/RESULTS.md, "Trust under
-        load").
+        load"). A loss of at most ``health_gap_ride_us`` leaves a TRACKING rotor
+        TRACKING: one lost 1 ms packet is no longer an extrapolation than a
+        quiet millisecond, and re-validating after each cost most of the values
+        of a stream with one packet in 20 lost or refused (live review). A rotor
+        re-validating starts again (it let values of a rate not yet settled through).
         """
         if self.hi[HI_T0] >= 0:
             self.hi[HI_T0] = -1
             self.hi[[HI_NTIP, HI_NOUT]] = 0
             self.hs[list(_GAP_CLEARED_SUMS)] = 0.0
+        if self.hi[HI_LEVEL] == TRACKING and 0 < gap_us <= self._params.health_gap_ride_us:
+            return
         if self.ist[IS_ACQ] == 0 and self.hi[HI_LEVEL] != LOST:
             # the state was extrapolated over the gap (after 0.1 s the RPM can be off by
             # several %): not measured until good windows confirm it again (also when it
