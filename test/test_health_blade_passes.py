@@ -20,12 +20,15 @@ from helixtrack_ros.core.health import (
     HI_T0,
     HP_WIN,
     HS_COS,
+    HS_W,
     TRACKING,
     new_health_state,
     pack_health_params,
 )
 from helixtrack_ros.core.health_machine import _health_close
 from helixtrack_ros.core.params import TrackerParams
+
+FOLLOWED_WEIGHT = 400.0   # EKF update weight of a window of a followed rotor (80 per ms)
 
 Q = np.array([math.log(50.0), 0.0, 400.0, 300.0, 0.0, 0.0])
 
@@ -42,6 +45,7 @@ def _windows_to_tracking(rpm: float, params: TrackerParams | None = None) -> int
     for k in range(40):
         hi[HI_NTIP] += 100
         hs[HS_COS] += 95.0
+        hs[HS_W] += FOLLOWED_WEIGHT
         _health_close(hp, hs, hi, Q, True, om, 1.0, 50 * (k + 1), (k + 1) * win)
         if hi[HI_LEVEL] == TRACKING:
             return k + 1

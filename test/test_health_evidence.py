@@ -31,6 +31,7 @@ from helixtrack_ros.core.health import (
     HS_RATE_REF,
     HS_RPM_REF,
     HS_SPILL_REF,
+    HS_W,
     R_INCOHERENT,
     R_POSE_SETTLING,
     R_SMALL,
@@ -46,6 +47,8 @@ from helixtrack_ros.core.params import TrackerParams
 Q = np.array([math.log(50.0), 0.0, 400.0, 300.0, 0.0, 0.0])
 RPM = 8000.0
 OM = RPM * 2.0 * math.pi / 60.0 * 2        # the 2-fold helical rate
+#: EKF update weight of a window of a followed rotor (80 per ms)
+FOLLOWED_WEIGHT = 400.0
 
 
 def _tracking(params=None):
@@ -60,9 +63,11 @@ def _tracking(params=None):
 
 
 def _window(hp, hs, hi, k, n_tip, coherence, n_acc):
-    """Window k (ending at (k + 1) windows) with n_tip tip events of this mean cos."""
+    """Window k (ending at (k + 1) windows) with n_tip tip events of this mean cos (and
+    the update weight of a followed phase filter: its rate is measured)."""
     hi[HI_NTIP] += n_tip
     hs[HS_COS] += n_tip * coherence
+    hs[HS_W] += FOLLOWED_WEIGHT
     t_end = (k + 1) * int(hp[HP_WIN])
     _health_close(hp, hs, hi, Q, True, OM, 1.0, n_acc, t_end)
     return t_end

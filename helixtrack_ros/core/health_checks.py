@@ -172,6 +172,28 @@ def _drift(hp, hs):
     return m if m > _DRIFT_Z * se else 0.0
 
 
+#: a re-validating window counts as good only if its mean phase residual is known well
+#: enough that a lag at health_phase_drift would stand this many standard errors out of it
+#: (a filter that hardly updates keeps its rate, so every "settled" test reads it settled:
+#: under the real-time stride a re-locked rotor coasted 5-15 % off on 2-10 update weight
+#: per ms, and was published; benchmarks/RESULTS.md)
+_VERIFY_Z = 2.0
+#: least variance [rad^2] of the residuals behind that standard error (one or two updates
+#: give none; a locked rotor's scatter about 0.1-0.11 rad)
+_VERIFY_VAR_MIN = 0.01
+
+
+@kernel_inline
+def _drift_se(hs):
+    """Standard error [rad] of the pending window's weighted mean phase residual, its
+    variance at least ``_VERIFY_VAR_MIN`` (inf: no update)."""
+    w = hs[HS_W]
+    if w <= 0.0:
+        return math.inf
+    m = hs[HS_EPS] / w
+    return math.sqrt(max(hs[HS_EPS2] / w - m * m, _VERIFY_VAR_MIN) / w)
+
+
 @kernel_inline
 def _drift_bound(hp, om, span_us):
     """The drift bound [rad]: ``health_phase_drift``, or less on a slow rotor

@@ -95,12 +95,15 @@ from helixtrack_ros.core.health import (
     R_THIN,
     R_UNCERTAIN,
     R_UNSTEADY,
+    R_UNVERIFIED,
     TRACKING,
 )
 from helixtrack_ros.core.health_checks import (
+    _VERIFY_Z,
     _coasting,
     _drift,
     _drift_bound,
+    _drift_se,
     _gate,
     _jerk_bound,
     _lag,
@@ -130,13 +133,16 @@ def _set_cause(hs, hi, cause, val, ref):
 
 
 @kernel_inline
-def _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
+def _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev, se):
     """True (and the reason set) while a window of a rotor being re-validated must not count.
 
-    The rate must be settled (a rate still ringing after a loss or a lock is not
-    published), and so must the pose: a tip spill above its usual value that still
-    changes from window to window is a pose converging (after a gap it biased a steady
-    rate by 1-2 %); a spill that stays put at a new level is a settled pose.
+    The rate must be measured: the window's mean phase residual known to ``se`` [rad],
+    within 1 / ``_VERIFY_Z`` of ``health_phase_drift`` (a filter with too few updates
+    coasts, and every test below reads a coasting rate settled). It must be
+    settled (a rate still ringing after a loss or a lock is not published), and so
+    must the pose: a tip spill above its usual value that still changes from window
+    to window is a pose converging (after a gap it biased a steady rate by 1-2 %); a
+    spill that stays put at a new level is a settled pose.
     """
     why = R_OK
     val = 0.0
@@ -144,7 +150,9 @@ def _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
     bound = _jerk_bound(hp, hs)
     if hp[HP_SETTLE] > 0.0:
         bound = min(bound, hp[HP_SETTLE])
-    if bound < math.inf and not hs[HS_JERK] <= bound:
+    if hp[HP_DRIFT] > 0.0 and not _VERIFY_Z * se <= hp[HP_DRIFT]:
+        why, val, ref = R_UNVERIFIED, se, hp[HP_DRIFT] / _VERIFY_Z
+    elif bound < math.inf and not hs[HS_JERK] <= bound:
         why, val, ref = R_SETTLING, hs[HS_JERK], bound
     elif hp[HP_SETTLE_SPILL] > 0.0 and nref > 0 and spill == spill \
             and spill > hs[HS_SPILL_REF] + hp[HP_SETTLE_SPILL] \
@@ -408,6 +416,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):
     if dur <= 0.0:
         return
     drift = _drift(hp, hs)
+    drift_se = _drift_se(hs)
     n_win = n_acc - hi[HI_ACC0]
     n_tip = hi[HI_NTIP]
     rate = n_win * 1000.0 / dur
@@ -440,7 +449,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):
         if carry:
             hi[HI_REASON] = R_OK
             return
-        if _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev):
+        if _revalidation_unsettled(hp, hs, hi, level, nref, spill, spill_prev, drift_se):
             return
     hi[HI_REASON] = reason
     if reason != R_OK:

@@ -50,6 +50,7 @@ from helixtrack_ros.core.health import (
     R_THIN,
     R_UNCERTAIN,
     R_UNSTEADY,
+    R_UNVERIFIED,
     STATE_LEVELS,
     TRACKING,
     RotorState,
@@ -102,6 +103,8 @@ _CAUSE_TEXT = {
                                f'{ref:.0f})'),
     R_COASTING: lambda val, ref: (f'phase filter coasting: update weight {val:.1f} per ms '
                                   f'(usual {ref:.1f})'),
+    R_UNVERIFIED: lambda val, ref: (f"rate unverified: a window's mean phase residual known "
+                                    f'to {val:.3f} rad only (re-validating below {ref:.3f})'),
 }
 
 
