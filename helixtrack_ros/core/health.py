@@ -122,6 +122,7 @@ HP_WIN = _HP.slot('health_window_us')
 HP_MINTIP = _HP.slot('health_min_tip_events')
 HP_COHMIN = _HP.slot('health_coherence_min')
 HP_COHREL = _HP.slot('health_coherence_rel')
+HP_COHSEED = _HP.slot('health_coherence_seed')   # before references: coherence a seed needs
 HP_SPILLMAX = _HP.slot('health_spill_max')
 HP_SPILLREL = _HP.slot('health_spill_rel')
 HP_STARVE = _HP.slot('health_starve_rel')

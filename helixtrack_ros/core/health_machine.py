@@ -37,6 +37,7 @@ from helixtrack_ros.core.health import (
     HI_T0,
     HP_COHMIN,
     HP_COHREL,
+    HP_COHSEED,
     HP_DRIFT,
     HP_LAG,
     HP_LOST,
@@ -122,6 +123,9 @@ from helixtrack_ros.core.jit import kernel, kernel_inline
 #: pose step can shift the residuals for ~1 ms (quadcopter_4m: 0.032 rad, then back),
 #: while a rate lag keeps growing (the window close judges every whole window)
 _DRIFT_MIN_SPAN = 0.4
+#: the first slow references are the running mean of this many good windows, learnt at any
+#: level; each needs a phase lock (``health_coherence_seed``)
+_SEED_WINDOWS = 4
 
 
 @kernel_inline
@@ -295,7 +299,11 @@ def _lose_implausible(hs, hi, level, gate, gval, gref, dur):
 def _reason_with_references(hp, hs, level, om, rate, thin, n_tip, span, s, coh, spill,
                             support, dur, ds, dp, std_rel, drift):
     """(reason, value, reference) of the first check a window fails once slow references
-    exist, in the reason codes' order of priority; R_OK when it passes them all."""
+    exist, in the reason codes' order of priority; R_OK when it passes them all. While the
+    references are still the running mean of the first windows, a window must show a
+    phase lock (``health_coherence_seed``) as the first one did: after a seed of 0.60,
+    windows of 0.33-0.48 averaged into them, and a pose half a tip radius off was
+    published up to 2.5 % off (scene review)."""
     reason = R_OK
     val = 0.0
     ref = 0.0
@@ -306,7 +314,8 @@ def _reason_with_references(hp, hs, level, om, rate, thin, n_tip, span, s, coh, 
         reason, val, ref = R_THIN, n_tip, span
     elif s < hp[HP_MIN_RADIUS]:
         reason, val, ref = R_SMALL, s, hp[HP_MIN_RADIUS]
-    elif coh == coh and (coh < hp[HP_COHMIN] or coh < hp[HP_COHREL] * hs[HS_COH_REF]):
+    elif coh == coh and (coh < hp[HP_COHMIN] or coh < hp[HP_COHREL] * hs[HS_COH_REF]
+                         or (hs[HS_NREF] < _SEED_WINDOWS and coh < hp[HP_COHSEED])):
         reason, val, ref = R_INCOHERENT, coh, hs[HS_COH_REF]
     elif spill == spill and (spill > hp[HP_SPILLMAX]
                              or spill > hs[HS_SPILL_REF] + hp[HP_SPILLREL]):
@@ -331,7 +340,16 @@ def _reason_with_references(hp, hs, level, om, rate, thin, n_tip, span, s, coh, 
 @kernel_inline
 def _reason_before_references(hp, thin, n_tip, span, s, coh, spill):
     """(reason, value, reference) of the first absolute limit a window fails while no slow
-    reference exists yet; R_OK when it passes them all."""
+    reference exists yet; R_OK when it passes them all.
+
+    A window that passes becomes the first reference, which later windows are judged
+    against: it must show a phase lock, a coherence of at least ``health_coherence_seed``
+    (as must the next windows averaged into the references, :data:`_SEED_WINDOWS`). A lock
+    on a wrong rate or a pose off the rotor reads 0.1-0.5 (background and unrelated events
+    average cos(eps) to 0), and references learnt there let later windows of the same
+    kind pass: after a re-detection, a rotor whose pose walked toward its neighbour was
+    published 9.5 % off (scene review).
+    """
     reason = R_OK
     val = 0.0
     ref = 0.0
@@ -339,8 +357,8 @@ def _reason_before_references(hp, thin, n_tip, span, s, coh, spill):
         reason, val, ref = R_THIN, n_tip, span
     elif s < hp[HP_MIN_RADIUS]:
         reason, val, ref = R_SMALL, s, hp[HP_MIN_RADIUS]
-    elif coh == coh and coh < hp[HP_COHMIN]:
-        # no reference yet: absolute limits only
+    elif coh == coh and coh < max(hp[HP_COHMIN], hp[HP_COHSEED]):
+        # no reference yet: absolute limits only, and a seed must show a phase lock
         reason, val, ref = R_INCOHERENT, coh, math.nan
     elif spill == spill and spill > hp[HP_SPILLMAX]:
         reason, val, ref = R_SPILL, spill, math.nan
@@ -457,7 +475,7 @@ def _health_close(hp, hs, hi, q, locked, om, P11, n_acc, t_end):
         return
     level = _count_good_window(hp, hs, hi, level, om, dur)
     # slow references follow good windows: a running mean at first, then an EMA
-    if level == TRACKING or nref < 4:
+    if level == TRACKING or nref < _SEED_WINDOWS:
         _learn_references(hp, hs, q, om, nref, dur, rate, support, coh, spill)
 
 
