@@ -25,6 +25,7 @@ from helixtrack_ros.core.health import (
     HS_COH_REF,
     HS_COS,
     HS_NREF,
+    HS_W,
     LOST,
     TRACKING,
     new_health_state,
@@ -37,6 +38,9 @@ Q = np.array([math.log(50.0), 0.0, 400.0, 300.0, 0.0, 0.0])
 #: a 2-blade rotor at 8,000 RPM: the B-fold phase rate [rad/s]
 OMEGA = 8000.0 * 2.0 * math.pi / 60.0 * 2
 
+
+#: EKF update weight of a window of a followed rotor (80 per ms)
+FOLLOWED_WEIGHT = 400.0
 
 def _run(coherences: list[float], params: TrackerParams | None = None,
          level: int = DEGRADED) -> tuple[list[int], np.ndarray]:
@@ -52,6 +56,7 @@ def _run(coherences: list[float], params: TrackerParams | None = None,
     for k, coh in enumerate(coherences):
         hi[HI_NTIP] += 100
         hs[HS_COS] += 100.0 * coh
+        hs[HS_W] += FOLLOWED_WEIGHT      # a followed phase filter: its rate is measured
         _health_close(hp, hs, hi, Q, True, OMEGA, 1.0, 50 * (k + 1), (k + 1) * win)
         levels.append(int(hi[HI_LEVEL]))
     return levels, hs
