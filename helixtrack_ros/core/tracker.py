@@ -383,10 +383,8 @@ class HelixTracker:
         the extrapolation (and, under camera motion, the pose's), the longer
         the estimate takes to settle (benchmarks/RESULTS.md, "Trust under
         load"). A loss of at most ``health_gap_ride_us`` leaves a TRACKING rotor
-        TRACKING: one lost 1 ms packet is no longer an extrapolation than a
-        quiet millisecond, and re-validating after each cost most of the values
-        of a stream with one packet in 20 lost or refused (live review). A rotor
-        re-validating starts again (it let values of a rate not yet settled through).
+        TRACKING (as a quiet millisecond; re-validating after each cost most of the
+        values of a stream with one packet in 20 lost; live review).
         """
         if self.hi[HI_T0] >= 0:
             self.hi[HI_T0] = -1
