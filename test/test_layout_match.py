@@ -260,23 +260,3 @@ def test_a_widened_search_holds_its_region_and_counts_only_growth():
     assert rec.region == (0, 100, 300, 479) and bank.counters['searches_widened'] == 2
     rec._widen(bank, (-80, 320, 5, 1000))
     assert bank.counters['searches_widened'] == 2
-
-
-def test_a_stale_detection_is_followed_only_to_a_fresh_one_that_cannot_be_a_neighbour():
-    from types import SimpleNamespace
-
-    from helixtrack_ros.pipeline.recovery import _followed
-
-    def det(x, y, rad=50.0):
-        return SimpleNamespace(center_px=(x, y), radius_px=rad)
-
-    old = [det(500, 300), det(620, 300)]          # the rotor, and a neighbour 120 px right
-    fresh = [det(530, 310), det(650, 310)]
-    assert _followed(old[0], old, fresh, 35.0).center_px == (530, 310)
-    # moved 70 px: as near the neighbour's old place as its own, it cannot be told
-    assert _followed(old[0], old, [det(570, 300)], 35.0) is None
-    assert _followed(old[0], old, [det(505, 300, rad=20.0)], 35.0) is None   # not its size
-    # found by the live review: the camera can have moved the drone half a spacing since,
-    # and the neighbour now stands 10 px from the old place: not followed
-    assert _followed(old[0], old, [det(510, 300)], 60.0) is None
-    assert _followed(old[0], old, fresh, math.inf) is None

@@ -195,3 +195,80 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
         if level == 2 or (deadline >= 0 and t_last > deadline):
             return k + 1
     return n_pk
+
+
+@kernel
+def _search_region(t_us, xs, ys, ps, stride, x0, y0, x1, y1, discs, bt, bx, by, bp, own):
+    """Copy every stride-th event inside [x0, x1] x [y0, y1] to bt, bx, by, bp; returns how
+    many.
+
+    ``own`` gets (count, sum of x, sum of y) of those outside every disc row
+    (x, y, r) of ``discs`` (the rotors still tracked, grown by 1.1): the
+    searched rotor's own activity. For a LOST rotor's search region after
+    every packet: a branch-free copy (as :func:`_route`), then the disc test
+    on the copied events only.
+    """
+    w = np.uint32(x1 - x0)
+    h = np.uint32(y1 - y0)
+    m = 0
+    for i in range(0, t_us.shape[0], stride):
+        xi = xs[i]
+        yi = ys[i]
+        bt[m] = t_us[i]
+        bx[m] = xi
+        by[m] = yi
+        bp[m] = ps[i]
+        m += np.int64((np.uint32(np.int64(xi) - x0) <= w) & (np.uint32(np.int64(yi) - y0) <= h))
+    n_d = discs.shape[0]
+    r2 = np.empty(n_d)
+    for k in range(n_d):
+        r2[k] = (1.1 * discs[k, 2]) ** 2
+    n_own = 0
+    sx = 0.0
+    sy = 0.0
+    for i in range(m):
+        xi = np.float64(bx[i])
+        yi = np.float64(by[i])
+        k = 0
+        while k < n_d:
+            dx = xi - discs[k, 0]
+            dy = yi - discs[k, 1]
+            if dx * dx + dy * dy <= r2[k]:
+                break
+            k += 1
+        if k == n_d:
+            n_own += 1
+            sx += xi
+            sy += yi
+    own[0] = n_own
+    own[1] = sx
+    own[2] = sy
+    return m
+
+
+def search_region_events(t_us: np.ndarray, xs: np.ndarray, ys: np.ndarray, ps: np.ndarray,
+                         box: tuple[int, int, int, int], discs: list[tuple[float, float, float]],
+                         stride: int = 1) -> tuple[tuple[np.ndarray, ...], int, float, float]:
+    """Every ``stride``-th event inside ``box`` (x0, y0, x1, y1, inclusive) as (t_us, x, y, p)
+    copies, and how many of them lie outside every disc (x, y, tip radius) of ``discs``
+    grown by 1.1 with their mean x and y (nan: none). ``stride`` is the real-time
+    policy's (the trackers' events are thinned alike)."""
+    t = np.ascontiguousarray(t_us, dtype=np.int64)
+    x = np.ascontiguousarray(xs, dtype=np.uint16)
+    y = np.ascontiguousarray(ys, dtype=np.uint16)
+    p = np.ascontiguousarray(ps, dtype=np.uint8)
+    n = t.shape[0]
+    if x.shape != (n,) or y.shape != (n,) or p.shape != (n,):
+        raise ValueError('events: t_us, x, y, p must be 1-D arrays of equal length')
+    if stride < 1:
+        raise ValueError('stride must be >= 1')
+    d = np.array(discs, dtype=np.float64).reshape(-1, 3)
+    # (+ 1: the branch-free loop writes one slot past the kept events)
+    bt, bx, by, bp = (np.empty(n + 1, np.int64), np.empty(n + 1, np.uint16),
+                      np.empty(n + 1, np.uint16), np.empty(n + 1, np.uint8))
+    own = np.zeros(3)
+    x0, y0, x1, y1 = (int(v) for v in box)
+    m = _search_region(t, x, y, p, int(stride), x0, y0, x1, y1, d, bt, bx, by, bp, own)
+    n_own = int(own[0])
+    mx, my = (own[1] / n_own, own[2] / n_own) if n_own else (math.nan, math.nan)
+    return (bt[:m], bx[:m], by[:m], bp[:m]), n_own, mx, my

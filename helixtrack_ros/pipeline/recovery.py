@@ -38,10 +38,12 @@ from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.health import LOST, R_STARVED, TRACKING
 from helixtrack_ros.core.homography import disc_from_core_q
 from helixtrack_ros.core.params import RotorInit
+from helixtrack_ros.core.routing import search_region_events
 from helixtrack_ros.pipeline.layout_match import SIZE_RATIOS, layout_pick
 from helixtrack_ros.pipeline.settle import anchor_offsets
 
 if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.core.tracker import HelixTracker
     from helixtrack_ros.pipeline.config import PipelineConfig
     from helixtrack_ros.pipeline.rotors import RotorBank
 
@@ -60,8 +62,14 @@ PLACES_MEMORY_US = 1_000_000
 PLACES_GAP_US = 100_000
 PLACES_STRETCH_US = 60_000
 #: a background re-detection whose events ended longer ago than this (sensor time) is
-#: detected again on the latest events around where it found the rotor
+#: brought to the present by replaying the region's kept events (:meth:`RotorRecovery._replay`)
 STALE_DETECTION_US = 10_000
+#: a stale detection's rotor is tracked through the kept events in packets of this span; a
+#: step between kept events longer than REPLAY_GAP_US is a loss in transport
+REPLAY_PACKET_US = 1_000
+REPLAY_GAP_US = 1_000
+#: at most this many detections of a stale one are brought to the present
+REPLAY_MOST = 6
 
 
 class RotorRecovery:
@@ -222,22 +230,23 @@ class RotorRecovery:
                 found, self.detecting = self.detecting.result(), None
                 last = self.last_good(bank.inits[r])
                 if t_last - self.detecting_end_us > STALE_DETECTION_US:
-                    picked = self._stale_pick(bank, r, found, last, t_last)
+                    self._replay(bank, r, found, last, t_last)
                 else:
-                    picked = self._pick(bank, r, found, last, self.region, t_last)
-                self._reinit(bank, r, picked, t_last)
+                    self._reinit(bank, r, self._pick(bank, r, found, last, self.region,
+                                                     t_last), t_last)
             return
         if bank.image_size() != self.region_size:
             self._clip_region(bank, r)    # the sensor size changed during the search
-        events = self._buffer(bank, r, ev, t_last)
+        due = self._buffer(bank, r, ev, t_last)
         if self.may_resume and self.region_quiet and self.buf:
             # its events are back: where it was (resume), or elsewhere (re-detect)
             if self.offset_px <= RESUME_OFFSET * bank.inits[r].radius_px:
                 self.resume(bank, r, t_last)
                 return
             self.may_resume = False
-        if events is None:
+        if not due:
             return
+        events = self._recent(cfg, t_last)
         self.attempts += 1
         bank.counters['recovery_attempts'] += 1
         w, h = bank.image_size()
@@ -248,51 +257,63 @@ class RotorRecovery:
             return
         self.apply(bank, r, detect_rotors(events, w, h, region=self.region), t_last)
 
-    def _stale_pick(self, bank: RotorBank, r: int, found: list[DetectedRotor],
-                    last: RotorInit, t_last: int) -> tuple[RotorInit, DetectedRotor] | None:
+    def _replay(self, bank: RotorBank, r: int, found: list[DetectedRotor], last: RotorInit,
+                t_last: int) -> None:
         """Rotor r from a background detection done long after its events (the node
-        behind real time), detected again on the latest events near where it was found.
+        behind real time): each detection is brought to ``t_last`` by rotor r's tracker,
+        started where and when it was seen and run through the region's events kept
+        since; the layout then reads those poses with the rotors TRACKING now, as it reads
+        a fresh detection's.
 
-        Behind real time the detection's events were tens to hundreds of ms old when it
-        was done; under camera motion the trackers re-initialised there lost the rotor
-        again at once (live node under load: 48-61 attempts, no recovery). The layout
-        reads the old detections alone (the TRACKING rotors have moved on since, unless
-        the camera cannot have moved them by half a tip radius); the latest events
-        around the rotor it finds (else around the old detection nearest its last
-        place) are detected again, once (it runs on the packets' thread), and the rotor
-        is followed there to the nearest fresh detection while the camera cannot have
-        moved the drone half a rotor spacing since (else a neighbour may stand there
-        now: the live review saw one followed onto its neighbour's place), else the
-        layout reads the fresh detections with the TRACKING rotors.
+        Behind real time a detection's events were tens to hundreds of ms old when it was
+        done: under camera motion a tracker started there at ``t_last`` lost the rotor
+        again at once (live review: 48-61 attempts, no recovery), and detecting again on
+        the latest events took over half of the packets' thread. A detection whose
+        tracker is LOST by ``t_last`` is dropped.
         """
+        kept = self._kept_since(self.detecting_end_us)
+        if kept is None:
+            return
+        tracker = bank.trackers[r]
+        saved = (tracker.hi.copy(), tracker.hs.copy())    # LOST, as the search has it
+        now: list[DetectedRotor] = []
+        starts: list[RotorInit] = []            # the start of each of ``now``
+        for det in found[:REPLAY_MOST]:
+            # (each in its own direction: a neighbour turning the other way is brought to
+            # the present too, for the layout to read)
+            start = _init_of(bank, r, det, replace(last, direction=int(det.direction)))
+            tracker.reset(start)
+            _replay_events(tracker, kept, t_last)
+            if tracker.health != LOST:
+                x, y, rad = disc_from_core_q(tracker.q)
+                now.append(replace(det, center_px=(x, y), radius_px=rad))
+                starts.append(start)
+        bank.counters['replays_dropped'] += min(len(found), REPLAY_MOST) - len(now)
+        picked = self._pick(bank, r, now, last, self.region, t_last)
+        if picked is None or (last.direction and int(picked[1].direction) != last.direction):
+            tracker.hi[:], tracker.hs[:] = saved          # still searched for
+            return
+        init, det = picked
+        if det is not now[-1]:                  # (the tracker holds the last one's replay)
+            tracker.reset(starts[[id(d) for d in now].index(id(det))])
+            _replay_events(tracker, kept, t_last)
+        bank.note_detections([(t_last, init.name, det)])
+        self._restart_state(t_last, resumed=False)
+        anchor_offsets(bank, r, (det.center_px[0], det.center_px[1], det.radius_px),
+                       bank.tracking_at(t_last, r, self.packet_k), t_last)
+        self.recoveries += 1
+        bank.counters['recoveries'] += 1
+
+    def _kept_since(self, t0_us: int) -> EventArrays | None:
+        """The kept region events after ``t0_us`` in time order; None when the kept events
+        do not reach back to it (a quiet region emptied the buffer meanwhile)."""
         if not self.buf:
             return None
-        moved_px = _drone_moved_px(bank, self.detecting_end_us, t_last)
-        picked = self._pick(bank, r, found, last, self.region, t_last,
-                            anchors=moved_px <= 0.5 * last.radius_px)
-        if picked is not None:
-            det = picked[1]
-        else:
-            near = [d for d in found if _of_size(d, last.radius_px) and not _taken(bank, r, d)]
-            if not near:
-                return None
-            x, y = last.center_px
-            det = min(near, key=lambda d: math.hypot(d.center_px[0] - x, d.center_px[1] - y))
-        fresh, region = self._detect_near(bank, r, det, last, t_last)
-        if picked is not None:
-            followed = _followed(det, found, fresh, moved_px)
-            if followed is not None:
-                return _init_of(bank, r, followed, last), followed
-        return self._pick(bank, r, fresh, last, region, t_last)
-
-    def _detect_near(self, bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit,
-                     t_last: int) -> tuple[list[DetectedRotor], tuple[int, int, int, int]]:
-        """Detections on the latest buffered events of the search reach around ``det``
-        (and that region)."""
-        cfg = bank.config
-        size = bank.image_size()
-        region = _search_region(_init_of(bank, r, det, last), size, cfg.search_reach)
-        return detect_rotors(self._recent(cfg, t_last), size[0], size[1], region=region), region
+        events = EventArrays.concatenate(self.buf).time_sorted()
+        k = int(np.searchsorted(events.t_us, t0_us, side='right'))
+        if k == 0 or k == len(events):
+            return None
+        return events.slice(k, len(events))
 
     def _widen(self, bank: RotorBank, box: tuple[int, int, int, int]) -> None:
         """Search ``box`` too (clipped to the image) from the next attempt on: the layout
@@ -311,20 +332,15 @@ class RotorRecovery:
         self.region = _search_region(self.last_good(bank.inits[r]), self.region_size,
                                      bank.config.search_reach)
 
-    def _buffer(self, bank: RotorBank, r: int, ev: EventArrays,
-                t_last: int) -> EventArrays | None:
-        """Buffer the search region's events; those to detect on when an attempt is due."""
+    def _buffer(self, bank: RotorBank, r: int, ev: EventArrays, t_last: int) -> bool:
+        """Buffer the search region's events; True when a re-detection attempt is due."""
         cfg = bank.config
-        x0, y0, x1, y1 = self.region
-        m = (ev.x >= x0) & (ev.x <= x1) & (ev.y >= y0) & (ev.y <= y1)
-        # activity of the region without the discs of the rotors still tracked
-        own = m.copy()
-        for x, y, rad in _still_tracked(bank, r):
-            own &= (ev.x - x) ** 2 + (ev.y - y) ** 2 > (1.1 * rad) ** 2
-        n_region = int(np.count_nonzero(own))
+        region, n_region, mean_x, mean_y = search_region_events(
+            ev.t_us, ev.x, ev.y, ev.p, self.region, _still_tracked(bank, r), bank.stride)
+        # (n_region: the region's activity without the discs of the rotors still tracked)
         if self.may_resume and n_region:
-            self.offset_px = math.hypot(float(np.mean(ev.x[own])) - self.last_centre[0],
-                                        float(np.mean(ev.y[own])) - self.last_centre[1])
+            self.offset_px = math.hypot(mean_x - self.last_centre[0],
+                                        mean_y - self.last_centre[1])
         span_ms = max((t_last - int(ev.t_us[0])) * 1e-3, 1.0)
         if n_region < 0.25 * bank.trackers[r].rate_ref * span_ms:
             # too few events for a rotor (it is hidden): nothing to detect yet; a
@@ -333,15 +349,15 @@ class RotorRecovery:
             self.region_quiet = True
             self.next_try_us = max(self.next_try_us, t_last + _min_span_us(
                 self.last_good(bank.inits[r]), cfg))
-            return None
+            return False
         if n_region:       # (a rotor with no usual rate yet passes the test above empty)
-            self.buf.append(EventArrays(ev.t_us[m], ev.x[m], ev.y[m], ev.p[m]))
+            self.buf.append(EventArrays(*region))
         while self.buf and int(self.buf[0].t_us[-1]) < t_last - cfg.recovery_window_us:
             self.buf.pop(0)
         if t_last < self.next_try_us or not self.buf:
-            return None
+            return False
         self.next_try_us = t_last + cfg.recovery_retry_us
-        return self._recent(cfg, t_last)
+        return True
 
     def _recent(self, cfg: PipelineConfig, t_last: int) -> EventArrays:
         """The buffered events of the last ``recovery_window_us`` before ``t_last``, in time
@@ -379,6 +395,10 @@ class RotorRecovery:
                  resumed: bool) -> None:
         """Re-initialise rotor r's tracker from ``init``; the search ends."""
         bank.trackers[r].reset(init)
+        self._restart_state(t_last, resumed)
+
+    def _restart_state(self, t_last: int, resumed: bool) -> None:
+        """The search ends: the tracker was re-initialised at ``t_last``."""
         self.searching = False
         self.reset = True
         self.resumed = resumed
@@ -422,6 +442,24 @@ class RotorRecovery:
         return _init_of(bank, r, found[pick.index], last), found[pick.index]
 
 
+def _replay_events(tracker: HelixTracker, kept: EventArrays, t_last: int) -> None:
+    """Track ``kept`` (time-ordered region events) to ``t_last`` as 1 ms packets (the health
+    checks run per packet); a step of over REPLAY_GAP_US between events was a loss in
+    transport (dropped packets), skipped as the pipeline skips one."""
+    t = kept.t_us
+    cuts = np.flatnonzero(np.diff(t) > REPLAY_GAP_US) + 1
+    starts = [0, *cuts.tolist()]
+    stops = [*cuts.tolist(), len(t)]
+    for a, b in zip(starts, stops):
+        if a:
+            tracker.skip_gap(int(t[a] - t[a - 1]))
+        end_us = t_last if b == len(t) else int(t[b - 1])
+        grid = np.arange(int(t[a]) + REPLAY_PACKET_US, end_us, REPLAY_PACKET_US, dtype=np.int64)
+        ends = np.append(np.searchsorted(t[a:b], grid, side='right'), b - a).astype(np.int64)
+        times = np.append(grid, end_us).astype(np.int64)
+        tracker.process_packets(kept.slice(a, b), ends, times)
+
+
 def _drone_moved_px(bank: RotorBank, t0_us: int, t1_us: int) -> float:
     """How far [px] the camera can have moved the drone from ``t0_us`` to ``t1_us``: the
     spread of the rotors' good centres kept, from a rotor seen tracked at a stretch of at
@@ -435,21 +473,6 @@ def _drone_moved_px(bank: RotorBank, t0_us: int, t1_us: int) -> float:
     seen = [(rec.excursion_px(), rec.longest_stretch_us()) for rec in bank.recs]
     moved = [px * math.sqrt(max(1.0, span / us)) for px, us in seen if us >= PLACES_STRETCH_US]
     return max(moved) if moved else math.inf
-
-
-def _followed(det: DetectedRotor, old: list[DetectedRotor], fresh: list[DetectedRotor],
-              moved_px: float) -> DetectedRotor | None:
-    """The fresh detection nearest the old ``det``, of its size, while the camera can have
-    moved the drone (``moved_px``) less than halfway to any other old detection since
-    (else a neighbour may stand where it was), and nearer than that."""
-    x, y = det.center_px
-    half = min((math.hypot(o.center_px[0] - x, o.center_px[1] - y) for o in old
-                if o is not det), default=math.inf) / 2
-    fresh = [d for d in fresh if _of_size(d, det.radius_px)]
-    if not fresh or moved_px >= half:
-        return None
-    now = min(fresh, key=lambda d: math.hypot(d.center_px[0] - x, d.center_px[1] - y))
-    return now if math.hypot(now.center_px[0] - x, now.center_px[1] - y) < half else None
 
 
 def _init_of(bank: RotorBank, r: int, det: DetectedRotor, last: RotorInit) -> RotorInit:

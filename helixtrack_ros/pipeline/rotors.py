@@ -97,6 +97,11 @@ class RotorBank:
             if factor != 1.0:
                 tracker.scale_event_rate(factor)
 
+    @property
+    def stride(self) -> int:
+        """The event stride the trackers run at now."""
+        return self._stride
+
     def restart(self) -> None:
         """Re-initialise every tracker from its current estimate (time restarted)."""
         for i in range(len(self.trackers)):
