@@ -10,6 +10,11 @@ and a spill of 0.55-0.63; with no reference yet only the absolute limits judged 
 passed relative to it, and 5 values +9.3-9.5 % off were published as TRACKING. While
 its references are the running mean of its first good windows, a window now needs a
 coherence of health_coherence_seed (0.5).
+
+Found by the first-lock review (quadcopter_2m, 346 x 260, egomotion 5, seed 4):
+front_left's first references read a spill of 0.54 while its pose still converged, the
+next windows passed relative to them, and 8 values +2.0-2.4 % off were published. A
+window seeding the references now needs a spill of at most health_spill_seed (0.45).
 """
 
 import math
@@ -19,12 +24,14 @@ import numpy as np
 from helixtrack_ros.core.health import (
     DEGRADED,
     HI_LEVEL,
+    HI_NOUT,
     HI_NTIP,
     HI_T0,
     HP_WIN,
     HS_COH_REF,
     HS_COS,
     HS_NREF,
+    HS_SPILL_REF,
     HS_W,
     LOST,
     TRACKING,
@@ -43,10 +50,11 @@ OMEGA = 8000.0 * 2.0 * math.pi / 60.0 * 2
 FOLLOWED_WEIGHT = 400.0
 
 def _run(coherences: list[float], params: TrackerParams | None = None,
-         level: int = DEGRADED) -> tuple[list[int], np.ndarray]:
+         level: int = DEGRADED, spills: list[float] | None = None,
+         ) -> tuple[list[int], np.ndarray]:
     """Levels after each health window of a just locked rotor (no references yet) whose
-    windows have these tip coherences (100 tip-band events each, no spill), and the
-    final float health state."""
+    windows have these tip coherences (100 tip-band events each) and spills (none if not
+    given), and the final float health state."""
     hp = pack_health_params(params or TrackerParams(), 2)
     hs, hi = new_health_state()
     hi[HI_T0] = 0
@@ -55,6 +63,8 @@ def _run(coherences: list[float], params: TrackerParams | None = None,
     levels = []
     for k, coh in enumerate(coherences):
         hi[HI_NTIP] += 100
+        if spills is not None:
+            hi[HI_NOUT] += round(100 * spills[k] / (1.0 - spills[k]))
         hs[HS_COS] += 100.0 * coh
         hs[HS_W] += FOLLOWED_WEIGHT      # a followed phase filter: its rate is measured
         _health_close(hp, hs, hi, Q, True, OMEGA, 1.0, 50 * (k + 1), (k + 1) * win)
@@ -100,4 +110,26 @@ def test_a_rotor_with_references_is_judged_relative_to_them():
     TRACKING."""
     levels, _ = _run([0.95] * 6 + [0.4] * 4)
     assert levels[5] == TRACKING
+    assert levels[-1] == TRACKING
+
+
+def test_windows_of_a_pose_off_the_tips_do_not_seed_the_references():
+    """Locked (coherence 0.9) but half the tip-band events just outside the tips: bad while
+    no reference exists (the absolute limit health_spill_max, 0.6, lets it pass)."""
+    levels, hs = _run([0.9] * 12, spills=[0.5] * 12)
+    assert TRACKING not in levels and levels[-1] == LOST and hs[HS_NREF] == 0
+    levels, hs = _run([0.9] * 12, TrackerParams(health_spill_seed=1.0), spills=[0.5] * 12)
+    assert levels[-1] == TRACKING and abs(hs[HS_SPILL_REF] - 0.5) < 1e-9
+
+
+def test_the_windows_averaged_into_the_first_references_need_the_pose_on_the_tips_too():
+    """Two seeds of spill 0.4, then windows of 0.5: relative to the seeds they would pass
+    (within health_spill_rel 0.25, under health_spill_max 0.6) and drag the running mean
+    up; they are bad. A rotor whose spill rises from 0.1 to 0.3 is TRACKING."""
+    levels, _ = _run([0.9] * 10, spills=[0.4] * 2 + [0.5] * 8)
+    assert TRACKING not in levels
+    levels, _ = _run([0.9] * 10, TrackerParams(health_spill_seed=1.0),
+                     spills=[0.4] * 2 + [0.5] * 8)
+    assert levels[-1] == TRACKING
+    levels, _ = _run([0.9] * 10, spills=[0.1] * 2 + [0.3] * 8)
     assert levels[-1] == TRACKING

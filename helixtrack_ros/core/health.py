@@ -125,6 +125,7 @@ HP_COHREL = _HP.slot('health_coherence_rel')
 HP_COHSEED = _HP.slot('health_coherence_seed')   # before references: coherence a seed needs
 HP_SPILLMAX = _HP.slot('health_spill_max')
 HP_SPILLREL = _HP.slot('health_spill_rel')
+HP_SPILLSEED = _HP.slot('health_spill_seed')     # before references: spill a seed may have
 HP_STARVE = _HP.slot('health_starve_rel')
 HP_SUPPORT = _HP.slot('health_support_rel')
 HP_SCALETOL = _HP.slot('health_scale_tol')

@@ -50,6 +50,7 @@ from helixtrack_ros.core.health import (
     HP_SETTLE_SPILL,
     HP_SPILLMAX,
     HP_SPILLREL,
+    HP_SPILLSEED,
     HP_STARVE,
     HP_STDREL,
     HP_WIN,
@@ -124,7 +125,8 @@ from helixtrack_ros.core.jit import kernel, kernel_inline
 #: while a rate lag keeps growing (the window close judges every whole window)
 _DRIFT_MIN_SPAN = 0.4
 #: the first slow references are the running mean of this many good windows, learnt at any
-#: level; each needs a phase lock (``health_coherence_seed``)
+#: level; each needs a phase lock (``health_coherence_seed``) and a pose on the blade tips
+#: (``health_spill_seed``)
 _SEED_WINDOWS = 4
 
 
@@ -303,7 +305,8 @@ def _reason_with_references(hp, hs, level, om, rate, thin, n_tip, span, s, coh, 
     references are still the running mean of the first windows, a window must show a
     phase lock (``health_coherence_seed``) as the first one did: after a seed of 0.60,
     windows of 0.33-0.48 averaged into them, and a pose half a tip radius off was
-    published up to 2.5 % off (scene review)."""
+    published up to 2.5 % off (scene review); and a pose on the blade tips
+    (``health_spill_seed``)."""
     reason = R_OK
     val = 0.0
     ref = 0.0
@@ -318,7 +321,8 @@ def _reason_with_references(hp, hs, level, om, rate, thin, n_tip, span, s, coh, 
                          or (hs[HS_NREF] < _SEED_WINDOWS and coh < hp[HP_COHSEED])):
         reason, val, ref = R_INCOHERENT, coh, hs[HS_COH_REF]
     elif spill == spill and (spill > hp[HP_SPILLMAX]
-                             or spill > hs[HS_SPILL_REF] + hp[HP_SPILLREL]):
+                             or spill > hs[HS_SPILL_REF] + hp[HP_SPILLREL]
+                             or (hs[HS_NREF] < _SEED_WINDOWS and spill > hp[HP_SPILLSEED])):
         reason, val, ref = R_SPILL, spill, hs[HS_SPILL_REF]
     elif _coasting(hp, hs, om, support, dur):
         # (after the pose checks: a pose error is the more telling reason)
@@ -360,7 +364,8 @@ def _reason_before_references(hp, thin, n_tip, span, s, coh, spill):
     elif coh == coh and coh < max(hp[HP_COHMIN], hp[HP_COHSEED]):
         # no reference yet: absolute limits only, and a seed must show a phase lock
         reason, val, ref = R_INCOHERENT, coh, math.nan
-    elif spill == spill and spill > hp[HP_SPILLMAX]:
+    elif spill == spill and spill > min(hp[HP_SPILLMAX], hp[HP_SPILLSEED]):
+        # (and its pose must sit on the blade tips)
         reason, val, ref = R_SPILL, spill, math.nan
     return reason, val, ref
 
