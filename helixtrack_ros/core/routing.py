@@ -205,20 +205,12 @@ def _search_region(t_us, xs, ys, ps, stride, x0, y0, x1, y1, discs, bt, bx, by, 
     ``own`` gets (count, sum of x, sum of y) of those outside every disc row
     (x, y, r) of ``discs`` (the rotors still tracked, grown by 1.1): the
     searched rotor's own activity. For a LOST rotor's search region after
-    every packet: a branch-free copy (as :func:`_route`), then the disc test
-    on the copied events only.
+    every packet: :func:`_route`'s branch-free copy of every stride-th event,
+    then the disc test on the copied events only.
     """
-    w = np.uint32(x1 - x0)
-    h = np.uint32(y1 - y0)
-    m = 0
-    for i in range(0, t_us.shape[0], stride):
-        xi = xs[i]
-        yi = ys[i]
-        bt[m] = t_us[i]
-        bx[m] = xi
-        by[m] = yi
-        bp[m] = ps[i]
-        m += np.int64((np.uint32(np.int64(xi) - x0) <= w) & (np.uint32(np.int64(yi) - y0) <= h))
+    n = (t_us.shape[0] + stride - 1) // stride
+    m = _route(t_us[::stride], xs[::stride], ys[::stride], ps[::stride], 0, n, x0, y0, x1, y1,
+               1, np.empty(0, np.int64), bt, bx, by, bp)
     n_d = discs.shape[0]
     r2 = np.empty(n_d)
     for k in range(n_d):
