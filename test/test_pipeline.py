@@ -328,6 +328,22 @@ def test_realtime_stride_leaves_the_sparsest_rotor_enough_events():
     assert policy.stride == 1
 
 
+def test_realtime_stride_stops_at_4_by_default():
+    """Offline with the live detector's lateness simulated (2 m / 3 m / 4 m quadcopters,
+    346 x 260 and 640 x 480, egomotion 3-6), fixed strides 3 / 4 / 5 / 6: from 5 on,
+    rotors under camera motion were lost (quadcopter_3m egomotion 5: 3,482 / 2,796 / 1,381
+    / 8 TRACKING values) or published 1-1.7 % off (quadcopter_3m egomotion 4 at stride 6:
+    59 values); the default max_stride is 4, however dense the rotors."""
+    scene = make_scenario('quadcopter_4m', 0.1, 1, seed=1)
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene),
+                                           realtime_stride=True, threads=1))
+    pipe._bank.sparsest_rate = 20.0              # dense rotors: 0.35 per us would allow 57
+    for _ in range(100):
+        pipe.note_backlog(50)
+        pipe._account_load(0.005, 1000)
+    assert pipe.stride == 4
+
+
 def test_a_strided_batch_tracks_every_kth_event_of_the_batch_once_for_all_rotors():
     """Under the stride the rotors get every k-th event of the batch (decimated once,
     not once per rotor in the routing); packet ends stay where the packets end."""
