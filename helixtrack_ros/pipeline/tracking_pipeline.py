@@ -23,6 +23,7 @@ from helixtrack_ros.codecs import make_decoder
 from helixtrack_ros.core.detection import DetectedRotor
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.params import TrackerParams
+from helixtrack_ros.core.routing import search_region_events
 from helixtrack_ros.core.tracker import HelixTracker
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline.batching import BatchQueue, Pending
@@ -107,6 +108,11 @@ class TrackingPipeline:
         (the live node: all, as a camera may send any); return seconds taken."""
         t0 = time.perf_counter()
         HelixTracker.warmup()
+        # (a lost rotor's search region, per packet: its first call took 8 ms on a warm
+        # process, 250 ms on a cold one)
+        few = np.zeros(4, np.uint16)
+        search_region_events(np.arange(4, dtype=np.int64), few, few, few.astype(np.uint8),
+                             (0, 0, 1, 1), [(0.0, 0.0, 1.0)], 2)
         for encoding in encodings:
             # numba compiles writable and read-only payloads apart; packets come as bytes
             make_decoder(encoding, 1280, 720).decode(np.zeros(16, np.uint8))
