@@ -309,11 +309,17 @@ class RotorRecovery:
         do not reach back to it (a quiet region emptied the buffer meanwhile)."""
         if not self.buf:
             return None
-        events = EventArrays.concatenate(self.buf).time_sorted()
-        k = int(np.searchsorted(events.t_us, t0_us, side='right'))
+        events, k = self._buffered_from(t0_us, 'right')
         if k == 0 or k == len(events):
             return None
         return events.slice(k, len(events))
+
+    def _buffered_from(self, t0_us: int, side: str) -> tuple[EventArrays, int]:
+        """The buffered events in time order (packets may overlap by microseconds, and
+        detection and tracking need it), and the index of the first at ``t0_us`` (or the
+        first after it, ``side`` 'right')."""
+        events = EventArrays.concatenate(self.buf).time_sorted()
+        return events, int(np.searchsorted(events.t_us, t0_us, side=side))
 
     def _widen(self, bank: RotorBank, box: tuple[int, int, int, int]) -> None:
         """Search ``box`` too (clipped to the image) from the next attempt on: the layout
@@ -361,9 +367,8 @@ class RotorRecovery:
 
     def _recent(self, cfg: PipelineConfig, t_last: int) -> EventArrays:
         """The buffered events of the last ``recovery_window_us`` before ``t_last``, in time
-        order (packets may overlap by microseconds, and detection needs it)."""
-        events = EventArrays.concatenate(self.buf).time_sorted()
-        k = int(np.searchsorted(events.t_us, t_last - cfg.recovery_window_us))
+        order."""
+        events, k = self._buffered_from(t_last - cfg.recovery_window_us, 'left')
         return events.slice(k, len(events))
 
     def resume(self, bank: RotorBank, r: int, t_last: int) -> None:
