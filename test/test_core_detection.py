@@ -303,3 +303,31 @@ def test_invalid_input_rejected():
         detect_rotors(EventArrays.empty(), region=(100, 100, 104, 300))
     with pytest.raises(ValueError):
         detect_rotors(EventArrays.empty(), width=0)
+
+
+def test_the_node_warm_up_loads_every_detection_kernel_and_finds_its_rotor(monkeypatch):
+    """Found by the live review: the node's first re-detection (detector thread) loaded
+    the detection kernels then, 0.4 s, while its rotors were lost and the packets'
+    thread waited for the interpreter. The node's warm-up now loads them before it
+    subscribes; its synthetic rotor is found, so every stage ran. (A process of its own:
+    other tests here load the kernels.)"""
+    import subprocess
+    import sys
+
+    code = ('from helixtrack_ros.ros.main import default_pipeline_api\n'
+            'from helixtrack_ros.core import detection_centres, detection_motion, '
+            'detection_periodicity, detection_rotation\n'
+            'default_pipeline_api()[1]()\n'
+            'for m in (detection_centres, detection_motion, detection_periodicity, '
+            'detection_rotation):\n'
+            '    ks = [k for k, v in vars(m).items() if hasattr(v, "signatures")]\n'
+            '    assert ks and all(getattr(m, k).signatures for k in ks), (m, ks)\n')
+    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-500:]
+    # (the same synthetic rotor, found: every stage of the detector ran)
+    found = []
+    real = det.detect_rotors
+    monkeypatch.setattr(det, 'detect_rotors', lambda *a, **k: found.extend(real(*a, **k)))
+    det.warmup()
+    assert len(found) == 1 and abs(found[0].rpm_shaft - 8000.0) < 80.0

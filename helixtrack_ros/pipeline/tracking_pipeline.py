@@ -21,6 +21,7 @@ import numpy as np
 
 from helixtrack_ros.codecs import make_decoder
 from helixtrack_ros.core.detection import DetectedRotor
+from helixtrack_ros.core.detection import warmup as detection_warmup
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.params import TrackerParams
 from helixtrack_ros.core.routing import search_region_events
@@ -103,11 +104,15 @@ class TrackingPipeline:
         return self._bank.detections
 
     @staticmethod
-    def warmup(encodings: Sequence[str] = ('evt3',)) -> float:
+    def warmup(encodings: Sequence[str] = ('evt3',), detection: bool = False) -> float:
         """Compile (or load) the tracker's kernels and the decoders of ``encodings``
-        (the live node: all, as a camera may send any); return seconds taken."""
+        (the live node: all, as a camera may send any), and with ``detection`` the
+        detector's (the live node: its first re-detection must not load them); return
+        seconds taken."""
         t0 = time.perf_counter()
         HelixTracker.warmup()
+        if detection:
+            detection_warmup()
         # (a lost rotor's search region, per packet: its first call took 8 ms on a warm
         # process, 250 ms on a cold one)
         few = np.zeros(4, np.uint16)

@@ -45,9 +45,9 @@ def default_pipeline_api() -> tuple[Callable, Callable, dict[str, ParamSpec]]:
 
     def warmup() -> float:
         # every decoder: a camera may send any encoding, and the first packet of one
-        # must not wait for its kernel
+        # must not wait for its kernel; the detector: start-up and re-detections use it
         from helixtrack_ros.codecs import SUPPORTED_ENCODINGS
-        return TrackingPipeline.warmup(SUPPORTED_ENCODINGS)
+        return TrackingPipeline.warmup(SUPPORTED_ENCODINGS, detection=True)
 
     table = parameter_table(PipelineConfig(realtime_stride=True))
     return factory, warmup, table
