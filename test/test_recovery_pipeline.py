@@ -129,32 +129,54 @@ def test_background_re_detection_recovers_without_stalling_a_packet(big_jump):
     print(f'slowest packet {1e3 * slowest:.1f} ms')
 
 
-class _LateFuture(Future):
-    """A re-detection done after its caller polled it ``polls`` times: how long it takes in
-    packets, without a thread (deterministic)."""
+class _QueuedDetector:
+    """The live node's one detector thread, deterministic: each detection takes ``span_us``
+    of sensor time and they are done in the order sent; the clock is the sensor time of
+    the latest search step (``RotorRecovery.step``, patched by :func:`_late_run`)."""
 
-    def __init__(self, value, polls: int) -> None:
+    def __init__(self, span_us: int) -> None:
+        self.span_us, self.now_us, self._free_us = span_us, 0, 0
+        self.sent: list[Future] = []
+        self.most_waiting = 0          # the most detections sent and not done at once
+
+    def submit(self, fn, *args, **kwargs):
+        self._free_us = max(self.now_us, self._free_us) + self.span_us
+        sent = _ClockFuture(fn(*args, **kwargs), self, self._free_us)
+        self.sent.append(sent)
+        self.most_waiting = max(self.most_waiting, sum(not s.done() for s in self.sent))
+        return sent
+
+
+class _ClockFuture(Future):
+    """A detection of :class:`_QueuedDetector`, done once its clock reaches ``done_us``."""
+
+    def __init__(self, value, detector: _QueuedDetector, done_us: int) -> None:
         super().__init__()
-        self._value, self._polls = value, polls
+        self._value, self._detector, self._done_us = value, detector, done_us
 
     def done(self) -> bool:
-        self._polls -= 1
-        if self._polls <= 0 and not super().done():
+        if self._detector.now_us >= self._done_us and not super().done():
             self.set_result(self._value)
         return super().done()
 
 
-def _late_run(monkeypatch, scene, raw, polls, stride, batch, rotors=None):
-    """Track ``raw`` packets with every background detection done ``polls`` packet steps
-    late, at event stride ``stride``: (published values, pipeline); every published value
-    is within 1 % of the truth and every rotor searched for reads LOST."""
+def _late_run(monkeypatch, scene, raw, span_us, stride, batch, rotors=None):
+    """Track ``raw`` packets with every background detection taking ``span_us`` of sensor
+    time on one detector thread (:class:`_QueuedDetector`), at event stride ``stride``:
+    (published values, pipeline, detector); every published value is within 1 % of the
+    truth and every rotor searched for reads LOST."""
+    from helixtrack_ros.pipeline import recovery
     from helixtrack_ros.pipeline.rotors import RotorBank
 
-    class LateDetector:
-        def submit(self, fn, *args, **kwargs):
-            return _LateFuture(fn(*args, **kwargs), polls)
+    detector = _QueuedDetector(span_us)
+    monkeypatch.setattr(RotorBank, 'detector', lambda self: detector)
+    step = recovery.RotorRecovery.step
 
-    monkeypatch.setattr(RotorBank, 'detector', lambda self: LateDetector())
+    def clocked_step(self, bank, r, ev, t_last, k=-1):
+        detector.now_us = max(detector.now_us, t_last)
+        return step(self, bank, r, ev, t_last, k)
+
+    monkeypatch.setattr(recovery.RotorRecovery, 'step', clocked_step)
     pipe = TrackingPipeline(PipelineConfig(rotors=rotors or rotor_inits_from_scene(scene),
                                            threads=1, detect_in_background=True))
     published = 0
@@ -168,7 +190,7 @@ def _late_run(monkeypatch, scene, raw, polls, stride, batch, rotors=None):
                     published += 1
                     truth = float(rotor.rpm_shaft(np.array([res.t_us]))[0])
                     assert abs(o.rpm_shaft - truth) < 0.01 * truth
-    return published, pipe
+    return published, pipe, detector
 
 
 def test_a_background_re_detection_done_late_is_brought_to_the_present_by_replay(monkeypatch):
@@ -180,7 +202,9 @@ def test_a_background_re_detection_done_late_is_brought_to_the_present_by_replay
     through the region's events kept meanwhile, and the layout reads where the trackers
     end. quadcopter_4m at egomotion 5, every rotor started 17 px off its place (all lost
     at once), stride 4, each detection done 40 packets late: 1,835 TRACKING values with
-    the detection repeated on the latest events, 2,044 with the replay."""
+    the detection repeated on the latest events, 2,044 with the replay (each detection
+    40 ms on one detector thread: 1,890; 1,936 with a lost rotor's detection sent only to
+    a free thread)."""
     from dataclasses import replace
 
     from test_pipeline import _raw_packets
@@ -188,9 +212,10 @@ def test_a_background_re_detection_done_late_is_brought_to_the_present_by_replay
     scene = make_scenario('quadcopter_4m', 0.6, 5, seed=1, sensor_size=(640, 480))
     inits = [replace(i, center_px=(i.center_px[0] + 12, i.center_px[1] - 12))
              for i in rotor_inits_from_scene(scene)]
-    published, pipe = _late_run(monkeypatch, scene, _raw_packets(scene, 1), 40, 4, 20, inits)
+    published, pipe, _ = _late_run(monkeypatch, scene, _raw_packets(scene, 1), 40_000, 4, 20,
+                                   inits)
     assert pipe.counters['recoveries'] >= 3
-    assert published > 1950
+    assert published > 1850
 
 
 def test_late_re_detections_through_lost_packets_publish_no_wrong_value(monkeypatch):
@@ -203,9 +228,59 @@ def test_late_re_detections_through_lost_packets_publish_no_wrong_value(monkeypa
 
     scene = make_scenario('quadcopter_4m', 0.6, 5, seed=1)
     raw = [p for i, p in enumerate(_raw_packets(scene, 1)) if i < 100 or i % 100 >= 40]
-    published, pipe = _late_run(monkeypatch, scene, raw, 30, 4, 8)
+    published, pipe, _ = _late_run(monkeypatch, scene, raw, 30_000, 4, 8)
     assert pipe.counters['recoveries'] >= 5
     assert published > 330
+
+
+def test_lost_rotors_never_queue_two_re_detections_on_the_detector_thread(monkeypatch):
+    """Found by the live review: with one detector thread, four rotors lost at once each
+    sent a detection (45-60 ms of CPU each on a 346 x 260 egomotion 6 scene); queued, they
+    came back 0.15-0.2 s stale, beyond the 100 ms of events kept for their replay, and no
+    rotor came back in 2 s (offline, 50 ms each: 10 TRACKING values of 8,000). A lost
+    rotor now shares a detection sent by another whose search region holds its centre,
+    or sends its own once the thread is free: 1,081 values, none over 1 % off. Here:
+    every rotor started 12 px off its place (all lost at once), stride 4, 60 ms per
+    detection: 1,016 TRACKING values with detections queued, 1,816 now."""
+    from dataclasses import replace
+
+    from test_pipeline import _raw_packets
+
+    scene = make_scenario('quadcopter_4m', 0.6, 5, seed=1, sensor_size=(640, 480))
+    inits = [replace(i, center_px=(i.center_px[0] + 12, i.center_px[1] - 12))
+             for i in rotor_inits_from_scene(scene)]
+    published, pipe, detector = _late_run(monkeypatch, scene, _raw_packets(scene, 1), 60_000,
+                                          4, 20, inits)
+    assert detector.most_waiting == 1
+    assert pipe.counters['recoveries'] >= 3
+    assert published > 1700
+
+
+def test_a_lost_rotor_shares_a_recent_detection_whose_region_holds_its_centre():
+    from helixtrack_ros.core.events import EventArrays
+    from helixtrack_ros.pipeline.rotors import SHARED_MARGIN, RotorBank
+
+    class Later:
+        def submit(self, fn, *args, **kwargs):
+            return Future()                     # never done: still running
+
+    bank = RotorBank(PipelineConfig(rotors=[], recovery_retry_us=25_000), {},
+                     lambda: (346, 260))
+    bank.detector = lambda: Later()
+    ev = EventArrays(np.array([0, 50_000], np.int64), np.zeros(2, np.uint16),
+                     np.zeros(2, np.uint16), np.zeros(2, np.uint8))
+    sent, end_us = bank.detect_later(ev, (100, 50, 200, 150))
+    assert end_us == 50_000 and bank.detector_busy()
+    inside = 100 + SHARED_MARGIN * 20.0
+    assert bank.shared_detection((inside, 100.0), 20.0, 60_000) == (sent, 50_000)
+    assert bank.shared_detection((inside - 1.0, 100.0), 20.0, 60_000) is None
+    assert bank.shared_detection((150.0, 150.0), 20.0, 60_000) is None
+    # still running, however old its events: shared; once done, only while recent
+    assert bank.shared_detection((150.0, 100.0), 20.0, 500_000) == (sent, 50_000)
+    sent.set_result([])
+    assert not bank.detector_busy()
+    assert bank.shared_detection((150.0, 100.0), 20.0, 75_000) == (sent, 50_000)
+    assert bank.shared_detection((150.0, 100.0), 20.0, 75_001) is None
 
 
 def test_a_rotor_never_tracked_under_a_moving_camera_is_not_given_a_neighbour():

@@ -98,6 +98,7 @@ class RotorRecovery:
         self.attempts = 0
         self.detecting: Future | None = None    # a re-detection running in the background
         self.detecting_end_us = 0               # the time of the last event it detects on
+        self.shared = False                     # it is another rotor's (bank.shared_detection)
         self.packet_k = -1                      # the batch's packet of the step running
         # re-initialised, not yet seen at its place among the other rotors (settle.py)
         self.settling = False
@@ -246,16 +247,32 @@ class RotorRecovery:
             self.may_resume = False
         if not due:
             return
-        events = self._recent(cfg, t_last)
+        if cfg.detect_in_background:
+            self._detect_in_background(bank, r, t_last)
+            return
         self.attempts += 1
         bank.counters['recovery_attempts'] += 1
         w, h = bank.image_size()
-        if cfg.detect_in_background:
-            self.detecting = bank.detector().submit(detect_rotors, events, w, h,
-                                                    region=self.region)
-            self.detecting_end_us = int(events.t_us[-1])
+        self.apply(bank, r, detect_rotors(self._recent(cfg, t_last), w, h, region=self.region),
+                   t_last)
+
+    def _detect_in_background(self, bank: RotorBank, r: int, t_last: int) -> None:
+        """Rotor r's re-detection on the detector thread: one of another lost rotor, running
+        or sent lately, whose region holds r's centre (every other attempt at most: r's own
+        region is searched at least every second time), else its own once the thread is
+        free (due again at the next packet meanwhile: queued detections come back stale).
+        """
+        shared = None if self.shared else bank.shared_detection(
+            self.last_centre, self.last_good(bank.inits[r]).radius_px, t_last)
+        if shared is None and bank.detector_busy():
+            self.next_try_us = t_last
             return
-        self.apply(bank, r, detect_rotors(events, w, h, region=self.region), t_last)
+        self.attempts += 1
+        bank.counters['recovery_attempts'] += 1
+        self.shared = shared is not None
+        if shared is None:
+            shared = bank.detect_later(self._recent(bank.config, t_last), self.region)
+        self.detecting, self.detecting_end_us = shared
 
     def _replay(self, bank: RotorBank, r: int, found: list[DetectedRotor], last: RotorInit,
                 t_last: int) -> None:
