@@ -311,8 +311,7 @@ def test_the_node_warm_up_loads_every_detection_kernel_and_finds_its_rotor(monke
     thread waited for the interpreter. The node's warm-up now loads them before it
     subscribes; its synthetic rotor is found, so every stage ran. (A process of its own:
     other tests here load the kernels.)"""
-    import subprocess
-    import sys
+    from fresh_process import assert_runs_fresh
 
     code = ('from helixtrack_ros.ros.main import default_pipeline_api\n'
             'from helixtrack_ros.core import detection_centres, detection_motion, '
@@ -322,9 +321,7 @@ def test_the_node_warm_up_loads_every_detection_kernel_and_finds_its_rotor(monke
             'detection_rotation):\n'
             '    ks = [k for k, v in vars(m).items() if hasattr(v, "signatures")]\n'
             '    assert ks and all(getattr(m, k).signatures for k in ks), (m, ks)\n')
-    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-500:]
+    assert_runs_fresh(code)
     # (the same synthetic rotor, found: every stage of the detector ran)
     found = []
     real = det.detect_rotors

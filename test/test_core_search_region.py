@@ -71,13 +71,10 @@ def test_the_pipeline_warm_up_loads_the_search_kernel():
     """The live node warms its kernels up before it subscribes: the search of a lost
     rotor runs per packet on the packets' thread, and its first call in a cold process
     took 250 ms. (A process of its own: other tests here call the kernel.)"""
-    import subprocess
-    import sys
+    from fresh_process import assert_runs_fresh
 
     code = ('from helixtrack_ros.core.routing import _search_region\n'
             'from helixtrack_ros.pipeline.tracking_pipeline import TrackingPipeline\n'
             'TrackingPipeline.warmup(())\n'
             'assert _search_region.signatures, "not loaded"\n')
-    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-500:]
+    assert_runs_fresh(code)

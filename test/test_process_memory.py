@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-import subprocess
 import sys
 import threading
 
+from fresh_process import assert_runs_fresh
 import numpy as np
 import pytest
 
@@ -60,8 +60,7 @@ def test_freed_thread_heaps_are_handed_back():
     # in a process of its own: in the test run's, what earlier tests left on the heap
     # decides how much of the churn glibc can give back
     script = _CHURN.format(test_dir=str(Path(__file__).parent))
-    out = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    out = assert_runs_fresh(script, 120.0)
     base, kept, after, trimmed = out.split()
     assert float(kept) - float(base) > 40.0   # glibc keeps the freed chunks in the threads' arenas
     assert trimmed == 'True'
