@@ -281,6 +281,10 @@ def test_a_lost_rotor_shares_a_recent_detection_whose_region_holds_its_centre():
     assert not bank.detector_busy()
     assert bank.shared_detection((150.0, 100.0), 20.0, 75_000) == (sent, 50_000)
     assert bank.shared_detection((150.0, 100.0), 20.0, 75_001) is None
+    # one of a clock that restarted since (its events end after the time asked for): not
+    sent, _ = bank.detect_later(ev, (100, 50, 200, 150))
+    assert bank.shared_detection((150.0, 100.0), 20.0, 40_000) is None
+    assert not bank.detector_busy()
 
 
 def test_a_rotor_never_tracked_under_a_moving_camera_is_not_given_a_neighbour():

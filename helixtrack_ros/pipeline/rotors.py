@@ -112,6 +112,7 @@ class RotorBank:
         """Re-initialise every tracker from its current estimate (time restarted)."""
         for i in range(len(self.trackers)):
             self._restart_tracker(i)
+        self._sent = []
 
     def _restart_tracker(self, i: int) -> None:
         """Re-initialise tracker i from its current estimate; its search ends."""
@@ -358,7 +359,9 @@ class RotorBank:
         back 0.15-0.45 s stale (live, 346 x 260, egomotion 6), beyond the kept events.
         """
         oldest = t_end_us - self.config.recovery_retry_us
-        self._sent = [s for s in self._sent if s[2] >= oldest or not s[0].done()]
+        # (one whose events end after t_end_us is of a clock that restarted since)
+        self._sent = [s for s in self._sent
+                      if s[2] <= t_end_us and (s[2] >= oldest or not s[0].done())]
         x, y = centre
         m = SHARED_MARGIN * radius_px
         for sent, (x0, y0, x1, y1), end_us in reversed(self._sent):
