@@ -359,9 +359,9 @@ class RotorBank:
         back 0.15-0.45 s stale (live, 346 x 260, egomotion 6), beyond the kept events.
         """
         oldest = t_end_us - self.config.recovery_retry_us
-        # (one whose events end after t_end_us is of a clock that restarted since)
-        self._sent = [s for s in self._sent
-                      if s[2] <= t_end_us and (s[2] >= oldest or not s[0].done())]
+        # (one whose events end after t_end_us: sent at a later packet of the batch, whose
+        # rotors step packet by packet one after another; a restarted clock clears them)
+        self._sent = [s for s in self._sent if s[2] >= oldest or not s[0].done()]
         x, y = centre
         m = SHARED_MARGIN * radius_px
         for sent, (x0, y0, x1, y1), end_us in reversed(self._sent):
