@@ -91,6 +91,7 @@ class RotorRecovery:
         self.resumed = False                    # the reset was a resume (no detection)
         self.may_resume = False                 # lost by starvation: resume when events return
         self.last_centre = (0.0, 0.0)           # where the search is centred
+        self.last_radius_px = 0.0               # and the tip radius it looks for
         self.offset_px = math.inf               # centroid of the region's events from there
         self.region_quiet = False               # the search region went quiet (hidden)
         self.recoveries = 0
@@ -220,6 +221,7 @@ class RotorRecovery:
             self.buf = []
             last = self.last_good(bank.inits[r])
             self.last_centre = last.center_px
+            self.last_radius_px = last.radius_px
             self._clip_region(bank, r)
             self.next_try_us = t_last + _min_span_us(last, cfg)
             return
@@ -248,7 +250,7 @@ class RotorRecovery:
         if not due:
             return
         if cfg.detect_in_background:
-            self._detect_in_background(bank, r, t_last)
+            self._detect_in_background(bank, t_last)
             return
         self.attempts += 1
         bank.counters['recovery_attempts'] += 1
@@ -256,14 +258,14 @@ class RotorRecovery:
         self.apply(bank, r, detect_rotors(self._recent(cfg, t_last), w, h, region=self.region),
                    t_last)
 
-    def _detect_in_background(self, bank: RotorBank, r: int, t_last: int) -> None:
-        """Rotor r's re-detection on the detector thread: one of another lost rotor, running
-        or sent lately, whose region holds r's centre (every other attempt at most: r's own
-        region is searched at least every second time), else its own once the thread is
-        free (due again at the next packet meanwhile: queued detections come back stale).
-        """
+    def _detect_in_background(self, bank: RotorBank, t_last: int) -> None:
+        """The re-detection on the detector thread: one of another lost rotor, running or
+        sent lately, whose region holds this one's centre (every other attempt at most: its
+        own region is searched at least every second time), else its own once the thread
+        is free (due again at the next packet meanwhile: queued detections come back
+        stale). Runs every packet while the thread is busy: nothing is built here."""
         shared = None if self.shared else bank.shared_detection(
-            self.last_centre, self.last_good(bank.inits[r]).radius_px, t_last)
+            self.last_centre, self.last_radius_px, t_last)
         if shared is None and bank.detector_busy():
             self.next_try_us = t_last
             return
