@@ -442,13 +442,13 @@ class RotorRecovery:
                        rpm_shaft=max(self.good_rpm, 1.0), direction=self.good_dir)
 
     def _pick(self, bank: RotorBank, r: int, found: list[DetectedRotor],
-              last: RotorInit, region: tuple[int, int, int, int], t_last: int,
-              anchors: bool = True) -> tuple[RotorInit, DetectedRotor] | None:
+              last: RotorInit, region: tuple[int, int, int, int],
+              t_last: int) -> tuple[RotorInit, DetectedRotor] | None:
         """The detection that is rotor r again and its RotorInit (None if none fits): the
         one the drone's layout makes r (:mod:`~helixtrack_ros.pipeline.layout_match`),
         of r's size, not another tracked rotor (anywhere in the searched region: the layout,
-        not the distance from ``last``, says which rotor a detection is). ``anchors``: read
-        with the rotors TRACKING at the step's packet (not for detections of older events)."""
+        not the distance from ``last``, says which rotor a detection is), read with the
+        rotors TRACKING at the step's packet."""
         reach = bank.config.search_reach
 
         def may_be_r(j: int) -> bool:
@@ -456,7 +456,7 @@ class RotorRecovery:
 
         pick = layout_pick(r, [(d.center_px[0], d.center_px[1], d.radius_px) for d in found],
                            bank.layout_discs,
-                           region, bank.tracking_at(t_last, r, self.packet_k) if anchors else {},
+                           region, bank.tracking_at(t_last, r, self.packet_k),
                            (last.center_px[0], last.center_px[1], last.radius_px), may_be_r,
                            reach, self.prior_reach_px(bank, t_last))
         if pick.widen_to is not None:
