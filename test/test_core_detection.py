@@ -11,6 +11,7 @@ import pytest
 from reference import naive_detection as nd
 
 from helixtrack_ros.core import detection as det
+from helixtrack_ros.core import detection_ellipse as ellipse
 from helixtrack_ros.core.detection import DetectedRotor, DetectionParams, detect_rotors
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.homography import homography_from_paper_q
@@ -134,27 +135,74 @@ def _circle_image(h, n=90):
     return z[0] / z[2], z[1] / z[2]
 
 
+def _ellipse_and_q(x, y, squash_min=0.02):
+    """The kernels' ellipse (centre, shape, semi-axes in ``fit[:8]``) and q = (s, tx,
+    ty, w1, w2) through the points x, y."""
+    coef, fit = np.empty(6), np.full(ellipse.N_FIT, np.nan)
+    n = x.size
+    assert ellipse._fit_conic(x, y, np.ones(n, bool), n, coef)
+    assert ellipse._conic_ellipse(coef, fit)
+    ellipse._q_from_ellipse(fit, squash_min)
+    return fit
+
+
 def test_ellipse_fit_and_small_tilt_homography():
     center, radius, psi = (830.0, 260.0), 70.0, 0.7
     p = tilt_perspective(center, radius, psi, 0.18)
     h = homography_from_paper_q(radius, psi, center[0], center[1], p[0], p[1])
     x, y = _circle_image(h)
     rng = np.random.default_rng(0)
-    coef = det._fit_conic(x + rng.normal(0, 0.05, x.size), y + rng.normal(0, 0.05, y.size))
-    c, m, axes = det._conic_ellipse(coef)
-    assert axes[1] / axes[0] == pytest.approx(0.82, abs=0.02)
-    s, tx, ty, w1, w2 = det._q_from_ellipse(c, m, axes, 0.02)
+    fit = _ellipse_and_q(x + rng.normal(0, 0.05, x.size), y + rng.normal(0, 0.05, y.size))
+    assert fit[7] / fit[6] == pytest.approx(0.82, abs=0.02)
+    s, tx, ty, w1, w2 = fit[8:13]
     assert s == pytest.approx(radius, rel=0.005)
     assert math.hypot(tx - center[0], ty - center[1]) < 0.3
     # w = R(psi) p: the perspective seen in the image-aligned rotor frame
     cp, sp = math.cos(psi), math.sin(psi)
     w_true = (cp * p[0] - sp * p[1], sp * p[0] + cp * p[1])
     np.testing.assert_allclose((w1, w2), w_true, rtol=0.03, atol=2e-5)
+    # the shape and its inverse agree, the ellipse passes through the points
+    np.testing.assert_allclose(fit[2:6].reshape(2, 2) @ fit[13:17].reshape(2, 2), np.eye(2),
+                               atol=1e-9)
     # a round disc keeps p = 0
     x, y = _circle_image(homography_from_paper_q(50.0, 0.0, 300.0, 200.0, 0.0, 0.0))
-    c, m, axes = det._conic_ellipse(det._fit_conic(x, y))
-    assert det._q_from_ellipse(c, m, axes, 0.02) == pytest.approx((50.0, 300.0, 200.0, 0, 0),
-                                                                   abs=1e-6)
+    np.testing.assert_allclose(_ellipse_and_q(x, y)[8:13], (50.0, 300.0, 200.0, 0, 0),
+                               atol=1e-6)
+
+
+def test_disc_fit_kernel_matches_naive_twin(monkeypatch):
+    """Every seed of a detection, fitted by the kernel and by the numpy twin: the same
+    seeds give an ellipse, to 1e-9 (the kernel's own 3 x 3 eigenvector and QR steps)."""
+    from helixtrack_ros.core import detection_discs
+    seen = []
+    real = detection_discs._disc_candidates
+
+    def spy(seeds, pix, box, prm):
+        seen.append((list(seeds), pix.copy(), box, prm))
+        return real(seeds, pix, box, prm)
+
+    monkeypatch.setattr(det, '_disc_candidates', spy)
+    for name, level in (('quadcopter_2m', 5), ('quadcopter_4m', 2)):
+        scene, events = _sim(name, level, 3)
+        detect_rotors(events, scene.width, scene.height)
+    fitted = 0
+    for seeds, pix, box, prm in seen:
+        x0, y0, x1, y1 = box
+        smooth = np.empty((y1 - y0, x1 - x0), np.float32)
+        ellipse._box3_region(pix, x0, y0, x1, y1, smooth)
+        np.testing.assert_array_equal(smooth, nd.box3(pix)[y0:y1, x0:x1])
+        fit = np.empty(ellipse.N_FIT)
+        for cx, cy, r0 in seeds:
+            cx, cy, r0 = cx + x0, cy + y0, max(r0, prm.radius_min_px)
+            ok = ellipse._fit_disc(smooth, x0, y0, x1, y1, cx, cy, r0, prm.squash_min, fit)
+            ref = nd.fit_disc(pix, box, cx, cy, r0, prm.squash_min)
+            assert ok == (ref is not None), (cx, cy, r0)
+            if ok:
+                fitted += 1
+                np.testing.assert_allclose(fit[:11], ref[:11], rtol=1e-9)
+                np.testing.assert_allclose(fit[11:13], ref[11:13], rtol=1e-6, atol=1e-12)
+                np.testing.assert_allclose(fit[13:], ref[13:], rtol=1e-9, atol=1e-15)
+    assert fitted >= 8, fitted
 
 
 # ------------------------------------------------------------------ simulator scenes
@@ -310,16 +358,17 @@ def test_the_node_warm_up_loads_every_detection_kernel_and_finds_its_rotor(monke
     the detection kernels then, 0.4 s, while its rotors were lost and the packets'
     thread waited for the interpreter. The node's warm-up now loads them before it
     subscribes; its synthetic rotor is found, so every stage ran. (A process of its own:
-    other tests here load the kernels.)"""
+    other tests here load the kernels. Inline kernels are compiled into their callers.)"""
     from fresh_process import assert_runs_fresh
 
     code = ('from helixtrack_ros.ros.main import default_pipeline_api\n'
-            'from helixtrack_ros.core import detection_centres, detection_motion, '
-            'detection_periodicity, detection_rotation\n'
+            'from helixtrack_ros.core import detection_centres, detection_ellipse, '
+            'detection_motion, detection_periodicity, detection_rotation\n'
             'default_pipeline_api()[1]()\n'
-            'for m in (detection_centres, detection_motion, detection_periodicity, '
-            'detection_rotation):\n'
-            '    ks = [k for k, v in vars(m).items() if hasattr(v, "signatures")]\n'
+            'for m in (detection_centres, detection_ellipse, detection_motion, '
+            'detection_periodicity, detection_rotation):\n'
+            '    ks = [k for k, v in vars(m).items() if hasattr(v, "signatures")\n'
+            '          and v.targetoptions.get("inline") != "always"]\n'
             '    assert ks and all(getattr(m, k).signatures for k in ks), (m, ks)\n')
     assert_runs_fresh(code)
     # (the same synthetic rotor, found: every stage of the detector ran)

@@ -38,8 +38,8 @@ Pipeline (each step one pass of a numba kernel over the events, or none):
 
 This module holds the public API and runs the stages; each stage lives in its
 own module: ``detection_motion`` (1), ``detection_periodicity`` (2),
-``detection_centres`` and ``detection_discs`` (3), ``detection_rotation`` (4),
-the settings and result types in ``detection_types``.
+``detection_centres``, ``detection_discs`` and ``detection_ellipse`` (3),
+``detection_rotation`` (4), the settings and result types in ``detection_types``.
 """
 
 from __future__ import annotations
@@ -55,12 +55,7 @@ from helixtrack_ros.core.detection_centres import (
     _disc_seeds,
     _vortex_seeds,
 )
-from helixtrack_ros.core.detection_discs import (
-    _conic_ellipse,  # noqa: F401 (re-exported: tests use it from here)
-    _disc_candidates,
-    _fit_conic,  # noqa: F401 (re-exported: tests use it from here)
-    _q_from_ellipse,  # noqa: F401 (re-exported: tests use it from here)
-)
+from helixtrack_ros.core.detection_discs import _disc_candidates
 from helixtrack_ros.core.detection_motion import (
     _cell_counts,  # noqa: F401 (re-exported: tests use it from here)
     _register,
