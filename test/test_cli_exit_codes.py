@@ -849,3 +849,31 @@ def test_sigterm_ends_a_track_run_as_ctrl_c_does(scene, tmp_path, capsys, monkey
                                                      'rpm.png']
     rows = (out / 'rpm.csv').read_text().splitlines()
     assert 1 < len(rows) < 200
+
+
+def test_an_output_that_is_the_input_recording_is_refused(tmp_path, capsys):
+    """Found by a review: ``track OUT/rpm.csv -o OUT`` emptied the recording before
+    reading it (then said it held no event); ``detect`` and ``events`` overwrote an
+    input given as their own ``-o`` (one of them with exit 0)."""
+    out = tmp_path / 'out'
+    out.mkdir()
+    rec_csv = out / 'rpm.csv'
+    rng = np.random.default_rng(0)
+    rows = zip(np.arange(2000) * 10, rng.integers(0, 64, 2000), rng.integers(0, 48, 2000),
+               rng.integers(0, 2, 2000))
+    rec_csv.write_text('t_us,x,y,p\n' + ''.join(f'{t},{x},{y},{p}\n' for t, x, y, p in rows))
+    npz = tmp_path / 'ev.npz'
+    assert main(['events', str(rec_csv), '-o', str(npz), '-q']) == 0
+    chunk = tmp_path / 'chunks' / 'events_000003.npz'
+    chunk.parent.mkdir()
+    shutil.copy(npz, chunk)
+    for args, given in ((['track', str(rec_csv), '-o', str(out)], rec_csv),
+                        (['detect', str(npz), '-o', str(npz)], npz),
+                        (['events', str(npz), '-o', str(npz)], npz),
+                        (['events', str(chunk), '-o', str(chunk.parent)], chunk)):
+        before = given.read_bytes()
+        capsys.readouterr()
+        assert main(args + ['-q']) == 2, args
+        line = one_line(capsys.readouterr().err)
+        assert f'output {given} would overwrite the input recording {given}' in line, args
+        assert given.read_bytes() == before, args

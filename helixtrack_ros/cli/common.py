@@ -11,7 +11,7 @@ failures into a :class:`CliError` or a remembered truncation.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import IntEnum
 import math
 from pathlib import Path
@@ -170,20 +170,38 @@ def output_dir(path: Path) -> Path:
     return path
 
 
-def output_outside(out: Path, recording: Path) -> None:
-    """Refuse an output directory that is the input recording's directory or inside it.
-
-    The recording's directory: the recording itself when it is a directory (a
-    rosbag2), or the directory of a file of a rosbag2 (beside a metadata.yaml).
-    """
+def _recording_dir(recording: Path) -> Path | None:
+    """The recording's directory: the recording itself when it is a directory (a
+    rosbag2), or the directory of a file of a rosbag2 (beside a metadata.yaml)."""
     rec = recording.resolve()
-    if not rec.is_dir():
-        rec = rec.parent if (rec.parent / 'metadata.yaml').is_file() else None
+    if rec.is_dir():
+        return rec
+    return rec.parent if (rec.parent / 'metadata.yaml').is_file() else None
+
+
+def output_outside(out: Path, recording: Path) -> None:
+    """Refuse an output directory that is the input recording's directory or inside it."""
+    rec = _recording_dir(recording)
     target = out.resolve()
     if rec is not None and (target == rec or rec in target.parents):
         raise CliError(f"output directory {out} lies in the input recording's directory "
                        f"{rec}: the outputs would be mixed with the recording's files (give "
                        'another -o)')
+
+
+def outputs_not_input(outputs: Iterable[Path], recording: Path) -> None:
+    """Refuse output files that are the input recording or lie in its rosbag2 directory.
+
+    Found by a review: ``track OUT/rpm.csv -o OUT`` emptied the recording before
+    reading it (and said it held no event); ``detect`` and ``events`` overwrote an
+    input given as their own ``-o``.
+    """
+    rec, rec_dir = recording.resolve(), _recording_dir(recording)
+    for path in outputs:
+        target = path.resolve()
+        if target == rec or (rec_dir is not None and rec_dir in target.parents):
+            raise CliError(f'output {path} would overwrite the input recording {recording} '
+                           '(give another -o)')
 
 
 def output_file(path: Path) -> Path:

@@ -20,6 +20,7 @@ from helixtrack_ros.cli.common import (
     make_decoder_or_fail,
     open_or_fail,
     output_file,
+    outputs_not_input,
 )
 from helixtrack_ros.cli.progress import Progress, progress_enabled
 from helixtrack_ros.pipeline.startup import image_order
@@ -130,6 +131,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     """``helixtrack detect``: write a parameter file with the rotors found."""
     from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
     output_file(Path(args.out))
+    outputs_not_input([Path(args.out), Path(args.out).parent / 'detect.png'], Path(args.bag))
     t0 = time.perf_counter()
     found = detect_in_bag(args.bag, args.topic, args.at_s, args.window, quiet=args.quiet)
     if found.empty:     # (no parameter file: there was nothing to look at)

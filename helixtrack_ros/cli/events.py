@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+import re
 import sys
 from typing import Any
 
@@ -28,11 +29,14 @@ from helixtrack_ros.cli.common import (
     open_or_fail,
     output_dir,
     output_file,
+    outputs_not_input,
 )
 from helixtrack_ros.cli.progress import Progress, progress_enabled
 
 #: a chunk file of ``events --out DIR`` holds at most this many events (about 52 MB)
 CHUNK_EVENTS = 4_000_000
+#: the name of chunk file k of ``events --out DIR``
+CHUNK_NAME = 'events_{:06d}.npz'
 
 
 class _NpzSink:
@@ -67,7 +71,7 @@ class _NpzSink:
         if self.chunk_events is None:
             path = self.out
         elif self._parts:
-            path = self.out / f'events_{len(self.files):06d}.npz'
+            path = self.out / CHUNK_NAME.format(len(self.files))
         else:
             return
         ev = EventArrays.concatenate(self._parts)
@@ -93,11 +97,19 @@ class _NpzSink:
         return f'{self.out}{"" if str(self.out).endswith("/") else "/"} ({names})'
 
 
+def _chunk_paths(out: Path, recording: Path) -> list[Path]:
+    """The chunk files of ``out`` that could be the recording (its name, or the first)."""
+    is_chunk = re.fullmatch(r'events_\d{6}\.npz', recording.name) is not None
+    return [out / (recording.name if is_chunk else CHUNK_NAME.format(0))]
+
+
 def cmd_events(args: argparse.Namespace) -> int:
     """Decode a recording's packets into an npz file, or chunk files in a directory."""
     single = args.out.lower().endswith('.npz')
     out = output_file(Path(args.out)) if single else output_dir(Path(args.out))
     recording = open_or_fail(args.bag, args.topic)
+    outputs_not_input([out] if single else _chunk_paths(out, Path(recording.path)),
+                      Path(recording.path))
     sink = _NpzSink(out, None if single else CHUNK_EVENTS,
                     (recording.width, recording.height))
     decoder = None

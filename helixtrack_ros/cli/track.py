@@ -29,6 +29,7 @@ from helixtrack_ros.cli.common import (
     open_or_fail,
     output_dir,
     output_outside,
+    outputs_not_input,
     remove_output,
 )
 from helixtrack_ros.cli.picture_worker import PictureWorker
@@ -49,6 +50,8 @@ REORDER_WINDOW = 16
 BATCH_PACKETS = 64
 #: ... or fewer, once their payloads hold this many 16-bit EVT3 words (8 MB)
 BATCH_WORDS = 4_000_000
+#: the files a run writes into its output directory
+OUTPUT_NAMES = ('rpm.csv', 'results.mcap', 'rpm.png', 'overlay.png')
 #: columns of rpm.csv
 CSV_COLUMNS = ['t_us', 'stamp_ns', 'rotor', 'rpm', 'rpm_std', 'phase_rad', 'omega_rad_s',
                *(f'h{i}{j}' for i in range(3) for j in range(3)), 'events', 'level', 'health',
@@ -312,6 +315,7 @@ def track_recording(bag: str, config: Any, out: Path | None, truth: GroundTruth 
         recording = open_or_fail(bag, topic)
         if out is not None:
             output_outside(out, Path(recording.path))
+            outputs_not_input([out / name for name in OUTPUT_NAMES], Path(recording.path))
             output_dir(out)
             remove_output(out / 'results.mcap')
         TrackingPipeline.warmup()
