@@ -81,6 +81,14 @@ def test_times_in_nanoseconds_are_read_from_t_ns(tmp_path):
      't_us holds nanoseconds, not microseconds (the latest, 1.7e+18, is over 143 years'),
     (lambda p: _ns_in_t_us(p), 't_us holds nanoseconds, not microseconds (the 1999 steps '
      'between events are all whole multiples of 1000): save them as t_ns'),
+    # found by a review: cast to uint16, inventing events (a CSV file refuses them)
+    (lambda p: _savez(p, x=np.array([1.0, np.nan, 2.0])),
+     'x must be whole pixel numbers 0..65535, got 1 other value(s), e.g. nan'),
+    (lambda p: _savez(p, y=np.array([1.0, 2.5, 3.0])),
+     'y must be whole pixel numbers 0..65535, got 1 other value(s), e.g. 2.5'),
+    (lambda p: _savez(p, x=np.array([-3, 1, 2], np.int8)),
+     'x must be whole pixel numbers 0..65535, got 1 other value(s), e.g. -3'),
+    (lambda p: _savez(p, p=np.array([0.0, np.nan, 1.0])), 'p holds 1 value(s) that are no number'),
 ])
 def test_a_bad_npz_file_is_one_line(tmp_path, capsys, write, message):
     path = tmp_path / 'bad.npz'

@@ -88,8 +88,8 @@ def read_npz_events(path: 'str | Path') -> tuple[EventArrays, int, int]:
     n = arrays[key].shape
     if any(a.ndim != 1 or a.shape != n for a in arrays.values()):
         raise NpzEventsError(f'{path}: {key}, x, y and p must be 1-D arrays of one length')
-    ev = EventArrays(_times(path, arrays[key], key), arrays['x'].astype(np.uint16),
-                     arrays['y'].astype(np.uint16), (arrays['p'] != 0).astype(np.uint8))
+    ev = EventArrays(_times(path, arrays[key], key), _pixels(path, arrays['x'], 'x'),
+                     _pixels(path, arrays['y'], 'y'), _polarities(path, arrays['p']))
     ev = ev.time_sorted()
     if len(size) == 2 and min(size) > 0:
         return ev, size[0], size[1]
@@ -111,6 +111,33 @@ def _size(path: Path, key: str, value: np.ndarray) -> int:
                              f'shape {value.shape} and type {value.dtype}')
     v = float(value)
     return int(v) if np.isfinite(v) and v == int(v) and 0 < v <= 1 << 30 else 0
+
+
+def _pixels(path: Path, a: np.ndarray, name: str) -> np.ndarray:
+    """Pixel coordinates as uint16: whole numbers 0..65535, or one clear error.
+
+    Found by a review: NaN, negative or fractional coordinates were cast to uint16,
+    inventing events (the same values in a CSV file are refused).
+    """
+    if a.dtype.kind not in 'biuf':
+        raise NpzEventsError(f'{path}: {name} must hold real numbers, not {a.dtype}')
+    if a.dtype.kind != 'b' and len(a):
+        with np.errstate(invalid='ignore'):
+            bad = ~np.isfinite(a) | (a < 0) | (a > 65535) | (a != np.round(a))
+        if bad.any():
+            raise NpzEventsError(f'{path}: {name} must be whole pixel numbers 0..65535, got '
+                                 f'{int(bad.sum())} other value(s), e.g. {a[bad][0].item()!r}')
+    return a.astype(np.uint16)
+
+
+def _polarities(path: Path, p: np.ndarray) -> np.ndarray:
+    """Polarities as uint8 (non-zero: 1); NaN or a non-number is an error."""
+    if p.dtype.kind not in 'biuf':
+        raise NpzEventsError(f'{path}: p must hold real numbers, not {p.dtype}')
+    if p.dtype.kind == 'f' and not np.all(np.isfinite(p)):
+        raise NpzEventsError(f'{path}: p holds {int(np.sum(~np.isfinite(p)))} value(s) '
+                             'that are no number')
+    return (p != 0).astype(np.uint8)
 
 
 def _time_key(path: Path, arrays: dict[str, np.ndarray]) -> str:
