@@ -877,3 +877,29 @@ def test_an_output_that_is_the_input_recording_is_refused(tmp_path, capsys):
         line = one_line(capsys.readouterr().err)
         assert f'output {given} would overwrite the input recording {given}' in line, args
         assert given.read_bytes() == before, args
+
+
+@pytest.mark.parametrize('cut', [0, 2])
+def test_evt3_packets_without_a_sensor_size_are_refused_saying_so(scene, tmp_path, capsys, cut):
+    """Found by a review: EVT3 packets with width and height 0 went through the size
+    look-up meant for ``mono`` words: "buffer size must be a multiple of element size"
+    (exit 2), or (payloads of whole 8-byte words) evt3 words read as mono events, a
+    32817x28672 sensor "taken from the events". Now the pipeline refuses them, and
+    ``events`` says there is no usable size."""
+    from helixtrack_ros.io.bags import iter_event_packets
+    bag = tmp_path / 'wh0'
+    with EventBagWriter(bag) as w:
+        for k, pkt in enumerate(iter_event_packets(scene / 'events')):
+            payload = bytes(pkt.events)
+            payload = payload[:len(payload) - len(payload) % 8 + cut]
+            w.write(pkt.stamp_ns, k, payload, width=0, height=0)
+            if k == 20:
+                break
+    assert main(['track', str(bag), '-q', '-o', str(tmp_path / 'o')]) == 1
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err and 'element size' not in err
+    assert 'every one of the 21 packets was refused (bad packet: width must be in 1..2048, ' \
+           'got 0)' in err
+    assert main(['events', str(bag), '-q', '-o', str(tmp_path / 'e.npz')]) == 2
+    assert one_line(capsys.readouterr().err).endswith(
+        'packet 0: width must be in 1..2048, got 0: no usable sensor size')

@@ -306,9 +306,12 @@ class Packets:
 
 
 def make_decoder_or_fail(pkt: Any) -> Any:
-    """The decoder for a packet's encoding and sensor size; an unknown one as CliError."""
+    """The decoder for a packet's encoding and sensor size; an unknown encoding or an
+    unusable size as CliError."""
     from helixtrack_ros.codecs import UnsupportedEncodingError, make_decoder
     try:
         return make_decoder(pkt.encoding, pkt.width, pkt.height)
     except UnsupportedEncodingError as exc:
         raise CliError(str(exc)) from None
+    except ValueError as exc:     # (a sensor size the decoder cannot take, e.g. 0 x 0)
+        raise CliError(f'packet {pkt.seq}: {exc}: no usable sensor size') from None

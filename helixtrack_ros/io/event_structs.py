@@ -298,6 +298,10 @@ def _sized(records: Iterable[EventPacketRecord], sizes: _Sizes) -> Iterator[Even
     for rec in records:
         if rec.width and rec.height:
             sizes.given(rec)
+        elif rec.encoding != 'mono':
+            # (only mono words hold a size; another encoding's payload is no such words:
+            # the pipeline refuses the packet, saying why)
+            pass
         elif sizes.size is None:     # nothing tells the size yet: held until events do
             held.append(rec)
             events += len(rec.events) // 8
