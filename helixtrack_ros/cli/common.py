@@ -70,7 +70,8 @@ EXIT_STATUS_HELP = """exit status:
        messages around it processed), a ROS 1 bag without its index (read
        up to the damage; rosbag reindex), or a .raw file ending inside a
        word or a .dat file inside an event (every whole packet was
-       processed); wins over 1
+       processed); wins over 1, except that track exits 1 when it tracked
+       no rotor (its line also says the input is cut short)
   130  interrupted (Ctrl-C or SIGTERM): the outputs hold what was processed"""
 
 
