@@ -924,3 +924,15 @@ def test_messages_lost_inside_an_mcap_without_an_error_are_said(scene, tmp_path,
     assert re.search(rf'{re.escape(str(mcap))} is damaged \(\d+ of the 300 messages its '
                      r'metadata lists could not be read\): decoded the \d+ intact messages',
                      line), line
+
+
+def test_events_all_off_the_sensor_are_not_called_no_event(tmp_path, capsys):
+    """Found by a review: a 1 x 1 sensor whose every event lies off it ended with "the
+    120 packets hold no event" though the events were there (each a decode error)."""
+    path = tmp_path / 'off.csv'
+    path.write_text('%geometry:1,1\n' + ''.join(f'{5 + k % 7},{3 + k % 5},{k % 2},{10 * k}\n'
+                                                for k in range(3000)))
+    assert main(['track', str(path), '-q', '-o', str(tmp_path / 'o')]) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert re.search(r'no rotor tracked: the \d+ packets hold no usable event \(3000 decode '
+                     r'errors, see the warning above\)', last), last

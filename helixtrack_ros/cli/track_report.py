@@ -37,6 +37,9 @@ def _nothing_tracked(info: dict[str, Any]) -> str | None:
     if sum(info['errors'].values()) >= info['packets']:
         first = next(iter(info['error_text'].values()))
         return f'every one of the {info["packets"]} packets was refused ({first})'
+    if not info['events'] and c.get('decode_errors'):   # (e.g. every event off the sensor)
+        return (f'the {info["packets"]} packets hold no usable event ({c["decode_errors"]} '
+                'decode errors, see the warning above)')
     if not info['events']:
         return f'the {info["packets"]} packets hold no event'
     if info['auto_detect'] and not c['detections']:
