@@ -201,3 +201,23 @@ def test_damaged_lines_are_left_out_and_said_once(tmp_path, capsys):
     path.write_text('1,2,0,5\n1,2,0\n3,4,1,6\nx\n')         # half the lines: refused
     with pytest.raises(TextEventsError, match=r"line 2: '1,2,0' is not an event.*2 of 4"):
         read_text_events(path)
+
+
+def test_microseconds_under_a_seconds_header_are_refused(tmp_path, capsys):
+    """Found by a review: a ``t_s`` column holding whole microseconds read as a 33-hour
+    recording and tracked for minutes; a few whole seconds in a real file still read."""
+    n = 2000
+    t = np.sort(np.random.default_rng(1).integers(0, 100_000, n))
+    _write(tmp_path / 'us.csv', 'x,y,p,t_s\n', (np.arange(n) % 64, np.arange(n) % 48,
+                                                 np.arange(n) % 2, t), '%d')
+    message = 'microseconds? name the time column t_us'
+    with pytest.raises(TextEventsError, match=re.escape(message)):
+        read_text_events(tmp_path / 'us.csv')
+    assert main(['track', str(tmp_path / 'us.csv'), '-q', '-o', str(tmp_path / 'o')]) == 2
+    assert message in capsys.readouterr().err
+    # seconds with fractions, a whole second among them: read
+    secs = np.round(t * 1e-6, 6)
+    secs[0] = 0.0
+    cols = (np.arange(n) % 64, np.arange(n) % 48, np.arange(n) % 2, secs)
+    _write(tmp_path / 's.csv', 'x,y,p,t_s\n', cols, ['%d', '%d', '%d', '%.6f'])
+    assert len(read_text_events(tmp_path / 's.csv').events) == n

@@ -293,6 +293,8 @@ def _events(path: Path, table: np.ndarray, head: _Header, bad: _BadLines) -> Tex
             scale = 1e-3
             notices.append(f'the times are nanoseconds ({ns}): read as such; name the time '
                            'column t_us in a first line to read them as microseconds')
+    if scale == 1e6:
+        _refuse_whole_seconds(path, t)
     if odd is not None:
         notices.append(f'{int(odd.sum())} event(s) have a time with a fraction (the first '
                        f'{t[odd][0]:g}) among whole microseconds: left out as damaged lines')
@@ -328,6 +330,21 @@ def _events(path: Path, table: np.ndarray, head: _Header, bad: _BadLines) -> Tex
     if not (width > 0 and height > 0):    # (no events and no size line: 0, unknown)
         width, height = ((int(out.x.max()) + 1, int(out.y.max()) + 1) if len(out) else (0, 0))
     return TextEvents(out, width, height, tuple(notices))
+
+
+def _refuse_whole_seconds(path: Path, t: np.ndarray) -> None:
+    """Refuse times in seconds that are whole numbers a second or more apart (median).
+
+    Found by a review: microseconds under a ``t_s`` header read as a 33-hour recording,
+    tracked for minutes; no event camera's events are seconds apart.
+    """
+    if len(t) < 100 or np.any(t != np.round(t)):
+        return
+    step = float(np.median(np.diff(np.unique(t)))) if len(np.unique(t)) > 1 else 0.0
+    if step >= 1.0:
+        raise TextEventsError(f'{path}: the times, in seconds by the column name, are whole '
+                              f'numbers {step:g} s apart (the median step): microseconds? '
+                              'name the time column t_us')
 
 
 def _unit(t: np.ndarray) -> tuple[float, 'np.ndarray | None']:
