@@ -221,3 +221,21 @@ def test_microseconds_under_a_seconds_header_are_refused(tmp_path, capsys):
     cols = (np.arange(n) % 64, np.arange(n) % 48, np.arange(n) % 2, secs)
     _write(tmp_path / 's.csv', 'x,y,p,t_s\n', cols, ['%d', '%d', '%d', '%.6f'])
     assert len(read_text_events(tmp_path / 's.csv').events) == n
+
+
+@pytest.mark.parametrize('line', ['%geometry:-3,-3', '%geometry:nan,inf', '% Width 99999999999',
+                                  '%geometry:0,0'])
+def test_a_size_line_that_gives_no_size_is_said(tmp_path, line):
+    """Found by a review: such lines were ignored silently (the size came from the events
+    without a word, or a width of 99999999999 was taken)."""
+    n = 500
+    _write(tmp_path / 'g.csv', line + '\n', (np.arange(n) % 64, np.arange(n) % 48,
+                                             np.arange(n) % 2, np.arange(n) * 10), '%d')
+    got = read_text_events(tmp_path / 'g.csv')
+    assert (got.width, got.height) == (64, 48)
+    assert any('gives no sensor size (whole numbers 1..65535): the size comes from the events'
+               in note for note in got.notices), got.notices
+    _write(tmp_path / 'ok.csv', '%geometry:100,80\n', (np.arange(n) % 64, np.arange(n) % 48,
+                                                       np.arange(n) % 2, np.arange(n) * 10), '%d')
+    ok = read_text_events(tmp_path / 'ok.csv')
+    assert (ok.width, ok.height) == (100, 80) and not ok.notices

@@ -29,7 +29,7 @@ while it is the last one read, since the size must be known before packets.
 """
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import functools
 import io
 from pathlib import Path
@@ -139,6 +139,7 @@ class _Header:
     scale: float = 0.0     # to microseconds; 0 when the events must tell
     unit_named: bool = False   # the time column's name gives its unit (no nanosecond guess)
     line: int = 1          # number of the first event line
+    notes: list[str] = field(default_factory=list)   # said with the events' notices
 
     @classmethod
     def read(cls, path: Path, fh: io.BufferedReader) -> '_Header':
@@ -163,13 +164,17 @@ class _Header:
             head.line += 1
 
     def _comment(self, text: str) -> None:
-        m = re.match(r'geometry\s*[:=]?\s*(\d+)\s*[,x ]\s*(\d+)', text, re.I)
-        if m:
+        m = re.match(r'geometry\s*[:=]?\s*(\d+)\s*[,x ]\s*(\d+)\s*$', text, re.I)
+        if m and all(0 < int(v) <= 65535 for v in m.groups()):
             self.width, self.height = int(m.group(1)), int(m.group(2))
             return
-        m = re.match(r'(width|height)\s*[:=]?\s*(\d+)', text, re.I)
-        if m:
+        m = re.match(r'(width|height)\s*[:=]?\s*(\d+)\s*$', text, re.I)
+        if m and 0 < int(m.group(2)) <= 65535:
             setattr(self, m.group(1).lower(), int(m.group(2)))
+        elif re.match(r'(geometry|width|height)\b', text, re.I):
+            # (found by a review: "%geometry:-3,-3" or "nan,inf" went unmentioned)
+            self.notes.append(f'line {self.line}: {text[:40]!r} gives no sensor size (whole '
+                              'numbers 1..65535): the size comes from the events')
 
     def _names(self, path: Path, text: str) -> bool:
         """A line of column names (True), which must name t, x, y and p."""
@@ -281,7 +286,7 @@ def _bad_line(path: Path, chunk: bytes, line0: int) -> str:
 def _events(path: Path, table: np.ndarray, head: _Header, bad: _BadLines) -> TextEvents:
     """The columns as events: order, time unit, polarity, checks, time order."""
     order = head.order or _order(path, table)
-    t, notices = table[:, order.index('t')], []
+    t, notices = table[:, order.index('t')], list(head.notes)
     if not np.all(np.isfinite(t)):
         raise TextEventsError(f'{path}: {int(np.sum(~np.isfinite(t)))} time(s) are not numbers')
     scale, odd = head.scale, None
