@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-import re
 import sys
 from typing import Any
 
@@ -99,7 +98,8 @@ class _NpzSink:
 
 def _chunk_paths(out: Path, recording: Path) -> list[Path]:
     """The chunk files of ``out`` that could be the recording (its name, or the first)."""
-    is_chunk = re.fullmatch(r'events_\d{6}\.npz', recording.name) is not None
+    digits = ''.join(ch for ch in recording.name if ch.isdigit())
+    is_chunk = bool(digits) and recording.name == CHUNK_NAME.format(int(digits))
     return [out / (recording.name if is_chunk else CHUNK_NAME.format(0))]
 
 

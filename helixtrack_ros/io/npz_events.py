@@ -121,13 +121,23 @@ def _pixels(path: Path, a: np.ndarray, name: str) -> np.ndarray:
     """
     if a.dtype.kind not in 'biuf':
         raise NpzEventsError(f'{path}: {name} must hold real numbers, not {a.dtype}')
-    if a.dtype.kind != 'b' and len(a):
-        with np.errstate(invalid='ignore'):
-            bad = ~np.isfinite(a) | (a < 0) | (a > 65535) | (a != np.round(a))
-        if bad.any():
-            raise NpzEventsError(f'{path}: {name} must be whole pixel numbers 0..65535, got '
-                                 f'{int(bad.sum())} other value(s), e.g. {a[bad][0].item()!r}')
+    problem = pixel_problem(name, a) if a.dtype.kind != 'b' else None
+    if problem is not None:
+        raise NpzEventsError(f'{path}: {problem}')
     return a.astype(np.uint16)
+
+
+def pixel_problem(name: str, a: np.ndarray) -> str | None:
+    """What is wrong with pixel coordinates ``a`` (real numbers) that are not all whole
+    numbers 0..65535 (NaN included); None when they are. Text files share it."""
+    if not len(a):
+        return None
+    with np.errstate(invalid='ignore'):
+        bad = ~np.isfinite(a) | (a < 0) | (a > 65535) | (a != np.round(a))
+    if not bad.any():
+        return None
+    return (f'{name} must be whole pixel numbers 0..65535, got {int(bad.sum())} other '
+            f'value(s), e.g. {a[bad][0].item()!r}')
 
 
 def _polarities(path: Path, p: np.ndarray) -> np.ndarray:

@@ -39,7 +39,7 @@ import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.io.event_packets import mono_packets
-from helixtrack_ros.io.npz_events import MAX_T_US, nanoseconds_reason
+from helixtrack_ros.io.npz_events import MAX_T_US, nanoseconds_reason, pixel_problem
 from helixtrack_ros.io.packet_record import EventPacketRecord
 
 #: File name endings read as text events.
@@ -321,10 +321,9 @@ def _events(path: Path, table: np.ndarray, head: _Header, bad: _BadLines) -> Tex
                               f'{" s" if scale == 1e6 else ""}; sensor times lie within 0..'
                               f'{MAX_T_US} us')
     for k in 'xy':
-        c = cols[k]
-        if len(c) and (c.min() < 0 or c.max() > 65535 or np.any(c != np.round(c))):
-            raise TextEventsError(f'{path}: {k} must be whole pixel numbers 0..65535, got '
-                                  f'{c.min():g}..{c.max():g}')
+        problem = pixel_problem(k, cols[k])
+        if problem is not None:
+            raise TextEventsError(f'{path}: {problem}')
     ev = EventArrays(t_us.astype(np.int64), cols['x'].astype(np.uint16),
                      cols['y'].astype(np.uint16), (cols['p'] > 0).astype(np.uint8))
     out = ev.time_sorted()
