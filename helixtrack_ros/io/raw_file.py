@@ -203,7 +203,9 @@ def _follow_time_high(state, high, bits, far):
     """Move the absolute TIME_HIGH count to a TIME_HIGH word's ``high`` (``bits`` wide).
 
     The first one sets it; then the modular difference is a step forward below
-    half the range, else back (a glitch or a restarted clock: no wrap). A step
+    half the range, else back (a glitch or a restarted clock: no wrap); a step
+    back past the stream's start is taken as the word's value, as the decoders
+    take it, so no time is negative (a negative start read as none). A step
     of more than ``far`` counts either way is taken only once the next two
     TIME_HIGH words go on from it (by at most ``far / 16`` each): the random
     TIME_HIGH words of a damaged block do not, so the packets after it are
@@ -215,11 +217,13 @@ def _follow_time_high(state, high, bits, far):
         return
     d = (high - state[_K_HIGH]) & ((1 << bits) - 1)
     step = d if d < (1 << (bits - 1)) else d - (1 << bits)
+    cand = state[_K_HIGH] + step
+    if cand < 0:    # back past the stream's start: taken as it stands (as the decoders do)
+        cand = high
     if -far <= step <= far:
-        state[_K_HIGH] += step
+        state[_K_HIGH] = cand
         state[_K_PEND_SEEN] = 0
         return
-    cand = state[_K_HIGH] + step
     if state[_K_PEND_SEEN] > 0 and 0 <= cand - state[_K_PEND] <= max(1, far >> 4):
         state[_K_PEND] = cand
         state[_K_PEND_SEEN] += 1
