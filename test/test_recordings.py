@@ -414,3 +414,24 @@ def test_a_raw_time_jump_of_half_the_range_is_cut_into_packets_on_both_sides(sce
     assert len(jumped) >= len(clean) - 10
     sizes = sorted(len(p.events) for p in jumped)
     assert sizes[-3] <= 2 * max(len(p.events) for p in clean)
+
+
+def test_the_events_of_corrupt_packets_dropped_are_counted(scenes, tmp_path, capsys):
+    # the packets around a leap of 8.4 s are dropped as corrupt until the leap persists:
+    # the summary says how many events they held (before, only how many packets)
+    root, paths = scenes
+    head = read_raw_header(paths['raw-evt3'])
+    bad = tmp_path / 'jump.raw'
+    data = _shift_time_high(paths['raw-evt3'].read_bytes(), head.data_offset, 'raw-evt3',
+                            1 << 11)
+    bad.write_bytes(data)
+    words = np.frombuffer(data, np.uint8, offset=head.data_offset)
+    total = len(make_decoder('evt3', 1280, 720).decode(words).events.t_us)
+    assert main(['track', str(bad), '--params', str(root / 'rosbag2' / 'params.yaml'),
+                 '--out', str(tmp_path / 'out'), '-q']) == 0
+    out = capsys.readouterr().out
+    tracked = int(out.split(' events in ')[0].split()[-1])
+    said = [line for line in out.splitlines() if line.startswith('also: ')]
+    assert said and 'packets corrupt' in said[0], out
+    dropped = int(said[0].split('packets corrupt ')[1].split('(')[1].split()[0])
+    assert 0 < dropped <= total - tracked

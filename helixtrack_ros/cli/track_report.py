@@ -145,6 +145,9 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
     if c.get('format_changes') and change is not None:   # (the last one: from, to)
         other = [f'{item} (the last: {change[0]} -> {change[1]})'
                  if item.startswith('format changes') else item for item in other]
+    if c.get('packets_corrupt'):
+        other = [f'{item} ({c.get("events_corrupt", 0)} events in them dropped)'
+                 if item.startswith('packets corrupt') else item for item in other]
     if other:
         print('also: ' + ', '.join(other))
     if c['decode_errors']:

@@ -61,8 +61,8 @@ _MAX, _MIN = np.maximum.reduce, np.minimum.reduce
 
 INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backwards',
                    'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt',
-                   'packets_duplicate', 'stamp_jumps', 'format_changes', 'events_clamped',
-                   'sensor_gaps', 'events_mistimed')
+                   'events_corrupt', 'packets_duplicate', 'stamp_jumps', 'format_changes',
+                   'events_clamped', 'sensor_gaps', 'events_mistimed')
 
 
 def _largest_step(t_us: np.ndarray, back: bool = False) -> tuple[int, int]:
@@ -268,6 +268,7 @@ class PacketIntake:
             if final:
                 self._leap_run = 0
             self.counters['packets_corrupt'] += 1
+            self.counters['events_corrupt'] += n_events    # (lost: the summary says how many)
             self._suspect_run += 1
             self._lose(stamp_ns)
             return Admission(f'corrupt payload dropped (seq {seq}): {reason}')
