@@ -924,6 +924,12 @@ def test_messages_lost_inside_an_mcap_without_an_error_are_said(scene, tmp_path,
     assert re.search(rf'{re.escape(str(mcap))} is damaged \(\d+ of the 300 messages its '
                      r'metadata lists could not be read\): decoded the \d+ intact messages',
                      line), line
+    # the reader of other topics says it too (before, it gave the intact ones silently)
+    from helixtrack_ros.io.bags import DEFAULT_EVENT_TOPIC, TruncatedBagError, iter_messages
+    got = []
+    with pytest.raises(TruncatedBagError, match='messages its metadata lists could not be'):
+        got.extend(iter_messages(bag, [DEFAULT_EVENT_TOPIC]))
+    assert 0 < len(got) < 300
 
 
 def test_events_all_off_the_sensor_are_not_called_no_event(tmp_path, capsys):

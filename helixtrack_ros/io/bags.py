@@ -359,7 +359,8 @@ def iter_messages(bag_path: 'str | Path',
     ValueError
         If a topic is missing, or a type is unknown to the typestore.
     TruncatedBagError
-        (a ValueError) After the last intact message of an MCAP bag cut short.
+        (a ValueError) After the last intact message of an MCAP bag cut short, or
+        when fewer messages were read than the bag's metadata lists.
     """
     reader = _open(bag_path)
     try:
@@ -383,8 +384,9 @@ def iter_messages(bag_path: 'str | Path',
                                  f'{one_line(err)}') from err
             n += 1
             yield conn.topic, int(log_time_ns), msg
-        _raise_if_damaged(stream.reader, n,
-                          ', '.join(sorted({c.topic for c in conns})) or 'no topic')
+        names = ', '.join(sorted({c.topic for c in conns})) or 'no topic'
+        _raise_if_damaged(stream.reader, n, names)
+        _raise_if_short(reader, conns, n, names)
     finally:
         reader.close()
 
