@@ -942,3 +942,22 @@ def test_events_all_off_the_sensor_are_not_called_no_event(tmp_path, capsys):
     last = capsys.readouterr().err.splitlines()[-1]
     assert re.search(r'no rotor tracked: the \d+ packets hold no usable event \(3000 decode '
                      r'errors, see the warning above\)', last), last
+
+
+@pytest.mark.parametrize('kind', ['csv', 'npz'])
+def test_decoded_events_on_a_sensor_too_large_are_refused_at_once(kind, tmp_path, capsys):
+    """Found by a review: a size of 65535 was refused packet by packet in a .csv or .npz
+    file (exit 1 for track, three warnings, then a count), at the header in a .raw file.
+    Now the file is refused in one line with exit 2, as a bad .raw header is."""
+    k = np.arange(3000)
+    path = tmp_path / f'big.{kind}'
+    if kind == 'csv':
+        path.write_text('%geometry:65535,100\n' + ''.join(
+            f'{k % 300},{k % 90},{k % 2},{10 * k}\n' for k in range(3000)))
+    else:
+        np.savez(path, t_us=10 * k, x=k % 300, y=k % 90, p=k % 2, width=65535, height=100)
+    for cmd in ('track', 'events'):
+        out = tmp_path / f'o_{cmd}' if cmd == 'track' else tmp_path / 'e.npz'
+        assert main([cmd, str(path), '-q', '-o', str(out)]) == 2
+        assert one_line(capsys.readouterr().err).endswith(
+            'a sensor of 65535 x 100 pixels is larger than the 32768 x 32768 this reader takes')

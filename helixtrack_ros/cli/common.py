@@ -59,8 +59,9 @@ EXIT_STATUS_HELP = """exit status:
        --duration, missing recording or topic, a topic
        not of type EventPacket or EventArray, a bag with no event topic or with
        several and no --topic, a .raw file without a header or of another
-       format than EVT 2.0/2.1/3.0, a .dat file of other than CD events, an
-       output that cannot be written, an output directory that is an
+       format than EVT 2.0/2.1/3.0, a .dat file of other than CD events, a
+       .dat, .npz or text file on a sensor over 32768 pixels wide or high,
+       an output that cannot be written, an output directory that is an
        existing file or lies in the input rosbag2's directory; batch,
        sweep: no recording could be read, a bad grid file
   3    the input is cut short or damaged: the bag's MCAP file (recorder

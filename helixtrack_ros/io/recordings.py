@@ -173,16 +173,15 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
     if kind == 'dat':
         from helixtrack_ros.io.dat_file import read_dat_header
         dat = read_dat_header(path)
-        return Recording(path, kind, None, 'dat cd', None, dat.width, dat.height)
+        return _decoded_events(path, kind, 'dat cd', dat.width, dat.height)
     if kind == 'npz':
         from helixtrack_ros.io.npz_events import read_npz_events
         _, width, height = read_npz_events(path)
-        return Recording(path, kind, None, 'npz events', None, width or None, height or None)
+        return _decoded_events(path, kind, 'npz events', width, height)
     if kind == 'text':
         from helixtrack_ros.io.text_events import read_text_events
         text = read_text_events(path)
-        return Recording(path, kind, None, 'text events', None, text.width or None,
-                         text.height or None)
+        return _decoded_events(path, kind, 'text events', text.width, text.height)
     if kind == 'rosbag1':
         from helixtrack_ros.io.ros1_bags import ros1_topics
         info = ros1_topics(path)
@@ -197,6 +196,17 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
             rec = Recording(path, kind, name, msgtype, count, int(first.width),
                             int(first.height))
     return rec
+
+
+def _decoded_events(path: Path, kind: str, what: str, width: int, height: int) -> Recording:
+    """The recording of a file of decoded events (sent as ``mono`` packets), refused in one
+    line when its sensor is larger than the ``mono`` decoder takes (before, each packet
+    was refused: a RAW file's header is refused at once; review)."""
+    from helixtrack_ros.codecs.mono import MONO_MAX_SIZE
+    if max(width, height) > MONO_MAX_SIZE:
+        raise RecordingError(f'{path}: a sensor of {width} x {height} pixels is larger than '
+                             f'the {MONO_MAX_SIZE} x {MONO_MAX_SIZE} this reader takes')
+    return Recording(path, kind, None, what, None, width or None, height or None)
 
 
 def _rosbag2_topic(path: Path, topic: str | None) -> tuple[str, str, int]:
