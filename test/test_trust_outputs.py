@@ -324,10 +324,10 @@ def test_assigning_parameters_keeps_the_learnt_polarity_offsets(quad):
 def test_the_published_rpm_std_covers_the_error(quad, stride):
     """A consumer weighs each RPM by its published standard deviation: the error must lie
     within a few of them. The EKF's std comes from its model of independent events; this
-    holds it to the ground truth (measured here: z RMS 0.2-0.8, no |z| > 3, an std a
-    quarter as large fails both rotors 0.2-0.5 beyond 3; over 36
-    scenes of quadcopter 2-4 m at egomotion 3-6, 0.05 % of the values at stride 1 and
-    0.09 % at stride 4 beyond 3 std, benchmarks/RESULTS.md)."""
+    holds it to the ground truth. Measured here: z RMS 0.2-0.8, no |z| > 3; an std a
+    quarter as large would put up to 53 % of a rotor's values beyond 3 and fail. Over 36
+    scenes of quadcopter 2-4 m at egomotion 3-6: 0.05 % of the values at stride 1 and
+    0.09 % at stride 4 lie beyond 3 std (benchmarks/RESULTS.md)."""
     scene, pkts = quad
     pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
     pipe.set_stride(stride)
