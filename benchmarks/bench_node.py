@@ -13,7 +13,8 @@ into a node process at several paces and reports, per pace:
 - node CPU time per sensor second (utime + stime of the node process),
 - packets lost, the pipeline's event stride and whether the node kept up
   (saw the last packet within ``--lag-ms`` of its publication),
-- the worst rotor's shaft-RPM MArE of the outputs against ground truth.
+- the worst rotor's shaft-RPM MArE of the outputs against ground truth, and every
+  value published (a TRACKING rotor's) against it: how many, how many > 1 % off.
 
 The highest pace that keeps up without losing a packet (and at stride 1
 unless ``--allow-stride``) gives the highest sustained event rate.
@@ -79,6 +80,8 @@ def run(args: argparse.Namespace) -> list[dict]:
 
     tmp = Path(tempfile.mkdtemp(prefix='bench_node_'))
     tree = rotor_params_tree(scene.initial_rotor_params())
+    if not tree['rotor_names']:      # (rcl's parser takes no empty list or map: auto-detect)
+        tree = {}
     tree['diagnostics_period_s'] = float(args.diag_period)
     tree['realtime_stride'] = bool(args.allow_stride)
     tree['max_batch_packets'] = int(args.max_batch)
@@ -102,6 +105,7 @@ def run(args: argparse.Namespace) -> list[dict]:
                               start_ns=BASE_NS - 10**9)
             res = _one_pace(probe, pub, proc, packets, pace, seq, joints, args)
             res['mare_pct'] = _worst_mare_pct(scene, [m for _, m in list(joints)])
+            res.update(_published_errors(scene, [m for _, m in list(joints)]))
         finally:
             probe.close()
             proc.stop()
@@ -114,6 +118,8 @@ def run(args: argparse.Namespace) -> list[dict]:
               f'CPU {res["cpu_per_sensor_s"]:5.2f} s per sensor s, '
               f'lost {res["lost"]}, stride {res["stride"]}, '
               f'worst MArE {res["mare_pct"]:.3f} %, '
+              f'{res["values"]} values published, {res["values_off"]} > 1 % off '
+              f'(largest {res["largest_off_pct"]:.3f} %), '
               f'last output {res["catch_up_ms"]:7.1f} ms after the last packet '
               f'-> {"keeps up" if res["kept_up"] else "behind"}', flush=True)
     ok = [r for r in results if r['kept_up'] and r['lost'] == 0
@@ -125,9 +131,10 @@ def run(args: argparse.Namespace) -> list[dict]:
 
 
 def _worst_mare_pct(scene, joints: list, skip_us: int = 100_000) -> float:
-    """Worst rotor's shaft-RPM MArE [%] of the ``~/rotors`` outputs against ground truth.
+    """Worst rotor's shaft-RPM MArE [%] of the ``~/rotors`` values against ground truth.
 
-    Outputs of the first ``skip_us`` of the scene are left out (convergence).
+    Outputs of the first ``skip_us`` of the scene are left out (convergence), and the
+    NaN of a rotor not TRACKING.
     """
     if not joints:
         return float('nan')
@@ -140,8 +147,29 @@ def _worst_mare_pct(scene, joints: list, skip_us: int = 100_000) -> float:
         k = list(joints[0].name).index(rotor.name)
         rpm = np.array([abs(j.velocity[k]) for j in joints])[keep] * 60.0 / (2.0 * np.pi)
         gt = scene.ground_truth(t_us[keep])[rotor.name]['rpm']
-        worst = max(worst, 100.0 * float(np.mean(np.abs(rpm - gt) / gt)))
+        m = np.isfinite(rpm)       # (NaN: not TRACKING, no value; max(0, nan) gave 0 before)
+        if m.any():
+            worst = max(worst, 100.0 * float(np.mean(np.abs(rpm[m] - gt[m]) / gt[m])))
     return worst
+
+
+def _published_errors(scene, joints: list) -> dict:
+    """Every value ``~/rotors`` published (finite: a TRACKING rotor's) against ground truth,
+    from the first output on: how many, how many more than 1 % off, the largest error [%]."""
+    t_us = np.array([(F.stamp_ns(j) - BASE_NS) / 1000.0 for j in joints])
+    keep = (t_us >= 0) & (t_us <= scene.duration_us)
+    values = off = 0
+    largest = 0.0
+    for rotor in scene.rotors if keep.any() else []:
+        k = list(joints[0].name).index(rotor.name)
+        rpm = np.array([abs(j.velocity[k]) for j in joints])[keep] * 60.0 / (2.0 * np.pi)
+        gt = scene.ground_truth(t_us[keep])[rotor.name]['rpm']
+        m = np.isfinite(rpm)
+        err = np.abs(rpm[m] - gt[m]) / gt[m]
+        values += int(m.sum())
+        off += int((err > 0.01).sum())
+        largest = max(largest, 100.0 * float(err.max()) if len(err) else 0.0)
+    return {'values': values, 'values_off': off, 'largest_off_pct': largest}
 
 
 def _one_pace(probe, pub, proc, packets, pace, seq, joints, args) -> dict:

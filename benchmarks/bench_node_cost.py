@@ -17,6 +17,7 @@ by nothing separates the node's share from the pipeline's.
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import cProfile
 from pathlib import Path
 import pstats
@@ -38,6 +39,21 @@ def _params(scene) -> dict:
                                   'rpm': r.rpm_shaft, 'blades': r.blades,
                                   'direction': r.direction}
     return tree
+
+
+def _count_states(node) -> Counter:
+    """A counter of the rotor states the node's pipeline gives from now on (the cost of a
+    packet depends on them: a rotor not TRACKING takes the recovery path)."""
+    states: Counter = Counter()
+    pipe = node._pipe
+    process = pipe.process_packets
+
+    def counted(packets):
+        results = process(packets)
+        states.update(o.state.name for r in results for o in r.rotors)
+        return results
+    pipe.process_packets = counted
+    return states
 
 
 def run(args: argparse.Namespace) -> None:
@@ -63,6 +79,7 @@ def run(args: argparse.Namespace) -> None:
         warm = len(raw) // 10
         for m in raw[:warm]:
             node._on_packet(m)
+        states = _count_states(node)
         prof = cProfile.Profile() if args.profile else None
         c0, w0 = time.process_time(), time.perf_counter()
         if prof:
@@ -77,6 +94,9 @@ def run(args: argparse.Namespace) -> None:
               f'{n_events / len(raw):.0f} events per packet, {n} packets timed, '
               f'threads {args.threads}')
         print(f'CPU {1e3 * cpu / n:.3f} ms per packet, wall {1e3 * wall / n:.3f} ms per packet')
+        total = max(sum(states.values()), 1)
+        print('rotor outputs of the timed packets: ' + ', '.join(
+            f'{name} {100.0 * k / total:.0f} %' for name, k in states.most_common()))
         if prof:
             pstats.Stats(prof).sort_stats('tottime').print_stats(args.profile)
     finally:
