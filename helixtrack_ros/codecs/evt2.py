@@ -45,7 +45,7 @@ from helixtrack_ros.codecs.time_high import (
     find_time_high,
     step_time_high,
 )
-from helixtrack_ros.core.jit import kernel, kernel_inline
+from helixtrack_ros.core.jit import kernel_inline, packet_kernel
 
 #: Largest sensor size EVT 2.0 can address (11-bit coordinates).
 EVT2_MAX_SIZE = 2048
@@ -193,7 +193,7 @@ def _evt2x_decode(words, new_packet, odd_bytes, time_base_us, width, height, sta
     return k, kt
 
 
-@kernel
+@packet_kernel
 def _evt2_decode(words, new_packet, odd_bytes, time_base_us, width, height, state, counters,
                  out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id, wide):
     """:func:`_evt2x_decode` compiled for one word width: ``wide`` is a constant of each

@@ -68,7 +68,7 @@ from helixtrack_ros.codecs.time_high import (
     find_time_high,
     step_time_high,
 )
-from helixtrack_ros.core.jit import kernel
+from helixtrack_ros.core.jit import packet_kernel
 
 #: Largest sensor size EVT 3.0 can address (11-bit coordinates).
 EVT3_MAX_SIZE = 2048
@@ -108,7 +108,7 @@ def new_state() -> np.ndarray:
     return s
 
 
-@kernel
+@packet_kernel
 def _evt3_decode(words, new_packet, odd_bytes, width, height, state, counters, out_t, out_x, out_y,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
                  out_p, tr_t, tr_v, tr_id):
     """Decode native-order 16-bit EVT 3.0 words, updating ``state`` and ``counters``.

@@ -50,7 +50,7 @@ import numpy as np
 from helixtrack_ros.codecs import counter_slots as cs
 from helixtrack_ros.codecs.event_out import _put_event
 from helixtrack_ros.codecs.kernel_decoder import KernelDecoder, native_words
-from helixtrack_ros.core.jit import kernel, kernel_inline
+from helixtrack_ros.core.jit import kernel_inline, packet_kernel
 
 #: Largest sensor size the libcaer encodings address here (11-bit rows in libcaer_cmp;
 #: libcaer's 15-bit fields are checked against the geometry).
@@ -94,7 +94,7 @@ def _hold(t, floor, counters):
     return floor
 
 
-@kernel
+@packet_kernel
 def _libcaer_decode(words, new_packet, odd_bytes, time_base_us, width, height, state,
                     counters, out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id):
     """Decode libcaer polarity events given as native uint64 (data | timestamp << 32)."""
@@ -140,7 +140,7 @@ def _libcaer_decode(words, new_packet, odd_bytes, time_base_us, width, height, s
     return k, 0
 
 
-@kernel
+@packet_kernel
 def _libcaer_cmp_decode(words, new_packet, odd_bytes, time_base_us, width, height, state,  # noqa: C901, PLR0912, PLR0915 (numba kernel)
                         counters, out_t, out_x, out_y, out_p, tr_t, tr_v, tr_id):
     """Decode native-order 16-bit libcaer_cmp words (up to 8 events per word)."""

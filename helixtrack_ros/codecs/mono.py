@@ -29,13 +29,13 @@ from helixtrack_ros.codecs.types import (
     payload_as_uint8,
 )
 from helixtrack_ros.core.events import EventArrays, EventBuffer
-from helixtrack_ros.core.jit import kernel
+from helixtrack_ros.core.jit import packet_kernel
 
 #: Largest sensor size the mono words can address (15-bit y).
 MONO_MAX_SIZE = 1 << 15
 
 
-@kernel
+@packet_kernel
 def _mono_decode(words, time_base_ns, width, height, floor_us, counters):
     """Decode 64-bit mono words; returns the arrays, their length and the new floor."""
     n = words.shape[0]

@@ -3,9 +3,9 @@
 """The numba compile options, defined once for every kernel in the package.
 
 Every kernel is cached on disk (start-up loads machine code instead of
-compiling) and releases the GIL (rotor kernels run on worker threads). The
-variants differ in two choices that change results, so each kernel names the
-one it was validated with:
+compiling) and releases the GIL (rotor kernels run on worker threads), except
+:data:`packet_kernel`'s. The variants differ in two choices that change
+results, so each kernel names the one it was validated with:
 
 - ``error_model='numpy'``: a division by zero gives inf/NaN instead of
   raising; used where the kernel checks the result itself.
@@ -30,6 +30,11 @@ numpy_errors_inline = njit(error_model='numpy', inline='always', **_BASE)
 fma = njit(fastmath={'contract'}, **_BASE)
 """A kernel whose multiply-adds may be fused (hot per-event maths)."""
 fma_inline = njit(fastmath={'contract'}, inline='always', **_BASE)
+packet_kernel = njit(cache=True)
+"""A cached kernel that keeps the GIL: a short call per packet (or per small batch) on the
+thread that takes the packets. Releasing the GIL there hands it to a busy background
+thread (the detector's, while rotors are lost), and taking it back cost 10-20 us per
+call against 1.6 us for the work (benchmarks/RESULTS.md, twenty-second session)."""
 
 
 def drop_stale_cache(directory: str, modules: tuple[str, ...], mark_name: str) -> None:

@@ -22,7 +22,7 @@ from helixtrack_ros.core.health_machine import (
     _health_range,
     _health_support,
 )
-from helixtrack_ros.core.jit import kernel
+from helixtrack_ros.core.jit import kernel, packet_kernel
 from helixtrack_ros.core.tracker_kernel import _process
 from helixtrack_ros.core.tracker_layout import (
     FS_OM,
@@ -197,7 +197,7 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
     return n_pk
 
 
-@kernel
+@packet_kernel
 def _search_region(t_us, xs, ys, ps, stride, x0, y0, x1, y1, discs, bt, bx, by, bp, own):
     """Copy every stride-th event inside [x0, x1] x [y0, y1] to bt, bx, by, bp; returns how
     many.

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from helixtrack_ros.core.jit import kernel
+from helixtrack_ros.core.jit import kernel, packet_kernel
 from helixtrack_ros.core.routing import _BBOX_COS, _BBOX_SIN, _process_packets
 from helixtrack_ros.core.tracker_layout import OUT_Q, PK_LEN
 from helixtrack_ros.core.tracker_records import PacketRun
@@ -50,7 +50,7 @@ def _homography_row(v, h):
     h[2, 2] = 1.0
 
 
-@kernel
+@packet_kernel
 def _process_stack(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, deadlines, tp, gp, fs, ist,
                    q, pose, acc, acq_t, acq_a, hp, hs, hi, geom, cos_a, sin_a, bi, bt, bx, by,
                    bp, out_v, out_hi, out_hs, out_h, done):
