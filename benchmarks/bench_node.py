@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> list[dict]:
               f'lost {res["lost"]}, stride {res["stride"]}, '
               f'worst MArE {res["mare_pct"]:.3f} %, '
               f'{res["values"]} values published, {res["values_off"]} > 1 % off '
-              f'(largest {res["largest_off_pct"]:.3f} %), '
+              f'(largest {res["largest_off_pct"]:.3f} %'
+              f'{": " + res["off_at"] if res["off_at"] else ""}), '
               f'last output {res["catch_up_ms"]:7.1f} ms after the last packet '
               f'-> {"keeps up" if res["kept_up"] else "behind"}', flush=True)
     ok = [r for r in results if r['kept_up'] and r['lost'] == 0
@@ -160,6 +161,7 @@ def _published_errors(scene, joints: list) -> dict:
     keep = (t_us >= 0) & (t_us <= scene.duration_us)
     values = off = 0
     largest = 0.0
+    where: list[str] = []
     for rotor in scene.rotors if keep.any() else []:
         k = list(joints[0].name).index(rotor.name)
         rpm = np.array([abs(j.velocity[k]) for j in joints])[keep] * 60.0 / (2.0 * np.pi)
@@ -169,7 +171,11 @@ def _published_errors(scene, joints: list) -> dict:
         values += int(m.sum())
         off += int((err > 0.01).sum())
         largest = max(largest, 100.0 * float(err.max()) if len(err) else 0.0)
-    return {'values': values, 'values_off': off, 'largest_off_pct': largest}
+        signed = (rpm[m] - gt[m]) / gt[m]
+        where += [f'{rotor.name} {t / 1e3:.0f} ms {100.0 * e:+.2f} %'
+                  for t, e in zip(t_us[keep][m][err > 0.01], signed[err > 0.01])]
+    return {'values': values, 'values_off': off, 'largest_off_pct': largest,
+            'off_at': '; '.join(where[:8])}
 
 
 def _one_pace(probe, pub, proc, packets, pace, seq, joints, args) -> dict:
