@@ -121,6 +121,8 @@ def run(args: argparse.Namespace) -> list[dict]:
               f'{res["values"]} values published, {res["values_off"]} > 1 % off '
               f'(largest {res["largest_off_pct"]:.3f} %'
               f'{": " + res["off_at"] if res["off_at"] else ""}), '
+              f'longest latencies {res["worst_at"] or "-"} (longest callback '
+              f'{res["callback_ms_max"]} ms), '
               f'last output {res["catch_up_ms"]:7.1f} ms after the last packet '
               f'-> {"keeps up" if res["kept_up"] else "behind"}', flush=True)
     ok = [r for r in results if r['kept_up'] and r['lost'] == 0
@@ -237,6 +239,8 @@ def _one_pace(probe, pub, proc, packets, pace, seq, joints, args) -> dict:
         'node_p50_ms': float(after.get('latency_ms_p50_since_start', 'nan')),
         'node_p99_ms': float(after.get('latency_ms_p99_since_start', 'nan')),
         'next_seq': seq,
+        # (the packets of the five longest latencies: one stall, or several)
+        'worst_at': ', '.join(f'#{i} {lat[i]:.1f} ms' for i in np.argsort(lat)[::-1][:5]),
     }
 
 
