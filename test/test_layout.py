@@ -85,6 +85,21 @@ def test_jit_options_are_defined_only_in_core_jit():
     assert not offenders, f'numba options written outside core/jit.py: {offenders}'
 
 
+def test_the_packet_threads_short_kernels_keep_the_gil_and_the_others_release_it():
+    """The kernels the packet thread calls per packet keep the GIL: releasing it handed it
+    to the busy detector thread, and taking it back cost 10-20 us per call for 1.6 us of
+    work (benchmarks/RESULTS.md, twenty-second session). The rotor kernel of the worker
+    threads and the detector's kernels release it, so that they run beside that thread."""
+    from helixtrack_ros.codecs import evt2, evt3, libcaer, mono
+    from helixtrack_ros.core import detection_ellipse, routing, tracker_stack
+    held = [evt3._evt3_decode, evt2._evt2_decode, libcaer._libcaer_decode,
+            libcaer._libcaer_cmp_decode, mono._mono_decode, routing._search_region,
+            tracker_stack._process_stack]
+    released = [routing._process_packets, detection_ellipse._fit_disc]
+    assert [k.py_func.__name__ for k in held if k.targetoptions.get('nogil')] == []
+    assert [k.py_func.__name__ for k in released if not k.targetoptions.get('nogil')] == []
+
+
 def test_cli_modules_and_functions_stay_small():
     """The helixtrack command is a package of small modules (< 600 lines, functions < 80)."""
     too_long = []
