@@ -64,9 +64,10 @@ def run(args: argparse.Namespace) -> list[dict]:
     from helixtrack_ros.io.params_file import rotor_params_tree
 
     t0 = time.perf_counter()
+    width, height = (int(v) for v in args.size.lower().split('x'))
     scene, packets, _ = F.sim_stream(args.scenario, args.duration, seed=args.seed,
                                      ego_level=args.ego_level, base_ns=BASE_NS,
-                                     thin=args.thin)
+                                     thin=args.thin, sensor_size=(width, height))
     n_events = sum(len(m.events) for m in packets) // 2      # EVT3 words, upper bound
     sensor_s = (F.stamp_ns(packets[-1]) - F.stamp_ns(packets[0])) * 1e-9 + 1e-3
     print(f'command: bench_node.py {" ".join(sys.argv[1:])}')
@@ -256,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--scenario', default='quadcopter_4m', help='helixtrack_ros.sim scenario')
     ap.add_argument('--duration', type=float, default=0.5, help='stream length [s]')
     ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--size', default='1280x720', help='sensor WxH (the scene is scaled to fit)')
     ap.add_argument('--ego-level', type=int, default=None,
                     help="egomotion level of the scene (default: the scenario's own)")
     ap.add_argument('--paces', type=float, nargs='+', default=[0.05, 0.1, 0.2, 0.35, 0.5, 1.0],
