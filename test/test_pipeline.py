@@ -424,3 +424,29 @@ def test_offline_stream_declares_a_rotor_on_another_before_tracking_on(threads):
     assert sum(o.cause == R_OTHER_ROTOR for r in want for o in r.rotors) > 100
     got = [r for d in TrackingPipeline(config).process_stream(iter(batches)) for r in d.results]
     assert _summary(got) == _summary(want)
+
+
+def test_a_corrupt_packet_without_decode_errors_is_said_in_the_diagnostics(packets):
+    """A packet whose sensor time leaps 5 s while its header stamp moves 1 ms is dropped as
+    corrupt, though every word decodes. Before, the pipeline's status still said 'ok'
+    (only refusals and decode errors made it 'bad packets seen'); now it says so, with
+    the events the packet held."""
+    from helixtrack_ros.core.events import EventArrays
+    from helixtrack_ros.pipeline.diagnostics import WARN
+    scene, pkts = packets
+    pipe = _pipe(scene)
+    _feed(pipe, pkts[:20])
+    assert pipe.diagnostics()[0]['message'] == 'ok'
+    n = 500
+    t0 = pkts[20][1] + 5_000_000
+    leap = EventArrays(t0 + np.arange(n, dtype=np.int64), (np.arange(n) % 600).astype(np.uint16),
+                       (np.arange(n) % 400).astype(np.uint16), (np.arange(n) % 2).astype(np.uint8))
+    bad = pipe.process_packet(Evt3Encoder().encode(leap), 'evt3', 1280, 720, False,
+                              10**18 + pkts[20][1] * 1000 + 300_000, 20)
+    assert bad.error is not None and 'corrupt' in bad.error
+    _feed(pipe, pkts[21:30], seq0=21)
+    c = pipe.counters
+    assert c['packets_corrupt'] == 1 and c['decode_errors'] == 0 and c['packets_refused'] == 0
+    status = pipe.diagnostics()[0]
+    assert (status['level'], status['message']) == (WARN, 'bad packets seen')
+    assert status['values']['events_corrupt'] == str(n)

@@ -39,7 +39,7 @@ def pipeline_status(counters: dict[str, int], policy: StridePolicy, bank: RotorB
     c = counters
     sensor_s = max(policy.sensor_us * 1e-6, 1e-9)
     level, msg = OK, 'ok'
-    if c['packets_refused'] or c['decode_errors']:
+    if c['packets_refused'] or c['decode_errors'] or c.get('packets_corrupt'):
         level, msg = WARN, 'bad packets seen'
     if policy.stride > 1:
         level, msg = WARN, f'behind real time: every {ordinal(policy.stride)} event'
