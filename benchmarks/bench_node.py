@@ -141,49 +141,55 @@ def run(args: argparse.Namespace) -> list[dict]:
     return results
 
 
-def _worst_mare_pct(scene, joints: list, skip_us: int = 100_000) -> float:
-    """Worst rotor's shaft-RPM MArE [%] of the ``~/rotors`` values against ground truth.
-
-    Outputs of the first ``skip_us`` of the scene are left out (convergence), and the
-    NaN of a rotor not TRACKING.
-    """
+def _published(scene, joints: list, from_us: int) -> list[tuple[str, np.ndarray, np.ndarray,
+                                                                   np.ndarray]]:
+    """Per rotor, the values ``~/rotors`` published from ``from_us`` of the scene on (finite:
+    a TRACKING rotor's; the NaN of one not TRACKING left out): (name, t_us, shaft RPM,
+    true shaft RPM)."""
     if not joints:
-        return float('nan')
+        return []
     t_us = np.array([(F.stamp_ns(j) - BASE_NS) / 1000.0 for j in joints])
-    keep = (t_us >= skip_us) & (t_us <= scene.duration_us)
+    keep = (t_us >= from_us) & (t_us <= scene.duration_us)
     if not keep.any():
-        return float('nan')
-    worst = 0.0
+        return []
+    out = []
     for rotor in scene.rotors:
         k = list(joints[0].name).index(rotor.name)
         rpm = np.array([abs(j.velocity[k]) for j in joints])[keep] * 60.0 / (2.0 * np.pi)
         gt = scene.ground_truth(t_us[keep])[rotor.name]['rpm']
-        m = np.isfinite(rpm)       # (NaN: not TRACKING, no value; max(0, nan) gave 0 before)
-        if m.any():
-            worst = max(worst, 100.0 * float(np.mean(np.abs(rpm[m] - gt[m]) / gt[m])))
-    return worst
+        m = np.isfinite(rpm)
+        out.append((rotor.name, t_us[keep][m], rpm[m], gt[m]))
+    return out
+
+
+def _worst_mare_pct(scene, joints: list, skip_us: int = 100_000) -> float:
+    """Worst rotor's shaft-RPM MArE [%] of the ``~/rotors`` values against ground truth.
+
+    Outputs of the first ``skip_us`` of the scene are left out (convergence), and the
+    NaN of a rotor not TRACKING (max(0, nan) read 0 before).
+    """
+    rotors = _published(scene, joints, skip_us)
+    if not rotors:
+        return float('nan')
+    return max((100.0 * float(np.mean(np.abs(rpm - gt) / gt))
+                for _, _, rpm, gt in rotors if len(rpm)), default=0.0)
 
 
 def _published_errors(scene, joints: list) -> dict:
-    """Every value ``~/rotors`` published (finite: a TRACKING rotor's) against ground truth,
-    from the first output on: how many, how many more than 1 % off, the largest error [%]."""
-    t_us = np.array([(F.stamp_ns(j) - BASE_NS) / 1000.0 for j in joints])
-    keep = (t_us >= 0) & (t_us <= scene.duration_us)
+    """Every value ``~/rotors`` published against ground truth, from the first output on:
+    how many, how many more than 1 % off (the first 8 said: rotor, time, error), the
+    largest error [%]."""
     values = off = 0
     largest = 0.0
     where: list[str] = []
-    for rotor in scene.rotors if keep.any() else []:
-        k = list(joints[0].name).index(rotor.name)
-        rpm = np.array([abs(j.velocity[k]) for j in joints])[keep] * 60.0 / (2.0 * np.pi)
-        gt = scene.ground_truth(t_us[keep])[rotor.name]['rpm']
-        m = np.isfinite(rpm)
-        err = np.abs(rpm[m] - gt[m]) / gt[m]
-        values += int(m.sum())
-        off += int((err > 0.01).sum())
-        largest = max(largest, 100.0 * float(err.max()) if len(err) else 0.0)
-        signed = (rpm[m] - gt[m]) / gt[m]
-        where += [f'{rotor.name} {t / 1e3:.0f} ms {100.0 * e:+.2f} %'
-                  for t, e in zip(t_us[keep][m][err > 0.01], signed[err > 0.01])]
+    for name, t_us, rpm, gt in _published(scene, joints, 0):
+        signed = (rpm - gt) / gt
+        bad = np.abs(signed) > 0.01
+        values += len(rpm)
+        off += int(bad.sum())
+        largest = max(largest, 100.0 * float(np.abs(signed).max()) if len(rpm) else 0.0)
+        where += [f'{name} {t / 1e3:.0f} ms {100.0 * e:+.2f} %'
+                  for t, e in zip(t_us[bad], signed[bad])]
     return {'values': values, 'values_off': off, 'largest_off_pct': largest,
             'off_at': '; '.join(where[:8])}
 
