@@ -55,3 +55,16 @@ def test_period_counters_reset_starts_a_new_period():
     w.reset()
     assert (w.packets, w.events, w.cb_s, w.cb_max_s, w.sensor_us) == (0, 0, 0.0, 0.0, 0)
     assert w.latency.n == 0
+
+
+def test_pending_latencies_are_binned_before_they_pile_up():
+    """Latencies are appended per packet and binned when read: a node whose diagnostics
+    are never read still holds at most FLUSH of them, and loses none."""
+    h = LatencyHistogram()
+    for v in range(LatencyHistogram.FLUSH + 5):
+        h.add(v)
+    assert len(h._pending) < LatencyHistogram.FLUSH
+    assert h.n == LatencyHistogram.FLUSH + 5
+    assert h.max_us == LatencyHistogram.FLUSH + 4 and not h._pending
+    h.add(-7)                                         # a clock step back counts as 0
+    assert h.n == LatencyHistogram.FLUSH + 6 and h.percentile_ms(0.001) == 0.01

@@ -368,7 +368,7 @@ class HelixtrackNode(Node):
                 'hardware_id': name, 'values': values}
 
     def _publish_diagnostics(self) -> None:
-        self._heap.trigger()
+        self._heap.trigger(rss_mb())
         statuses = [self.node_status()]
         try:
             statuses += list(self._pipe.diagnostics())
