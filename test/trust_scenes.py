@@ -28,7 +28,7 @@ def _raw(pkts, indices) -> list[EventPacketRecord]:
 
 
 
-def quad_scene():
-    """The trust tests' quadcopter (4 m, egomotion 3, 0.4 s) and its packets."""
-    scene = make_scenario('quadcopter_4m', duration_s=0.4, ego_level=3, seed=2)
+def quad_scene(ego_level: int = 3):
+    """The trust tests' quadcopter (4 m, egomotion 3 unless told, 0.4 s) and its packets."""
+    scene = make_scenario('quadcopter_4m', duration_s=0.4, ego_level=ego_level, seed=2)
     return scene, _encoded(scene, 2)

@@ -33,6 +33,7 @@ from helixtrack_ros.pipeline.identity import (
     withhold_other_rotors,
 )
 from helixtrack_ros.pipeline.intake import RESTART_JUMP_US
+from helixtrack_ros.pipeline.layout_roll import LayoutRoll
 from helixtrack_ros.pipeline.outputs import outputs_of, searching_output, tracking_discs
 from helixtrack_ros.pipeline.realtime import gn_divisor
 from helixtrack_ros.pipeline.records import RotorOutput
@@ -83,6 +84,8 @@ class RotorBank:
         self.layout_discs = layout_discs(self.inits)
         self.trackers = [HelixTracker(r, self.config.tracker) for r in inits]
         self.recs = [RotorRecovery() for _ in inits]
+        #: the layout's turn in the image, in the published RPM stds (layout_roll.py)
+        self.roll = LayoutRoll()
         self.threads.resize(self.config.threads, len(inits))
 
     def set_params(self, params: TrackerParams) -> None:
@@ -113,6 +116,7 @@ class RotorBank:
         for i in range(len(self.trackers)):
             self._restart_tracker(i)
         self._sent = []
+        self.roll.reset()
 
     def _restart_tracker(self, i: int) -> None:
         """Re-initialise tracker i from its current estimate; its search ends."""
@@ -263,6 +267,7 @@ class RotorBank:
         if len(per_rotor) > 1:
             withhold_other_rotors(self, per_rotor, anchors)
             hold_unsettled(self, per_rotor)
+            self.roll.widen(per_rotor)
         routed = ([outs[0].events for outs in per_rotor] if n_pk == 1 else
                   [sum([o.events for o in outs]) for outs in per_rotor])
         self.counters['events_routed'] += int(sum(routed))

@@ -1,0 +1,142 @@
+# Copyright 2026 The helixtrack_ros authors
+# SPDX-License-Identifier: Apache-2.0
+"""The rotor layout's turn in the image, in each published RPM standard deviation.
+
+A camera that rolls (or a drone that yaws under it) turns every blade pattern
+in the image at its own rate, and a rotor's tracker cannot tell that rate from
+its shaft's: the blade angle it tracks is the shaft angle plus the image's turn
+(Sec. 3.2 tracks the phase in the image). Under the simulator's heaviest camera
+shake the RPM error follows the layout's turn (benchmarks/RESULTS.md) and is
+twice the phase filter's own standard deviation. Taking the turn off the rate
+would need it precisely, and estimated from the tracked centres it made the
+error larger at lighter shake; its size is known well enough to be stated. So
+each TRACKING output's std becomes sqrt(std^2 + s^2), with s the RMS of the
+layout's rotation rate [rad/s, as shaft RPM] over about the last ``RMS_TAU_US``,
+the rate fitted over about the last ``RATE_TAU_US``. The rotation comes from
+the lines between the centres of rotors TRACKING in consecutive packets. A
+rotor alone gives no rotation: its std is left as the filter gives it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from helixtrack_ros.core.health import RotorState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from helixtrack_ros.pipeline.records import RotorOutput
+
+#: the layout's rotation rate is the slope of its angle, fitted with weights that fall
+#: by e over this much sensor time
+RATE_TAU_US = 5_000
+#: the std takes the RMS of that rate, weighted to fall by e over this much sensor time
+RMS_TAU_US = 50_000
+#: a stream gap or a step back in time longer than this starts the measure again
+RESTART_US = 50_000
+#: rad/s -> RPM of the shaft: the image turns every blade angle, which is the shaft angle
+RPM_PER_RAD_S = 60.0 / (2.0 * math.pi)
+_TRACKING = RotorState.TRACKING
+
+
+class LayoutRoll:
+    """The layout's rotation rate from the tracked centres, packet by packet (O(rotors):
+    sums that decay, no windows kept)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything (new rotors, a restarted clock)."""
+        self._t_us: int | None = None
+        self._centres: dict[int, complex] = {}
+        # the weighted angle fit, its times and angles taken from the latest sample's:
+        # sums of w, w t, w t^2, w a, w t a
+        self._fit = [0.0, 0.0, 0.0, 0.0, 0.0]
+        self._fit_n = 0
+        self._sq = [0.0, 0.0]              # weighted sums of rate^2 and of the weights
+
+    @property
+    def rms_rad_s(self) -> float:
+        """Weighted RMS of the rotation rate [rad/s] (RMS_TAU_US); 0 before any."""
+        sq, w = self._sq
+        return math.sqrt(max(sq, 0.0) / w) if w > 0.0 else 0.0
+
+    def update(self, t_us: int, centres: dict[int, complex]) -> float:
+        """Take one packet's TRACKING centres (x + iy [px], by rotor index) at sensor
+        time ``t_us``; return :attr:`rms_rad_s`."""
+        if self._t_us is not None and not 0 <= t_us - self._t_us <= RESTART_US:
+            self.reset()
+        step = _turn(self._centres, centres)
+        dt_s = 0.0 if self._t_us is None else (t_us - self._t_us) * 1e-6
+        self._t_us = t_us
+        self._centres = centres
+        if step is None:
+            self._fit = [0.0, 0.0, 0.0, 0.0, 0.0]   # (no pair: the angle starts afresh)
+            self._fit_n = 0
+            return self.rms_rad_s
+        rate = self._fit_step(dt_s, step)
+        if rate is not None:
+            d = math.exp(-dt_s / (RMS_TAU_US * 1e-6))
+            self._sq[0] = d * self._sq[0] + (1.0 - d) * rate * rate
+            self._sq[1] = d * self._sq[1] + (1.0 - d)
+        return self.rms_rad_s
+
+    def _fit_step(self, dt_s: float, step: float) -> float | None:
+        """Move the fit's origin to the new sample (dt_s later, the angle ``step`` on),
+        decay it and add the sample; the slope [rad/s] once three samples are in."""
+        w, wt, wtt, wa, wta = self._fit
+        # t -> t - dt, a -> a - step: the new sample at (0, 0)
+        wtt = wtt - 2.0 * dt_s * wt + dt_s * dt_s * w
+        wta = wta - dt_s * wa - step * wt + dt_s * step * w
+        wt = wt - dt_s * w
+        wa = wa - step * w
+        d = math.exp(-dt_s / (RATE_TAU_US * 1e-6))
+        w, wt, wtt, wa, wta = d * w + 1.0, d * wt, d * wtt, d * wa, d * wta
+        self._fit = [w, wt, wtt, wa, wta]
+        self._fit_n += 1
+        den = w * wtt - wt * wt
+        if self._fit_n < 3 or not den > 0.0:
+            return None
+        return (w * wta - wt * wa) / den
+
+    def widen(self, per_rotor: list[list[RotorOutput]]) -> None:
+        """Per packet of a batch (``per_rotor[r][k]``): update from the TRACKING outputs'
+        centres, then put the rotation's RMS into each of their ``rpm_shaft_std``."""
+        if len(per_rotor) < 2:
+            return
+        for k in range(min(len(outs) for outs in per_rotor)):
+            tracking, centres = [], {}
+            for r, outs in enumerate(per_rotor):
+                o = outs[k]
+                if o.state == _TRACKING:
+                    h = o.homography
+                    centres[r] = complex(h[0, 2], h[1, 2]) / h[2, 2]
+                    tracking.append(o)
+            s_rpm = self.update(per_rotor[0][k].t_us, centres) * RPM_PER_RAD_S
+            if s_rpm > 0.0:
+                for o in tracking:
+                    o.rpm_shaft_std = math.hypot(o.rpm_shaft_std, s_rpm)
+
+
+def _turn(before: dict[int, complex], now: dict[int, complex]) -> float | None:
+    """The angle [rad] the lines between the centres turned from ``before`` to ``now``
+    (the rotors in both; each line weighted by its lengths); None with fewer than two.
+
+    arg of sum over pairs of (c_j - c_i)(b_j - b_i)^*, which equals
+    n sum c_i b_i^* - (sum c_i)(sum b_i)^*: no pair is formed.
+    """
+    common = [r for r in now if r in before]
+    n = len(common)
+    if n < 2:
+        return None
+    s_cb, s_c, s_b = 0j, 0j, 0j
+    for r in common:
+        c, b = now[r], before[r]
+        s_cb += c * b.conjugate()
+        s_c += c
+        s_b += b
+    z = n * s_cb - s_c * s_b.conjugate()
+    if not abs(z) > 0.0:                   # (nan-safe: a nan centre gives no turn)
+        return None
+    return math.atan2(z.imag, z.real)
