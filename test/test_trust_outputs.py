@@ -30,6 +30,12 @@ def quad():
     return quad_scene()
 
 
+@pytest.fixture(scope='module')
+def shaky_quad():
+    """The quadcopter under the heaviest camera shake (egomotion 7)."""
+    return quad_scene(ego_level=7)
+
+
 # ------------------------------------------------------------------ lost packets
 def test_evt3_decoder_resynchronises_its_time_after_lost_packets(quad):
     """Before: the words after a loss got the TIME_HIGH of before it (4.096 ms steps), so
@@ -356,15 +362,32 @@ def test_the_published_rpm_std_covers_the_error(quad, stride):
     assert np.mean(np.abs(z) > 3) < 0.005
 
 
-def test_the_published_rpm_std_covers_the_camera_roll():
+def test_the_published_rpm_std_covers_the_camera_roll(shaky_quad):
     """Under the heaviest camera shake (egomotion 7) the error follows the layout's turn in
     the image, which no rotor's filter can tell from its shaft's rate: its std was half
     the error (z RMS 1.56-1.75 per rotor here, 6.3 % of the values beyond 3). The layout's
     rotation rate, measured from the tracked centres, now enters the std
     (pipeline/layout_roll.py): z RMS 0.96-1.06, 0.13 % beyond 3."""
-    scene, pkts = quad_scene(ego_level=7)
+    scene, pkts = shaky_quad
     z_all = _z_scores(scene, pkts, 1)
     for rotor, z in zip(scene.rotors, z_all, strict=True):
         assert len(z) > 300, rotor.name
         assert math.sqrt(np.mean(z ** 2)) < 1.3, rotor.name
     assert np.mean(np.abs(np.concatenate(z_all)) > 3) < 0.01
+
+
+def test_the_diagnostics_say_the_published_rpm_and_std(shaky_quad):
+    """/diagnostics read the tracker's own std (without the layout's turn) beside the
+    outputs' std: one number, two values. Now they say the last output's."""
+    scene, pkts = shaky_quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    last = pipe.process_packets(_raw(pkts, range(len(pkts))))[-1]
+    rotors = {d['hardware_id']: d['values'] for d in pipe.diagnostics()
+              if d['name'].startswith('helixtrack: rotor')}
+    widened = 0
+    for o, tracker in zip(last.rotors, pipe._bank.trackers, strict=True):
+        assert o.state == RotorState.TRACKING, o.name
+        assert rotors[o.name]['rpm_shaft'] == f'{o.rpm_shaft:.1f}'
+        assert rotors[o.name]['rpm_shaft_std'] == f'{o.rpm_shaft_std:.1f}'
+        widened += o.rpm_shaft_std > tracker.state.rpm_shaft_std + 0.1
+    assert widened == len(last.rotors)

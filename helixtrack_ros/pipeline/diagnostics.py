@@ -78,11 +78,12 @@ def rotor_statuses(bank: RotorBank, policy: StridePolicy, last_outputs: list[Rot
         level, message = (last.level, last.message) if last else (WARN, 'no data yet')
         if stopped(idle_s):
             level, message = WARN, f'stream stopped (last: {message})'
-        # (the estimate only while it is published: a LOST rotor's is no measurement)
+        # (the estimate only while it is published: a LOST rotor's is no measurement; the
+        # published one, its std with the layout's turn in it)
         measured = last is not None and last.state == RotorState.TRACKING
         values = {
-            'rpm_shaft': f'{st.rpm_shaft:.1f}' if measured else 'nan',
-            'rpm_shaft_std': f'{st.rpm_shaft_std:.1f}' if measured else 'nan',
+            'rpm_shaft': f'{last.rpm_shaft:.1f}' if measured else 'nan',
+            'rpm_shaft_std': f'{last.rpm_shaft_std:.1f}' if measured else 'nan',
             'events_per_s': f'{st.events_in / sensor_s:.0f}',
             'pose_updates': str(st.pose_updates),
             'direction': str(st.direction),
