@@ -77,7 +77,7 @@ def test_results_round_trip(tmp_path, storage):
     bag = tmp_path / 'res'
     H = np.arange(9.0).reshape(3, 3)
     rotors = [dict(name='front_left', phase_rad=1.5, omega_rad_s=628.3, rpm_shaft=6000.0,
-                   homography=H),
+                   rpm_shaft_std=2.5, homography=H),
               dict(name='rear', phase_rad=0.25, omega_rad_s=100.0, rpm_shaft=955.0,
                    homography=np.eye(3))]
     with ResultBagWriter(bag, storage=storage) as w:
@@ -104,6 +104,9 @@ def test_results_round_trip(tmp_path, storage):
                                                                     ('cols', 3, 3)]
     rpm = [m.data for t, _, m in msgs if t == '/helixtrack/rear/rpm']
     assert rpm == [955.0]
+    # (a rotor given its std gets the rpm_std topic; one without, none)
+    assert [m.data for t, _, m in msgs if t == '/helixtrack/front_left/rpm_std'] == [2.5, 2.5]
+    assert '/helixtrack/rear/rpm_std' not in topics
     (diag,) = [m for t, _, m in msgs if t == '/diagnostics']
     st = diag.status[0]
     assert (st.level, st.name, st.message, st.hardware_id) == (

@@ -53,7 +53,8 @@ def test_track_writes_csv_bag_plot_and_meets_accuracy(scene_dir, tmp_path, capsy
     assert late and abs(np.mean(late) - 10_000) / 10_000 < 0.005
     assert (out / 'rpm.png').stat().st_size > 10_000
     topics = {t for t, _, _ in iter_messages(out / 'results.mcap')}
-    assert {'/helixtrack/rotors', '/helixtrack/rotor/rpm', '/helixtrack/rotor/homography',
+    assert {'/helixtrack/rotors', '/helixtrack/rotor/rpm', '/helixtrack/rotor/rpm_std',
+            '/helixtrack/rotor/homography',
             '/diagnostics'} <= topics
 
 

@@ -28,6 +28,7 @@ FQN = '/t/helixtrack'
 ROTORS = FQN + '/rotors'
 RPM_FL = FQN + '/front_left/rpm'
 RPM_RR = FQN + '/rear_right/rpm'
+STD_FL = FQN + '/front_left/rpm_std'
 H_FL = FQN + '/front_left/homography'
 IMAGE = FQN + '/debug_image'
 
@@ -43,10 +44,10 @@ def rig(tmp_path_factory, request):
     probe = F.Probe()
     try:
         out = {t: probe.collect(m, t) for t, m in (
-            (ROTORS, JointState), (RPM_FL, Float64), (RPM_RR, Float64),
+            (ROTORS, JointState), (RPM_FL, Float64), (RPM_RR, Float64), (STD_FL, Float64),
             (H_FL, Float64MultiArray), ('/diagnostics', DiagnosticArray), (IMAGE, Image))}
         pub = probe.events_publisher('/ev')
-        probe.wait_matched(pub, [ROTORS, RPM_FL, RPM_RR, H_FL, '/diagnostics'])
+        probe.wait_matched(pub, [ROTORS, RPM_FL, RPM_RR, STD_FL, H_FL, '/diagnostics'])
         seq = probe.prime(pub, lambda: (F.node_values(probe.messages('/diagnostics'), FQN)
                                         or {}).get('packets', '0') != '0')
 
@@ -105,6 +106,8 @@ def test_outputs_once_per_packet(rig):
     assert j.velocity[1] == pytest.approx(-2 * math.pi * 4500 / 60)
     assert all(0 <= p < 2 * math.pi for p in j.position)
     assert [m.data for m in rig.probe.messages(RPM_FL)] == [6000.0] * 200
+    F.wait_until(lambda: len(rig.out[STD_FL]) >= 200, 10, '200 RPM stds')
+    assert [m.data for m in rig.probe.messages(STD_FL)] == [1.0] * 200
     assert rig.probe.messages(RPM_RR)[-1].data == 4500.0
     h = rig.probe.messages(H_FL)[-1]
     dims = [(d.label, d.size, d.stride) for d in h.layout.dim]

@@ -61,6 +61,7 @@ def test_node_outputs_equal_what_helixtrack_track_writes(tmp_path):
         probe.collect(DiagnosticArray, '/diagnostics')
         for n in names:
             probe.collect(Float64, f'{FQN}/{n}/rpm', depth=10_000)
+            probe.collect(Float64, f'{FQN}/{n}/rpm_std', depth=10_000)
             probe.collect(Float64MultiArray, f'{FQN}/{n}/homography', depth=10_000)
         pub = probe.events_publisher('/nvt/events')
         probe.wait_matched(pub, [FQN + '/rotors'], timeout=90)
@@ -76,7 +77,7 @@ def test_node_outputs_equal_what_helixtrack_track_writes(tmp_path):
                      f'{want} outputs')
         # each rotor's topics go out after ~/rotors: let their last messages land too
         for n in names:
-            for topic in ('rpm', 'homography'):
+            for topic in ('rpm', 'rpm_std', 'homography'):
                 got = offline[f'/helixtrack/{n}/{topic}']
                 F.wait_until(lambda n=n, topic=topic, got=got: len(
                     probe.messages(f'{FQN}/{n}/{topic}')) >= len(got), 30,
@@ -96,6 +97,10 @@ def test_node_outputs_equal_what_helixtrack_track_writes(tmp_path):
             assert np.array_equal(rpm, [m.data for m in offline[f'/helixtrack/{n}/rpm']],
                                   equal_nan=True), n
             assert np.isfinite(rpm[-1]), n
+            std = [m.data for m in probe.messages(f'{FQN}/{n}/rpm_std')]
+            assert np.array_equal(std, [m.data for m in offline[f'/helixtrack/{n}/rpm_std']],
+                                  equal_nan=True), n
+            assert np.array_equal(np.isnan(std), np.isnan(rpm)), n
             hom = [list(m.data) for m in probe.messages(f'{FQN}/{n}/homography')]
             assert np.array_equal(hom, [list(m.data)
                                         for m in offline[f'/helixtrack/{n}/homography']],

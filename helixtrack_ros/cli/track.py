@@ -217,7 +217,8 @@ class _TrackRun:
             lines.extend(_csv_line(r, res.stamp_ns) for r in res.rotors)
             results_bag.write_packet_outputs(res.stamp_ns, [
                 {'name': r.name, 'phase_rad': r.phase_rad, 'omega_rad_s': r.omega_rad_s,
-                 'rpm_shaft': r.rpm_shaft, 'homography': r.homography}
+                 'rpm_shaft': r.rpm_shaft, 'rpm_shaft_std': r.rpm_shaft_std,
+                 'homography': r.homography}
                 for r in res.rotors])
             results_bag.write_health(res.stamp_ns, [r.name for r in res.rotors],
                                      [(int(r.state), int(r.cause)) for r in res.rotors])

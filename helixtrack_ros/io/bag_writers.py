@@ -239,6 +239,8 @@ class ResultBagWriter(_BagWriterBase):
       position = shaft phase [rad], velocity = shaft angular speed [rad/s],
       effort empty;
     - ``<ns>/<rotor>/rpm`` std_msgs/msg/Float64: shaft RPM;
+    - ``<ns>/<rotor>/rpm_std`` std_msgs/msg/Float64: its standard deviation (rotors
+      given one);
     - ``<ns>/<rotor>/homography`` std_msgs/msg/Float64MultiArray: H (3x3,
       row-major; dims ``rows`` size 3 stride 9, ``cols`` size 3 stride 3);
     - ``/diagnostics`` diagnostic_msgs/msg/DiagnosticArray.
@@ -295,8 +297,8 @@ class ResultBagWriter(_BagWriterBase):
             ROS time of the outputs [ns] (header stamp and log time).
         rotors : list of dict
             One dict per rotor with keys ``name``, ``phase_rad``,
-            ``omega_rad_s`` (shaft angular speed), ``rpm_shaft`` and
-            ``homography`` (3x3).
+            ``omega_rad_s`` (shaft angular speed), ``rpm_shaft``, ``homography`` (3x3)
+            and optionally ``rpm_shaft_std``.
         """
         rpm_cdr = self._patchable('std_msgs/msg/Float64', self._make_float64, 1)
         hom_cdr = self._patchable('std_msgs/msg/Float64MultiArray', self._make_matrix, 9)
@@ -316,6 +318,9 @@ class ResultBagWriter(_BagWriterBase):
             omega.append(float(r['omega_rad_s']))
             self._write_raw(f'{base}/rpm', 'std_msgs/msg/Float64',
                             rpm_cdr.fill((float(r['rpm_shaft']),)), stamp_ns)
+            if 'rpm_shaft_std' in r:
+                self._write_raw(f'{base}/rpm_std', 'std_msgs/msg/Float64',
+                                rpm_cdr.fill((float(r['rpm_shaft_std']),)), stamp_ns)
             self._write_raw(f'{base}/homography', 'std_msgs/msg/Float64MultiArray',
                             hom_cdr.fill(hom.ravel().tolist()), stamp_ns)
         self._write_raw(f'{self.namespace}/rotors', 'sensor_msgs/msg/JointState',

@@ -89,11 +89,14 @@ class RotorPublishers:
         self._send_rotors = self.rotors.handle.publish_raw
         self._send_health = self.health.handle.publish_raw
         self._send_rpm: list[Any] = []
+        self._send_std: list[Any] = []
         self._send_h: list[Any] = []
         self._health_cdr = HealthCdrCache(serialize_message)
         self._rpm: list[Any] = []
+        self._std: list[Any] = []
         self._h: list[Any] = []
         self._rpm_msgs: list[Float64] = []
+        self._std_msgs: list[Float64] = []
         self._h_msgs: list[Float64MultiArray] = []
         self._joint = JointState()
         self._rpm_cdr: PatchableCdr | None = None
@@ -125,12 +128,16 @@ class RotorPublishers:
             check_rotor_name(name)
             self._rpm.append(node.create_publisher(Float64, f'~/{name}/rpm', OUTPUT_QOS,
                                                    event_callbacks=no_event_callbacks()))
+            self._std.append(node.create_publisher(Float64, f'~/{name}/rpm_std', OUTPUT_QOS,
+                                                   event_callbacks=no_event_callbacks()))
             self._h.append(node.create_publisher(Float64MultiArray, f'~/{name}/homography',
                                                  OUTPUT_QOS,
                                                  event_callbacks=no_event_callbacks()))
             self._send_rpm.append(self._rpm[-1].handle.publish_raw)
+            self._send_std.append(self._std[-1].handle.publish_raw)
             self._send_h.append(self._h[-1].handle.publish_raw)
             self._rpm_msgs.append(Float64())
+            self._std_msgs.append(Float64())
             self._h_msgs.append(homography_message())
         self._joint.name = list(names)
         self.names = list(names)
@@ -186,10 +193,12 @@ class RotorPublishers:
                               frame_id)
 
     def _publish_rotor_topics(self, rotors: list[Any]) -> None:
-        """Each rotor's rpm and homography, as bytes."""
+        """Each rotor's rpm, rpm_std and homography, as bytes."""
         rpm, hom = self._rpm_cdr, self._h_cdr
-        for send_rpm, send_h, r in zip(self._send_rpm, self._send_h, rotors):
+        for send_rpm, send_std, send_h, r in zip(self._send_rpm, self._send_std, self._send_h,
+                                                 rotors):
             send_rpm(rpm.fill((float(r.rpm_shaft),)))
+            send_std(rpm.fill((float(r.rpm_shaft_std),)))
             send_h(hom.fill(np.asarray(r.homography, np.float64).reshape(9).tolist()))
 
     def _publish_objects(self, rotors: list[Any], phases: list[float], omegas: list[float],
@@ -208,6 +217,9 @@ class RotorPublishers:
             m = self._rpm_msgs[i]
             m.data = float(r.rpm_shaft)
             self._rpm[i].publish(m)
+            m = self._std_msgs[i]
+            m.data = float(r.rpm_shaft_std)
+            self._std[i].publish(m)
             h = self._h_msgs[i]
             h.data = array.array('d', np.asarray(r.homography, np.float64).reshape(9).tobytes())
             self._h[i].publish(h)
