@@ -115,3 +115,17 @@ def test_the_decaying_fit_equals_a_weighted_least_squares_slope():
     w = np.exp(-(t[-1] - t[1:]) / 5e-3)
     ref = np.polyfit(t[1:], a[1:], 1, w=np.sqrt(w))[0]
     assert got == pytest.approx(ref, rel=1e-6)
+
+
+@pytest.mark.parametrize('bad', [0.0, math.nan, math.inf])
+def test_a_centre_that_is_no_number_is_left_out(bad):
+    """A TRACKING output whose homography gives no finite centre (h22 = 0, NaN or inf)
+    must neither stop the batch nor make the std NaN: it gives no turn."""
+    roll = LayoutRoll()
+    _run(roll, lambda t: 2.0 * t, n=100)
+    outs = _layout(100_000, 0.2)
+    outs[1][0].homography[2, 2] = bad
+    outs[1][0].homography[0, 2] = bad if bad else 5.0
+    roll.widen(outs)
+    assert all(math.isfinite(o.rpm_shaft_std) for (o,) in outs)
+    assert roll.rms_rad_s == pytest.approx(2.0, rel=0.05)

@@ -110,9 +110,12 @@ class LayoutRoll:
             for r, outs in enumerate(per_rotor):
                 o = outs[k]
                 if o.state == _TRACKING:
-                    h = o.homography
-                    centres[r] = complex(h[0, 2], h[1, 2]) / h[2, 2]
                     tracking.append(o)
+                    h = o.homography
+                    w = float(h[2, 2])
+                    x, y = float(h[0, 2]) / w if w else math.nan, float(h[1, 2]) / w if w else 0.0
+                    if math.isfinite(x) and math.isfinite(y):   # (else: no centre to use)
+                        centres[r] = complex(x, y)
             s_rpm = self.update(per_rotor[0][k].t_us, centres) * RPM_PER_RAD_S
             if s_rpm > 0.0:
                 for o in tracking:
