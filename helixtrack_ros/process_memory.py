@@ -7,7 +7,8 @@ what is freed there for reuse. In the node, DDS threads allocate the
 payloads of queued packets and the rotor threads the arrays of large
 batches, so a burst of backlog leaves tens of MB resident that nothing
 uses, and resident memory looks like a leak. ``malloc_trim(0)`` returns the
-free pages of every arena; the node calls it once per diagnostics period.
+free pages of every arena; the node calls it at a diagnostics period once
+resident memory grew since the last trim (:class:`HeapTrimmer`).
 """
 
 from __future__ import annotations

@@ -129,3 +129,34 @@ def test_a_centre_that_is_no_number_is_left_out(bad):
     roll.widen(outs)
     assert all(math.isfinite(o.rpm_shaft_std) for (o,) in outs)
     assert roll.rms_rad_s == pytest.approx(2.0, rel=0.05)
+
+
+def test_the_turn_seen_goes_once_no_two_rotors_are_tracked_for_a_while():
+    """Found by review: with three of four rotors lost after a roll, the one left kept the
+    last turn in its std for as long as packets came."""
+    roll = LayoutRoll()
+    _run(roll, lambda t: 2.0 * t)
+    lost = [RotorState.TRACKING] + [RotorState.LOST] * 3
+    stds = []
+    for k in range(300, 500):
+        outs = _layout(1000 * k, 2.0 * k * 1e-3, states=lost)
+        roll.widen(outs)
+        stds.append(outs[0][0].rpm_shaft_std)
+    assert stds[0] > STD_RPM + 5.0                    # just lost: the turn seen is kept
+    assert stds[-1] == STD_RPM and roll.rms_rad_s == 0.0
+
+
+def test_the_first_rates_after_a_start_are_not_the_centres_noise():
+    """Found by review: a slope from the first three samples, 0.25 ms apart, was mostly
+    the centres' noise (42-54 RPM with no turn at all, 0.8 RPM later); a slope now needs
+    samples spread over about RATE_TAU_US / 2."""
+    rng = np.random.default_rng(11)
+    roll = LayoutRoll()
+    worst = 0.0
+    for k in range(400):
+        outs = _layout(250 * k, 0.0)[:2]
+        for (o,) in outs:
+            o.homography[:2, 2] += rng.normal(0.0, 0.2 * 2.0, 2)   # 0.2 px (H is doubled)
+        roll.widen(outs)
+        worst = max(worst, roll.rms_rad_s * RPM_PER_RAD_S)
+    assert worst < 5.0

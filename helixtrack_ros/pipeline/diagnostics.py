@@ -79,7 +79,7 @@ def rotor_statuses(bank: RotorBank, policy: StridePolicy, last_outputs: list[Rot
         if stopped(idle_s):
             level, message = WARN, f'stream stopped (last: {message})'
         # (the estimate only while it is published: a LOST rotor's is no measurement; the
-        # published one, its std with the layout's turn in it)
+        # pipeline's last output, its std with the layout's turn in it)
         measured = last is not None and last.state == RotorState.TRACKING
         values = {
             'rpm_shaft': f'{last.rpm_shaft:.1f}' if measured else 'nan',

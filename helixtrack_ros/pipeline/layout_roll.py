@@ -53,8 +53,8 @@ class LayoutRoll:
         # the weighted angle fit, its times and angles taken from the latest sample's:
         # sums of w, w t, w t^2, w a, w t a
         self._fit = [0.0, 0.0, 0.0, 0.0, 0.0]
-        self._fit_n = 0
         self._sq = [0.0, 0.0]              # weighted sums of rate^2 and of the weights
+        self._rate_t_us = 0                # time of the last rate taken into them
 
     @property
     def rms_rad_s(self) -> float:
@@ -73,18 +73,20 @@ class LayoutRoll:
         self._centres = centres
         if step is None:
             self._fit = [0.0, 0.0, 0.0, 0.0, 0.0]   # (no pair: the angle starts afresh)
-            self._fit_n = 0
+            if t_us - self._rate_t_us > RMS_TAU_US:
+                self._sq = [0.0, 0.0]       # (no rotation seen for a while: none known)
             return self.rms_rad_s
         rate = self._fit_step(dt_s, step)
         if rate is not None:
-            d = math.exp(-dt_s / (RMS_TAU_US * 1e-6))
+            d = math.exp(-(t_us - self._rate_t_us) * 1e-6 / (RMS_TAU_US * 1e-6))
             self._sq[0] = d * self._sq[0] + (1.0 - d) * rate * rate
             self._sq[1] = d * self._sq[1] + (1.0 - d)
+            self._rate_t_us = t_us
         return self.rms_rad_s
 
     def _fit_step(self, dt_s: float, step: float) -> float | None:
         """Move the fit's origin to the new sample (dt_s later, the angle ``step`` on),
-        decay it and add the sample; the slope [rad/s] once three samples are in."""
+        decay it and add the sample; the slope [rad/s] once the samples spread enough."""
         w, wt, wtt, wa, wta = self._fit
         # t -> t - dt, a -> a - step: the new sample at (0, 0)
         wtt = wtt - 2.0 * dt_s * wt + dt_s * dt_s * w
@@ -94,9 +96,10 @@ class LayoutRoll:
         d = math.exp(-dt_s / (RATE_TAU_US * 1e-6))
         w, wt, wtt, wa, wta = d * w + 1.0, d * wt, d * wtt, d * wa, d * wta
         self._fit = [w, wt, wtt, wa, wta]
-        self._fit_n += 1
         den = w * wtt - wt * wt
-        if self._fit_n < 3 or not den > 0.0:
+        # (a slope only once the samples spread over about RATE_TAU_US: the first few,
+        # a packet or two apart, give mostly the centres' noise)
+        if not den >= (0.5 * RATE_TAU_US * 1e-6 * w) ** 2:
             return None
         return (w * wta - wt * wa) / den
 
@@ -113,7 +116,7 @@ class LayoutRoll:
                     tracking.append(o)
                     h = o.homography
                     w = float(h[2, 2])
-                    x, y = float(h[0, 2]) / w if w else math.nan, float(h[1, 2]) / w if w else 0.0
+                    x, y = (float(h[0, 2]) / w, float(h[1, 2]) / w) if w else (math.nan,) * 2
                     if math.isfinite(x) and math.isfinite(y):   # (else: no centre to use)
                         centres[r] = complex(x, y)
             s_rpm = self.update(per_rotor[0][k].t_us, centres) * RPM_PER_RAD_S

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """A rotor's outputs after each packet: its state, and numbers only while TRACKING.
 
-The one place that decides what a consumer is handed (README "Trusting the
-numbers"): geometry checks (centre in the image, region overlapping it),
-then the tracker's own health, then the real-time stride.
+The one place that decides whether a consumer is handed numbers (README
+"Trusting the numbers"): geometry checks (centre in the image, region
+overlapping it), then the tracker's own health, then the real-time stride.
+(The published RPM std also takes the layout's turn: :mod:`layout_roll`.)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 # Copyright 2026 The helixtrack_ros authors
 # SPDX-License-Identifier: Apache-2.0
-"""The node's per-packet outputs: ``~/rotors``, ``~/health`` and per rotor rpm / homography.
+"""The node's per-packet outputs: ``~/rotors``, ``~/health``, per rotor rpm, rpm_std, homography.
 
 Each message is serialized once as a template and only its numbers (and
 stamp) are written per packet (:mod:`helixtrack_ros.io.cdr_patch`); a
