@@ -14,6 +14,7 @@ against its standard error and ``health_lag_rel`` of omega tau now catches it.
 import math
 
 import numpy as np
+import pytest
 
 from helixtrack_ros.core.health import (
     DEGRADED,
@@ -29,7 +30,7 @@ from helixtrack_ros.core.health import (
     new_health_state,
     pack_health_params,
 )
-from helixtrack_ros.core.health_checks import _lag, _lag_bound, _learn_lag_noise
+from helixtrack_ros.core.health_checks import _LAG_Z, _lag, _lag_bound, _learn_lag_noise
 from helixtrack_ros.core.health_machine import _health_drift
 from helixtrack_ros.core.params import TrackerParams
 from helixtrack_ros.core.tracker_kernel import _health_count
@@ -101,7 +102,7 @@ def test_recent_sums_do_not_depend_on_the_batch_split():
     np.testing.assert_allclose(h_we, whole, rtol=1e-12)
 
 
-def _lag_twin(e, e2, w, min_w=50.0, z=5.0):
+def _lag_twin(e, e2, w, min_w=50.0, z=_LAG_Z):
     """Numpy twin of _lag: |mean| beyond z standard errors, else 0."""
     if w < min_w:
         return 0.0
@@ -122,6 +123,20 @@ def test_the_recent_lag_matches_its_twin():
         assert _lag(hp, hs) == _lag_twin(m * w, e2, w)
     om = 2.0 * 2.0 * math.pi * 10000.0 / 60.0
     assert math.isclose(_lag_bound(hp, hs, om), 0.004 * om * hp[HP_LAG_TAU] * 1e-6)
+
+
+def test_a_recent_mean_four_standard_errors_out_counts():
+    """At stride 4 under egomotion 7 a pose spilling off pulled the rate 1.0-1.5 % off for
+    1-4 packets while the recent mean stood 3-5 standard errors out (few events) and 2-4
+    times above the bound; at 5 standard errors (the window drift's test) it counted only
+    then. A mean 4 standard errors out now counts; 2.5 still does not."""
+    hp = pack_health_params(TrackerParams(), 2)
+    hs, _ = new_health_state()
+    w, m = 118.0, 0.0728
+    for z, counts in ((4.0, True), (2.5, False)):
+        se = m / z
+        hs[HS_LAG_EPS], hs[HS_LAG_EPS2], hs[HS_LAG_W] = m * w, w * (m * m + se * se * w), w
+        assert (_lag(hp, hs) == pytest.approx(m)) if counts else _lag(hp, hs) == 0.0
 
 
 def test_the_bound_grows_with_the_usual_size_of_the_recent_mean():

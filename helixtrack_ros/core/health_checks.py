@@ -212,6 +212,12 @@ _LAG_MIN_WEIGHT = 50.0
 _LAG_NOISE_K = 3.5
 #: time constant of that usual size [us] (50 ms: it follows a changing shake too slowly)
 _LAG_REF_TAU_US = 20_000.0
+#: the recent mean counts only beyond this many of its standard errors (and beyond the
+#: bound): at 5, like the window's drift, a pose spilling off under egomotion 7 at stride 4
+#: pulled the rate 1.0-1.5 % off for 1-4 packets while the mean, 3-5 standard errors out
+#: (few events), already stood 2-4 times above the bound; at 3, over 37 scenes at stride 4,
+#: 10 -> 4 values > 1 % off for 0.5 % fewer values (benchmarks/RESULTS.md)
+_LAG_Z = 3.0
 #: a recent mean counts into its usual size up to this many times the rate bound (a lag's
 #: own mean raises the bound by at most as much: the noise bound stays below 10.5 times it)
 _LAG_REF_CAP = 3.0
@@ -235,12 +241,12 @@ def _lag(hp, hs):
     off. The recent mean follows a lag within about tau: the rate error of a
     filter lagging a change of acceleration grows with the phase error it leaves,
     which keeps one sign. 0 with too little weight to judge, or a mean within
-    ``_DRIFT_Z`` standard errors of 0.
+    ``_LAG_Z`` standard errors of 0.
     """
     m, se, w = _recent_mean(hs)
     if w < _LAG_MIN_WEIGHT:
         return 0.0
-    return abs(m) if abs(m) > _DRIFT_Z * se else 0.0
+    return abs(m) if abs(m) > _LAG_Z * se else 0.0
 
 
 @kernel_inline
