@@ -338,3 +338,34 @@ def test_events_type_auto_follows_a_publisher_of_event_array(context):
         other.destroy_node()
         rclpy.try_shutdown(context=driver_ctx)
         node.destroy_node()
+
+
+def test_outputs_as_message_objects_carry_the_same_numbers(context):
+    """Where the middleware's CDR is not little-endian the outputs go out as message
+    objects (``RotorPublishers._publish_objects``): the same numbers as the bytes path,
+    each rotor's rpm_std with its rpm."""
+    node = _make(context, dict(F.TWO_ROTORS, rotor_topics_hz=0.0))
+    try:
+        outs = node._outputs
+        outs._templates = lambda frame_id: False
+        outs._joint_cdr = None
+        got: dict = {}
+
+        def keep(key, value):
+            got.setdefault(key, []).append(value)
+        for i in range(2):
+            outs._rpm[i].publish = lambda m, i=i: keep(('rpm', i), m.data)
+            outs._std[i].publish = lambda m, i=i: keep(('std', i), m.data)
+            outs._h[i].publish = lambda m, i=i: keep(('h', i), list(m.data))
+        outs.rotors.publish = lambda m: keep('joint', list(m.velocity))
+        outs.health.publish = lambda m: keep('health', [s.hardware_id for s in m.status])
+        for m in F.fake_packets(3, seq0=0):
+            node._on_packet(m)
+        assert got[('rpm', 0)] == [6000.0] * 3 and got[('rpm', 1)] == [4500.0] * 3
+        assert got[('std', 0)] == [1.0] * 3 and got[('std', 1)] == [1.0] * 3
+        assert got[('h', 0)][-1] == [80.0, 0.0, 400.0, 0.0, 80.0, 300.0, 0.0, 0.0, 1.0]
+        assert got['joint'][-1] == pytest.approx([2 * math.pi * 6000 / 60,
+                                                  -2 * math.pi * 4500 / 60])
+        assert len(got['health']) == 3
+    finally:
+        node.destroy_node()
