@@ -30,7 +30,7 @@ numpy_errors_inline = njit(error_model='numpy', inline='always', **_BASE)
 fma = njit(fastmath={'contract'}, **_BASE)
 """A kernel whose multiply-adds may be fused (hot per-event maths)."""
 fma_inline = njit(fastmath={'contract'}, inline='always', **_BASE)
-packet_kernel = njit(cache=True)
+packet_kernel = njit(**{**_BASE, 'nogil': False})
 """A cached kernel that keeps the GIL: a short call per packet (or per small batch) on the
 thread that takes the packets. Releasing the GIL there hands it to a busy background
 thread (the detector's, while rotors are lost), and taking it back cost 10-20 us per

@@ -23,6 +23,7 @@ import math
 from typing import TYPE_CHECKING
 
 from helixtrack_ros.core.health import RotorState
+from helixtrack_ros.pipeline.identity import disc_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline.records import RotorOutput
@@ -114,10 +115,11 @@ class LayoutRoll:
                 o = outs[k]
                 if o.state == _TRACKING:
                     tracking.append(o)
-                    h = o.homography
-                    w = float(h[2, 2])
-                    x, y = (float(h[0, 2]) / w, float(h[1, 2]) / w) if w else (math.nan,) * 2
-                    if math.isfinite(x) and math.isfinite(y):   # (else: no centre to use)
+                    try:
+                        x, y, _ = disc_of(o.homography)
+                    except ZeroDivisionError:     # (h22 = 0: no centre to use)
+                        continue
+                    if math.isfinite(x) and math.isfinite(y):
                         centres[r] = complex(x, y)
             s_rpm = self.update(per_rotor[0][k].t_us, centres) * RPM_PER_RAD_S
             if s_rpm > 0.0:
