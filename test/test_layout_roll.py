@@ -57,12 +57,54 @@ def test_moving_nearer_or_sideways_without_turning_widens_nothing():
     assert roll.rms_rad_s < 1e-9
 
 
-def test_one_rotor_alone_keeps_its_filter_std():
+def test_one_rotor_alone_keeps_its_filter_std_without_a_focal_length():
     roll = LayoutRoll()
     for k in range(100):
         outs = _layout(1000 * k, 3.0 * k * 1e-3)[:1]
         roll.widen(outs)
         assert outs[0][0].rpm_shaft_std == STD_RPM
+
+
+FOCAL_PX = 1280.0
+
+
+def test_a_still_rotor_alone_keeps_its_filter_std():
+    roll = LayoutRoll()
+    for k in range(200):
+        outs = _layout(1000 * k, 0.4)[:1]
+        roll.widen(outs, FOCAL_PX)
+        assert outs[0][0].rpm_shaft_std == STD_RPM
+
+
+def test_a_rotor_alone_sliding_across_the_image_widens_its_std_by_the_pan_rate():
+    """One rotor's centre moving at v px/s: the camera is taken to turn at
+    |v| / (sqrt(2) f) about its axis too (the turn a layout would show is unseen)."""
+    roll = LayoutRoll()
+    vx, vy = 300.0, -400.0                             # 500 px/s
+    last = None
+    for k in range(300):
+        last = _layout(1000 * k, 0.4, shift=(vx * k * 1e-3, vy * k * 1e-3))[:1]
+        roll.widen(last, FOCAL_PX)
+    expect = 500.0 / (math.sqrt(2.0) * FOCAL_PX)
+    assert roll.rms_rad_s == pytest.approx(expect, rel=1e-6)
+    assert last[0][0].rpm_shaft_std == pytest.approx(math.hypot(STD_RPM,
+                                                                expect * RPM_PER_RAD_S))
+
+
+def test_a_rotor_left_alone_after_a_turn_goes_on_from_its_own_centre():
+    """Three of four lost: the one left is followed from its own centre (a fresh fit,
+    not the layout's angle), and its speed sets the std once the turn has faded."""
+    roll = LayoutRoll()
+    _run(roll, lambda t: 2.0 * t)
+    lost = [RotorState.TRACKING] + [RotorState.LOST] * 3
+    for k in range(300, 700):                          # standing still now
+        outs = _layout(1000 * k, 0.6, states=lost)
+        roll.widen(outs, FOCAL_PX)
+    # the 2 rad/s seen fades as exp(-t / 2 RMS_TAU_US) in the RMS; a jump at the switch of
+    # source (the angle and the centre in one fit) would stand far above that
+    fade = 2.0 * math.exp(-0.4 / (2 * 0.05))
+    assert roll.rms_rad_s < 1.05 * fade
+    assert outs[0][0].rpm_shaft_std < math.hypot(STD_RPM, 1.05 * fade * RPM_PER_RAD_S)
 
 
 def test_rotors_not_tracking_give_no_turn_and_keep_nan():
@@ -140,7 +182,7 @@ def test_the_turn_seen_goes_once_no_two_rotors_are_tracked_for_a_while():
     stds = []
     for k in range(300, 500):
         outs = _layout(1000 * k, 2.0 * k * 1e-3, states=lost)
-        roll.widen(outs)
+        roll.widen(outs)                              # (no focal length: no lone term)
         stds.append(outs[0][0].rpm_shaft_std)
     assert stds[0] > STD_RPM + 5.0                    # just lost: the turn seen is kept
     assert stds[-1] == STD_RPM and roll.rms_rad_s == 0.0

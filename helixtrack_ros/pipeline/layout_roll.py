@@ -13,8 +13,16 @@ error larger at lighter shake; its size is known well enough to be stated. So
 each TRACKING output's std becomes sqrt(std^2 + s^2), with s the RMS of the
 layout's rotation rate [rad/s, as shaft RPM] over about the last ``RMS_TAU_US``,
 the rate fitted over about the last ``RATE_TAU_US``. The rotation comes from
-the lines between the centres of rotors TRACKING in consecutive packets. A
-rotor alone gives no rotation: its std is left as the filter gives it.
+the lines between the centres of rotors TRACKING in consecutive packets.
+
+A rotor tracked alone shows no turn of a layout, yet the camera turns it all
+the same (single-rotor shaken scenes: values 1.1-1.3 % off with a filter std
+of 0.4 %). Its turn is then taken to be as fast as the camera's pan and tilt,
+which move the centre across the image: |v| / (sqrt(2) f) for a centre moving
+at v [px/s] under a focal length f [px] (the same rate about each of the three
+axes). f is not known here; it is taken as the sensor's width in pixels (a lens
+about 53 degrees across; a longer lens means a smaller turn). A still centre
+keeps the filter's std.
 """
 
 from __future__ import annotations
@@ -37,6 +45,9 @@ RMS_TAU_US = 50_000
 RESTART_US = 50_000
 #: rad/s -> RPM of the shaft: the image turns every blade angle, which is the shaft angle
 RPM_PER_RAD_S = 60.0 / (2.0 * math.pi)
+#: a lone rotor's centre speed [px/s] -> the camera's turn [rad/s]: over sqrt(2) focal
+#: lengths, the pan and tilt rates' RMS (module docstring)
+_PER_FOCAL = 1.0 / math.sqrt(2.0)
 _TRACKING = RotorState.TRACKING
 
 
@@ -51,6 +62,7 @@ class LayoutRoll:
         """Forget everything (new rotors, a restarted clock)."""
         self._t_us: int | None = None
         self._centres: dict[int, complex] = {}
+        self._source: int | None = None    # what the fit follows: -1 the layout, r rotor r
         # the weighted angle fit, its times and angles taken from the latest sample's:
         # sums of w, w t, w t^2, w a, w t a
         self._fit = [0.0, 0.0, 0.0, 0.0, 0.0]
@@ -63,31 +75,35 @@ class LayoutRoll:
         sq, w = self._sq
         return math.sqrt(max(sq, 0.0) / w) if w > 0.0 else 0.0
 
-    def update(self, t_us: int, centres: dict[int, complex]) -> float:
+    def update(self, t_us: int, centres: dict[int, complex], focal_px: float = 0.0) -> float:
         """Take one packet's TRACKING centres (x + iy [px], by rotor index) at sensor
-        time ``t_us``; return :attr:`rms_rad_s`."""
+        time ``t_us``; return :attr:`rms_rad_s`. ``focal_px`` > 0 lets a lone rotor's
+        moving centre stand for the camera's turn (module docstring)."""
         if self._t_us is not None and not 0 <= t_us - self._t_us <= RESTART_US:
             self.reset()
-        step = _turn(self._centres, centres)
+        source, step = _step(self._centres, centres, focal_px)
         dt_s = 0.0 if self._t_us is None else (t_us - self._t_us) * 1e-6
         self._t_us = t_us
         self._centres = centres
+        if source != self._source:
+            self._fit = [0.0, 0.0, 0.0, 0.0, 0.0]   # (another source: the angle starts afresh)
+            self._source = source
         if step is None:
-            self._fit = [0.0, 0.0, 0.0, 0.0, 0.0]   # (no pair: the angle starts afresh)
             if t_us - self._rate_t_us > RMS_TAU_US:
                 self._sq = [0.0, 0.0]       # (no rotation seen for a while: none known)
             return self.rms_rad_s
         rate = self._fit_step(dt_s, step)
         if rate is not None:
             d = math.exp(-(t_us - self._rate_t_us) * 1e-6 / (RMS_TAU_US * 1e-6))
-            self._sq[0] = d * self._sq[0] + (1.0 - d) * rate * rate
+            self._sq[0] = d * self._sq[0] + (1.0 - d) * abs(rate) ** 2
             self._sq[1] = d * self._sq[1] + (1.0 - d)
             self._rate_t_us = t_us
         return self.rms_rad_s
 
-    def _fit_step(self, dt_s: float, step: float) -> float | None:
-        """Move the fit's origin to the new sample (dt_s later, the angle ``step`` on),
-        decay it and add the sample; the slope [rad/s] once the samples spread enough."""
+    def _fit_step(self, dt_s: float, step: complex) -> complex | None:
+        """Move the fit's origin to the new sample (dt_s later, the angle ``step`` on;
+        complex for a lone rotor's two axes), decay it and add the sample; the slope
+        [rad/s] once the samples spread enough."""
         w, wt, wtt, wa, wta = self._fit
         # t -> t - dt, a -> a - step: the new sample at (0, 0)
         wtt = wtt - 2.0 * dt_s * wt + dt_s * dt_s * w
@@ -104,11 +120,9 @@ class LayoutRoll:
             return None
         return (w * wta - wt * wa) / den
 
-    def widen(self, per_rotor: list[list[RotorOutput]]) -> None:
+    def widen(self, per_rotor: list[list[RotorOutput]], focal_px: float = 0.0) -> None:
         """Per packet of a batch (``per_rotor[r][k]``): update from the TRACKING outputs'
         centres, then put the rotation's RMS into each of their ``rpm_shaft_std``."""
-        if len(per_rotor) < 2:
-            return
         for k in range(min(len(outs) for outs in per_rotor)):
             tracking, centres = [], {}
             for r, outs in enumerate(per_rotor):
@@ -121,10 +135,26 @@ class LayoutRoll:
                         continue
                     if math.isfinite(x) and math.isfinite(y):
                         centres[r] = complex(x, y)
-            s_rpm = self.update(per_rotor[0][k].t_us, centres) * RPM_PER_RAD_S
+            s_rpm = self.update(per_rotor[0][k].t_us, centres, focal_px) * RPM_PER_RAD_S
             if s_rpm > 0.0:
                 for o in tracking:
                     o.rpm_shaft_std = math.hypot(o.rpm_shaft_std, s_rpm)
+
+
+def _step(before: dict[int, complex], now: dict[int, complex],
+          focal_px: float) -> tuple[int | None, complex | None]:
+    """(source, step) from one packet to the next: (-1, the layout's turn [rad]) with two
+    rotors or more in both; (r, rotor r's centre step over sqrt(2) focal lengths [rad,
+    complex]) with rotor r alone in both and ``focal_px`` > 0; (None, None) else."""
+    turn = _turn(before, now)
+    if turn is not None:
+        return -1, turn
+    if len(now) == 1 and len(before) == 1 and focal_px > 0.0:
+        (r, c), = now.items()
+        b = before.get(r)
+        if b is not None:
+            return r, (c - b) * (_PER_FOCAL / focal_px)
+    return None, None
 
 
 def _turn(before: dict[int, complex], now: dict[int, complex]) -> float | None:
