@@ -30,6 +30,7 @@ import argparse
 import gc
 import os
 from pathlib import Path
+import shutil
 import sys
 import tempfile
 import time
@@ -136,6 +137,7 @@ def run(args: argparse.Namespace) -> list[dict]:
     ok = [r for r in results if r['kept_up'] and r['lost'] == 0
           and (args.allow_stride or r['stride'] == '1')]
     best = max(ok, key=lambda r: r['mev_offered']) if ok else None
+    shutil.rmtree(tmp, ignore_errors=True)   # (the node's log is kept when a pace failed)
     print(f'highest sustained rate: {best["mev_offered"]:.2f} M events/s '
           f'(pace {best["pace"]})' if best else 'no pace was sustained')
     return results

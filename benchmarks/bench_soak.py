@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+import shutil
 import struct
 import sys
 import tempfile
@@ -306,6 +307,7 @@ def run(args: argparse.Namespace) -> list[str]:
                 if elapsed >= end_s and row_due is None and minute > math.ceil(end_s / 60.0):
                     lines.append(_account(counts, sent, primed))
                     print(lines[-1], flush=True)
+                    shutil.rmtree(tmp, ignore_errors=True)   # (kept when anything failed)
                     return lines
             loop += 1
     finally:

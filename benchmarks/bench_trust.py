@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+import shutil
 import sys
 import tempfile
 import time
@@ -193,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(args.runs):
                 tmp = Path(tempfile.mkdtemp(prefix='bench_trust_'))
                 r = one_run(scene, packets, args, tmp)
+                shutil.rmtree(tmp, ignore_errors=True)   # (kept when the run failed)
                 runs.append(r)
                 print(f'  {scenario} ego {ego} run {i + 1}: losses {r["losses"]}, worst MArE '
                       f'{r["mare_pct"]:.3f} %, NaN {r["nan_pct"]:.2f} %, recovery '
