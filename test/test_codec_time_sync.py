@@ -104,3 +104,32 @@ def test_one_packet_timed_ahead_does_not_move_the_estimate():
     for k in range(300, 420):             # the latency floor falls by 30 ms, for good
         m.update(10_000_000_000 + k * 1_000_000 - 30_000_000, 5_000_000 + k * 1000)
     assert m.offset_ns == offset - 30_000_000 and m.n_restarts == 1
+
+
+@pytest.mark.parametrize('step_ns', [0, -1_000_000])
+def test_a_run_of_frozen_or_backward_stamps_does_not_slide_the_estimate(step_ns):
+    """30 packets of one header stamp (or stepping back 1 ms each) lowered each sample
+    1 (2) ms below the one before, under the 5 ms guard: the minimum followed them down,
+    and every later output was stamped 29 (58) ms early for minutes (red-team review).
+    Now the estimate may not fall more than drop_ns below its anchor of up to
+    confirm_us before without confirmation: the run is set aside."""
+    m = TimeMapper()
+    for k in range(300):
+        m.update(10_000_000_000 + k * 1_000_000, 5_000_000 + k * 1000)
+    offset = m.offset_ns
+    for j in range(30):
+        m.update(10_300_000_000 + j * step_ns, 5_000_000 + (300 + j) * 1000)
+    for k in range(330, 1330):                 # the stamps are right again
+        assert m.update(10_000_000_000 + k * 1_000_000, 5_000_000 + k * 1000)
+    assert offset - m.offset_ns <= m.drop_ns
+    assert m.n_set_aside >= 20 and m.n_restarts == 0
+
+
+def test_a_clock_drifting_down_is_still_followed():
+    """The anchor moves every confirm_us: a host clock 500 ppm slower than the sensor's
+    (the offset falling 50 us per 100 ms) is followed without a jump."""
+    m = TimeMapper()
+    for k in range(5000):
+        m.update(10_000_000_000 + k * 1_000_000 - k * 500, 5_000_000 + k * 1000)
+    assert m.n_set_aside == 0 and m.n_restarts == 0
+    assert m.offset_ns == 10_000_000_000 - 5_000_000_000 - 4999 * 500

@@ -34,8 +34,13 @@ estimate restarts from the last one. A sample more than ``drop_ns`` (default
 agreeing within ``drop_ns``: the minimum took one packet whose sensor time a
 damaged time word had put 33 ms ahead, and every later output was stamped
 33 ms early for minutes (live-node review); a latency floor that really fell
-is taken after ``confirm_us``. A restarted sensor clock is told by
-the sensor times themselves (the caller resets the mapper). While the
+is taken after ``confirm_us``. So is a sample more than ``drop_ns`` below the
+estimate of up to ``confirm_us`` before (its anchor): 30 packets of one header
+stamp lowered the minimum 1 ms at a time, under the first guard, and every
+later output was stamped 29 ms early for minutes (red-team review); a clock
+drift moves the offset by well under ``drop_ns`` per ``confirm_us``. A
+restarted sensor clock is told by the sensor times themselves (the caller
+resets the mapper). While the
 estimate is younger than ``confirm_us`` a jump is taken at once (a first
 packet that came late, or stamped before a clock ran). A stamp of 0 is no
 stamp.
@@ -87,6 +92,8 @@ class TimeMapper:
         self._last_stamp_ns = 0
         self._jump: tuple[int, int] | None = None   # (first sensor time, last sample)
         self._start_us = 0                # sensor time at which the estimate (re)started
+        #: the estimate as of up to confirm_us ago: (offset, its stamp, its sensor time)
+        self._anchor: tuple[int, int, int] | None = None
         self.n_updates = 0
         self.n_restarts = 0
         #: samples set aside as jumps that did not persist
@@ -124,20 +131,21 @@ class TimeMapper:
         self.n_updates += 1
         if self._offset_ns is None:
             self._start_us = t_us
-            return self._take(sample, stamp_ns)
-        dt_ns = max(stamp_ns - self._last_stamp_ns, 0)
-        crept = self._offset_ns + int(self.creep_ns_per_s * dt_ns * 1e-9)
+            return self._take(sample, stamp_ns, t_us)
+        crept = self._crept(self._offset_ns, self._last_stamp_ns, stamp_ns)
         young = t_us - self._start_us < self.confirm_us
-        dropped = crept - sample > self.drop_ns
+        dropped = crept - sample > self.drop_ns or (
+            not young and self._anchor is not None
+            and self._crept(*self._anchor[:2], stamp_ns) - sample > self.drop_ns)
         if (abs(sample - crept) <= self.reset_ns and not dropped) or (young and sample < crept):
             # (a young estimate follows lower samples at once: a first packet that came
             # late must not hold the offset for confirm_us)
             self._jump = None
-            return self._take(min(sample, crept), stamp_ns)
+            return self._take(min(sample, crept), stamp_ns, t_us)
         if young:
             self.n_restarts += 1
             self._start_us = t_us
-            return self._take(sample, stamp_ns)
+            return self._take(sample, stamp_ns, t_us)
         agree = self.drop_ns if abs(sample - crept) <= self.reset_ns else self.reset_ns
         if self._jump is None or abs(sample - self._jump[1]) > agree:
             self._jump = (t_us, sample)    # a new run of jumps
@@ -148,7 +156,7 @@ class TimeMapper:
             return False
         self.n_restarts += 1
         self._start_us = t_us
-        return self._take(sample, stamp_ns)
+        return self._take(sample, stamp_ns, t_us)
 
     @property
     def lowest_ns(self) -> int:
@@ -158,11 +166,20 @@ class TimeMapper:
         offset = self.offset_ns
         return offset if self._jump is None else min(offset, self._jump[1])
 
-    def _take(self, offset_ns: int, stamp_ns: int) -> bool:
-        """Make ``offset_ns`` the estimate, as of header stamp ``stamp_ns``; True."""
+    def _crept(self, offset_ns: int, since_stamp_ns: int, stamp_ns: int) -> int:
+        """``offset_ns`` with the upward creep allowed from ``since_stamp_ns`` to
+        ``stamp_ns``."""
+        return offset_ns + int(self.creep_ns_per_s * max(stamp_ns - since_stamp_ns, 0) * 1e-9)
+
+    def _take(self, offset_ns: int, stamp_ns: int, t_us: int) -> bool:
+        """Make ``offset_ns`` the estimate, as of header stamp ``stamp_ns`` and sensor
+        time ``t_us`` (the anchor too while young or confirm_us after the last); True."""
         self._offset_ns = offset_ns
         self._jump = None
         self._last_stamp_ns = stamp_ns
+        if (self._anchor is None or t_us - self._start_us < self.confirm_us
+                or t_us - self._anchor[2] >= self.confirm_us):
+            self._anchor = (offset_ns, stamp_ns, t_us)
         return True
 
     def to_ros_ns(self, t_us: int) -> int:
