@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The packet pipeline shared by node and CLI: routing, bad input, restarts."""
 
+import math
+
 import numpy as np
 import pytest
 
 from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder, packetize
-from helixtrack_ros.core.health import R_OTHER_ROTOR
+from helixtrack_ros.core.health import R_OTHER_ROTOR, RotorState
 from helixtrack_ros.evaluation import rotor_inits_from_scene
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
@@ -184,7 +186,10 @@ def test_batches_of_packets_give_the_packet_by_packet_results(threads, stream):
     assert [r.error for r in got] == [r.error for r in ref]
     assert _summary(got) == _summary(ref)
     assert many.counters == one.counters
-    assert ref[80].n_events == 0 and ref[80].rotors == ref[79].rotors
+    # the empty packet measured nothing: no value of the packet before repeated
+    assert ref[80].n_events == 0 and ref[79].rotors[0].state == RotorState.TRACKING
+    assert all(math.isnan(r.rpm_shaft) and r.state == RotorState.DEGRADED
+               for r in ref[80].rotors)
 
 
 def test_batches_recover_a_jumped_rotor_like_single_packets():
@@ -446,7 +451,7 @@ def test_a_corrupt_packet_without_decode_errors_is_said_in_the_diagnostics(packe
     assert bad.error is not None and 'corrupt' in bad.error
     _feed(pipe, pkts[21:30], seq0=21)
     c = pipe.counters
-    assert c['packets_corrupt'] == 1 and c['decode_errors'] == 0 and c['packets_refused'] == 0
+    assert c['packets_corrupt'] == 1 and c['decode_errors'] == 0 and c['packets_refused'] == 1
     status = pipe.diagnostics()[0]
     assert (status['level'], status['message']) == (WARN, 'bad packets seen')
     assert status['values']['events_corrupt'] == str(n)

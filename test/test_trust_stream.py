@@ -15,6 +15,7 @@ from helixtrack_ros.codecs.evt3_encoder import Evt3Encoder
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.core.health import (
     R_GAP,
+    R_STARVED,
     RotorState,
 )
 from helixtrack_ros.evaluation import rotor_inits_from_scene
@@ -183,8 +184,10 @@ def test_refused_and_empty_packets_do_not_leave_a_rotor_tracking(quad):
     """Before: while only refused packets (garbage) or only empty packets arrived, the
     node published nothing new or repeated TRACKING with the last RPM for seconds
     (node review, 2026-11-27). Now a refused packet's outputs are NaN, DEGRADED
-    (events lost in transport), and an empty packet two health windows (10 ms of header
-    time) after the last packet with events turns a rotor STARVED, NaN."""
+    (events lost in transport), an empty packet's NaN, DEGRADED (no events in the packet;
+    it repeated the last TRACKING value for 10 ms: red-team review), and one two health
+    windows (10 ms of header time) after the last packet with events turns a rotor
+    STARVED, NaN."""
     scene, pkts = quad
     pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
     good = pipe.process_packets(_raw(pkts, range(150)))
@@ -200,12 +203,35 @@ def test_refused_and_empty_packets_do_not_leave_a_rotor_tracking(quad):
     empty = [last._replace(seq=152 + k, events=b'', stamp_ns=last.stamp_ns + k * 1_000_000)
              for k in range(1, 13)]
     out = pipe.process_packets(_raw(pkts, [151]) + empty)
-    # right after events: the states of the packet before (nothing new measured)
-    assert out[1].rotors == out[0].rotors
+    # right after events: nothing new measured, and nothing repeated
+    assert all(r.state == RotorState.TRACKING for r in out[0].rotors)
+    for r in out[1].rotors:
+        assert r.state == RotorState.DEGRADED and r.cause == R_STARVED
+        assert math.isnan(r.rpm_shaft) and math.isnan(r.rpm_shaft_std)
+        assert 'no events in the packet' in r.message
     late = out[-1]
     assert all(r.state == RotorState.STARVED and math.isnan(r.rpm_shaft)
                for r in late.rotors)
     assert late.stamp_ns == out[0].stamp_ns   # no output time beyond the last event
+
+
+@pytest.mark.parametrize('byte', [0x00, 0xFF])
+def test_a_payload_of_valid_codes_and_no_event_is_refused_as_garbage(quad, byte):
+    """30 KB of 0x00 (EVT3 ADDR_Y words) or 0xFF (CONTINUED_12) are valid codes that
+    decode to no event: they went by as empty packets, uncounted, and the last TRACKING
+    value was repeated (red-team review). Now such a packet is refused as corrupt."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    pipe.process_packets(_raw(pkts, range(150)))
+    junk = _raw(pkts, [150])[0]._replace(events=bytes([byte]) * 30_000)
+    (res,) = pipe.process_packets([junk])
+    assert res.error is not None and 'not one event' in res.error
+    assert pipe.counters['packets_corrupt'] == 1
+    for r in res.rotors:
+        assert r.state == RotorState.DEGRADED and r.cause == R_GAP
+        assert math.isnan(r.rpm_shaft)
+    out = pipe.process_packets(_raw(pkts, range(151, 260)))
+    assert all(r.state == RotorState.TRACKING for r in out[-1].rotors)
 
 
 def test_a_mislabelled_encoding_is_counted_and_measures_nothing(quad):
@@ -288,7 +314,7 @@ def test_header_stamps_of_zero_and_jitter_do_not_break_the_outputs(quad):
     last = _raw(pkts, [149])[0]
     late_empty = last._replace(seq=150, events=b'', stamp_ns=last.stamp_ns + 6_000_000)
     (res,) = pipe.process_packets([late_empty])
-    assert res.rotors == out[-1].rotors
+    assert all(r.state == RotorState.DEGRADED and r.cause == R_STARVED for r in res.rotors)
 
 
 def test_a_failed_batch_leaves_nothing_queued(quad, monkeypatch):

@@ -290,15 +290,13 @@ class BatchQueue:
 
     def _unmeasured(self, pk: Pending) -> PacketResult:
         """The result of an empty or refused packet: the states before it, with their time
-        and stamp (nothing new was measured), no longer TRACKING when it was refused or
-        when no event came for two health windows of header time (:func:`nothing_measured`)."""
-        outputs = self.last_outputs
+        and stamp (nothing new was measured), no longer TRACKING (:func:`nothing_measured`);
+        STARVED when no event came for two health windows of header time."""
         # two health windows: the stamps' own jitter must not starve a rotor
         window_ns = 2 * self.bank.config.tracker.health_window_us * 1000
-        if pk.error is not None or pk.silent_ns > window_ns:
-            # (kept as the last outputs too: /diagnostics says the same)
-            outputs = self.last_outputs = nothing_measured(outputs, pk.error is not None,
-                                                           pk.silent_ns)
+        # (kept as the last outputs too: /diagnostics says the same)
+        outputs = self.last_outputs = nothing_measured(
+            self.last_outputs, pk.error is not None, pk.silent_ns, pk.silent_ns > window_ns)
         return PacketResult(stamp_ns=self.last_stamp_ns, t_us=self.last_t_us, n_events=0,
                             rotors=outputs, error=pk.error)
 

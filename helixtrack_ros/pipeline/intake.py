@@ -13,6 +13,7 @@ numbers (the node reports and logs it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -47,6 +48,10 @@ _TIME_HIGH_ENCODINGS = ('evt3', 'evt2', 'evt21')
 CORRUPT_LEAP_US = 100_000
 #: A packet with more than this fraction of unknown word codes is garbage.
 CORRUPT_UNKNOWN_FRACTION = 0.1
+#: A packet that reads this many words and decodes to no event is garbage: an idle EVT 2.0
+#: stream sends one TIME_HIGH word per 64 us, 1,024 in 65 ms; 30 KB of zero bytes labelled
+#: evt3 (ADDR_Y words, a valid code) went by as an empty packet, uncounted (red-team review)
+EVENTLESS_WORDS_MAX = 1024
 #: After this many suspect packets in a row, each continuing the last one's leapt time,
 #: the leap is taken as real (the next such packet is accepted).
 CORRUPT_RUN_ACCEPT = 5
@@ -54,6 +59,9 @@ CORRUPT_RUN_ACCEPT = 5
 _ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_bytes',
                                       'before_time_high')]
 _WORDS, _UNKNOWN = COUNTER_INDEX['words'], COUNTER_INDEX['skipped_unknown']
+#: Decoder counters of words read that are no sign of garbage (a stream's start, a resync)
+_UNREAD = [COUNTER_INDEX[k] for k in ('before_time_high', 'resync_skipped')]
+_TRIGGERS = COUNTER_INDEX['triggers']
 #: Decoder counter of events earlier than one before them, held at its time.
 _CLAMPED = COUNTER_INDEX['time_clamped']
 #: an array's largest / smallest value (per packet: without ndarray.max's Python wrapper)
@@ -254,6 +262,8 @@ class PacketIntake:
         self.counters['decode_errors'] += sum([delta[i] for i in _ERRORS])
         stamp_ns = int(pkt.stamp_ns)
         reason, final = self._corrupt_reason(ev, delta[_WORDS], delta[_UNKNOWN], stamp_ns)
+        if reason is None and n_events == 0:
+            reason, final = _eventless_reason(delta), True
         if reason is None and self._stale_clock(n_events, delta[_CLAMPED]):
             reason, final = (f'{delta[_CLAMPED]} of {n_events} events came earlier than events '
                              'before them: the time is stale (events lost?)'), True
@@ -268,6 +278,9 @@ class PacketIntake:
             if final:
                 self._leap_run = 0
             self.counters['packets_corrupt'] += 1
+            # (every refusal, as the node counts them: two meanings of one key in one
+            # /diagnostics array disagreed, 30 against 0; red-team review)
+            self.counters['packets_refused'] += 1
             self.counters['events_corrupt'] += n_events    # (lost: the summary says how many)
             self._suspect_run += 1
             self._lose(stamp_ns)
@@ -558,3 +571,11 @@ class PacketIntake:
                         'once the next packets go on from it)'), False
         return None, False
 
+
+def _eventless_reason(delta: Sequence[int]) -> str | None:
+    """Why a packet of no event is garbage (EVENTLESS_WORDS_MAX words or more read, no
+    trigger either), from its decoder counters ``delta``; None for an empty packet."""
+    read = delta[_WORDS] - sum([delta[i] for i in _UNREAD])
+    if read < EVENTLESS_WORDS_MAX or delta[_TRIGGERS]:
+        return None
+    return f'{read} words and not one event'

@@ -109,18 +109,25 @@ def _tracking_text(stride: int) -> tuple[int, str]:
     return OK, 'tracking'
 
 
-def nothing_measured(outputs: list[RotorOutput], refused: bool,
-                     silent_ns: int) -> list[RotorOutput]:
+def nothing_measured(outputs: list[RotorOutput], refused: bool, silent_ns: int,
+                     starved: bool) -> list[RotorOutput]:
     """The outputs of a packet that measured nothing, after the last ones ``outputs``.
 
     A refused packet: a rotor that was measured turns DEGRADED, events lost
     in transport (the next packets re-validate it). An empty packet
-    ``silent_ns`` after the last event: TRACKING or DEGRADED turn STARVED.
-    Numbers are NaN either way; a rotor already not measured keeps its state.
+    ``silent_ns`` after the last event: TRACKING turns DEGRADED (no events in
+    the packet), and TRACKING or DEGRADED turn STARVED once ``starved``.
+    Numbers are NaN either way (a packet of no events repeated the last
+    TRACKING value for 10 ms, and the per-rotor topics carry no stamp to tell
+    a repeat: red-team review); a rotor already not measured keeps its state.
     """
     measured = (RotorState.TRACKING, RotorState.DEGRADED)
     if refused:
         state, cause, text = RotorState.DEGRADED, R_GAP, 'packet refused: nothing measured'
+    elif not starved:
+        state, cause = RotorState.DEGRADED, R_STARVED
+        text = f'no events in the packet ({silent_ns / 1e6:.0f} ms without)'
+        measured = (RotorState.TRACKING,)
     else:   # (a rotor starved by the silence so far gets the new length of it)
         state, cause = RotorState.STARVED, R_STARVED
         text = f'no events for {silent_ns / 1e6:.0f} ms'
