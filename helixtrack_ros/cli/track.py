@@ -378,6 +378,7 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
             'error_text': run.error_text, 'table': table,
             'interrupted': run.interrupted, 'out': out, 'diagnostics': pipe.diagnostics(),
             'format_change': pipe.format_change,
+            'time_quantum_us': pipe.time_quantum_us,
             'rows': run.n_rows, 'topic': recording.topic or str(recording.path),
             'kind': recording.kind,
             'size': (f'{recording.width}x{recording.height}' if recording.width

@@ -32,6 +32,7 @@ from helixtrack_ros.core.health import (
     R_ACCEL,
     R_ACQUIRING,
     R_CENTRE_JUMP,
+    R_COARSE_TIME,
     R_COASTING,
     R_DRIFT,
     R_GAP,
@@ -103,6 +104,8 @@ _CAUSE_TEXT = {
                                f'{ref:.0f})'),
     R_COASTING: lambda val, ref: (f'phase filter coasting: update weight {val:.1f} per ms '
                                   f'(usual {ref:.1f})'),
+    R_COARSE_TIME: lambda val, ref: (f'event times too coarse: {val:.0f} us apart, a blade '
+                                     f'pass {ref:.0f} us'),
     R_UNVERIFIED: lambda val, ref: (f"rate unverified: a window's mean phase residual known "
                                     f'to {val:.3f} rad only (re-validating below {ref:.3f})'),
 }

@@ -55,6 +55,7 @@ def pipeline_status(counters: dict[str, int], policy: StridePolicy, bank: RotorB
         'stride': str(policy.stride),
         'gn_target_events': str(bank.trackers[0].gn_target_events if bank.trackers else 0),
         'backlog_packets': f'{policy.backlog_ema:.1f}',
+        'time_quantum_us': str(bank.time_quantum_us()),
     })
     for i, d in enumerate(detected):
         # what the start-up detection found (auto_detect), for inspection

@@ -24,6 +24,7 @@ from helixtrack_ros.codecs.types import COUNTER_INDEX
 from helixtrack_ros.core.events import EventArrays, EventBuffer
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline.sequence import SEQ_COUNTERS, SeqCounter
+from helixtrack_ros.pipeline.time_quantum import TimeQuantum
 
 #: A backward jump of sensor time larger than this is a camera restart.
 RESTART_JUMP_US = 60_000
@@ -193,6 +194,8 @@ class PacketIntake:
         self.decoder: Any = None
         self.decoder_key: tuple | None = None
         self.time = TimeMapper()
+        #: how finely the events' times are resolved (time_quantum.py)
+        self.quantum = TimeQuantum()
         self.seq = SeqCounter(counters)
         #: sensor time of the last accepted event, and of the first one
         self.last_t_us: int | None = None
@@ -309,6 +312,7 @@ class PacketIntake:
             silent_ns = 0 if since is None else stamp_ns - since
             return Admission(None, ev, restart, None, max(stamp_ns, 0), silent_ns)
         self._suspect_run = self._leap_run = self._back_run = 0
+        self.quantum.observe(ev.t_us)
         self._note_span(ev)
         self._trusted = self.decoder.snapshot()
         return self._accept(ev, restart, stamp_ns)

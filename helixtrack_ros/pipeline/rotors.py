@@ -39,6 +39,7 @@ from helixtrack_ros.pipeline.realtime import gn_divisor
 from helixtrack_ros.pipeline.records import RotorOutput
 from helixtrack_ros.pipeline.recovery import RotorRecovery
 from helixtrack_ros.pipeline.settle import hold_unsettled
+from helixtrack_ros.pipeline.time_quantum import hold_coarse_times
 
 #: The pipeline remembers this many detections (for the debug image).
 MAX_DETECTIONS_KEPT = 64
@@ -52,10 +53,12 @@ class RotorBank:
     """Trackers, recoveries and worker threads of the configured (or detected) rotors."""
 
     def __init__(self, config: PipelineConfig, counters: dict[str, int],
-                 image_size: Callable[[], tuple[int, int]]) -> None:
+                 image_size: Callable[[], tuple[int, int]],
+                 time_quantum_us: Callable[[], int] = lambda: 1) -> None:
         self.config = config
         self.counters = counters
         self.image_size = image_size
+        self.time_quantum_us = time_quantum_us
         self.threads = RotorThreads()
         self._stack = TrackerStack()
         self._detect_pool: ThreadPoolExecutor | None = None
@@ -267,6 +270,7 @@ class RotorBank:
         if len(per_rotor) > 1:
             withhold_other_rotors(self, per_rotor, anchors)
             hold_unsettled(self, per_rotor)
+        hold_coarse_times(per_rotor, self.time_quantum_us(), self.inits)
         self.roll.widen(per_rotor, float(size[0]))
         routed = ([outs[0].events for outs in per_rotor] if n_pk == 1 else
                   [sum([o.events for o in outs]) for outs in per_rotor])

@@ -53,7 +53,8 @@ class TrackingPipeline:
     def __init__(self, config: PipelineConfig) -> None:
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._intake = PacketIntake(self.counters)
-        self._bank = RotorBank(config, self.counters, lambda: self._intake.image_size)
+        self._bank = RotorBank(config, self.counters, lambda: self._intake.image_size,
+                               lambda: self._intake.quantum.quantum_us)
         self._policy = StridePolicy(config.realtime_stride, config.max_stride)
         self._startup = StartupDetector()
         self._batches = BatchQueue(self._bank)
@@ -82,6 +83,12 @@ class TrackingPipeline:
     def format_change(self) -> tuple[str, str] | None:
         """The latest change of the stream's encoding or sensor size (before, after)."""
         return self._intake.last_format_change
+
+    @property
+    def time_quantum_us(self) -> int:
+        """How far apart the stream's event times are at the finest [us] (1: a sensor's
+        microseconds; more: rounded times, whose fast rotors are withheld)."""
+        return self._intake.quantum.quantum_us
 
     @property
     def stride(self) -> int:
