@@ -187,9 +187,13 @@ def test_track_without_params_and_no_rotor_in_view_exits_1(background, tmp_path,
 
 
 def test_detect_finding_nothing_exits_1_with_one_line(background, tmp_path, capsys):
-    assert main(['detect', str(background / 'events'), '--out',
-                 str(tmp_path / 'p.yaml')]) == 1
+    """...and leaves a parameter file already there as it was (it was replaced by one of
+    no rotor: red-team review)."""
+    mine = tmp_path / 'p.yaml'
+    mine.write_text('helixtrack:\n  ros__parameters: {rotor_names: [a]}\n')
+    assert main(['detect', str(background / 'events'), '--out', str(mine)]) == 1
     assert 'no rotor found' in one_line(capsys.readouterr().err)
+    assert 'rotor_names: [a]' in mine.read_text()
 
 
 # ---------------------------------------------------------------------- 2: bad input

@@ -30,6 +30,7 @@ from helixtrack_ros.cli.common import (
     ExitCode,
     Parser,
     out_path,
+    release_outputs,
     seconds,
     seed,
     sensor_size,
@@ -232,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        release_outputs()
 
 
 def _run(args: argparse.Namespace) -> int:

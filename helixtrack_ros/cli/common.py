@@ -14,6 +14,7 @@ import argparse
 from collections.abc import Callable, Iterable, Iterator
 from enum import IntEnum
 import math
+import os
 from pathlib import Path
 import sys
 import tempfile
@@ -165,11 +166,47 @@ def _unwritable(directory: Path) -> str | None:
 
 
 def output_dir(path: Path) -> Path:
-    """Create an output directory, or fail in one line before any work is done."""
+    """Create an output directory and hold it for this run (:func:`_hold`), or fail in one
+    line before any work is done."""
     reason = _unwritable(path)
     if reason is not None:
         raise CliError(f'cannot write to output directory {path}: {reason}')
+    _hold(path)
     return path
+
+
+#: the output directories this process holds: their open descriptors, by real path
+_HELD: dict[Path, int] = {}
+
+
+def _hold(path: Path) -> None:
+    """Lock ``path`` for this process (flock on the directory: released when the process
+    ends, no file left behind); a directory another run holds is refused in one line.
+
+    Found by a review: two runs into one -o ended with an exit-0 run whose rpm.csv held
+    the other recording's rows and a row spliced from both, read as TRACKING.
+    """
+    import fcntl
+    key = path.resolve()
+    if key in _HELD:
+        return
+    fd = os.open(key, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise CliError(f'output directory {path} is being written by another helixtrack run '
+                       '(wait for it to end, or give another -o)') from None
+    _HELD[key] = fd
+
+
+def release_outputs() -> None:
+    """Let go of every output directory held (a command ended; its outputs are closed)."""
+    import fcntl
+    while _HELD:
+        _, fd = _HELD.popitem()
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 def _recording_dir(recording: Path) -> Path | None:
@@ -201,9 +238,19 @@ def outputs_not_input(outputs: Iterable[Path], recording: Path) -> None:
     rec, rec_dir = recording.resolve(), _recording_dir(recording)
     for path in outputs:
         target = path.resolve()
-        if target == rec or (rec_dir is not None and rec_dir in target.parents):
+        if (target == rec or (rec_dir is not None and rec_dir in target.parents)
+                or _same_file(target, rec)):
             raise CliError(f'output {path} would overwrite the input recording {recording} '
                            '(give another -o)')
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two existing paths are one file (a hard link: the input emptied before it
+    was read, when its link was the output; review)."""
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def output_file(path: Path) -> Path:

@@ -145,12 +145,13 @@ def cmd_detect(args: argparse.Namespace) -> int:
           f'{args.at_s:g} s ({wall:.2f} s){NAMING if rotors else ""}:')
     for name, r in zip(names, rotors):
         print(rotor_line(name, r))
-    tree = rotor_params_tree([r.to_params_dict(n) for n, r in zip(names, rotors)])
-    if args.preset is not None:
-        tree['preset'] = args.preset
-    write_ros_params(args.out, tree, header=f'rotors detected by helixtrack detect in {args.bag} '
-                                            f'at {args.at_s:g} s')
-    print(f'parameters: {args.out}')
+    if rotors:   # (none found: a parameter file of the user's stays as it was; review)
+        tree = rotor_params_tree([r.to_params_dict(n) for n, r in zip(names, rotors)])
+        if args.preset is not None:
+            tree['preset'] = args.preset
+        write_ros_params(args.out, tree, header=f'rotors detected by helixtrack detect in '
+                                                f'{args.bag} at {args.at_s:g} s')
+        print(f'parameters: {args.out}')
     if found.window is not None and len(found.window):
         picture = Path(args.out).parent / 'detect.png'
         draw_detections(picture, found, names, rotors)
@@ -160,6 +161,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
         return ExitCode.PARTIAL_INPUT
     if not rotors:
         print(f'helixtrack: no rotor found in {args.window * 1e3:.0f} ms of events at '
-              f'{args.at_s:g} s (try another --at-s or a longer --window)', file=sys.stderr)
+              f'{args.at_s:g} s (try another --at-s or a longer --window); no parameter file '
+              'written', file=sys.stderr)
         return ExitCode.NOTHING_FOUND
     return ExitCode.OK

@@ -131,15 +131,29 @@ def _check_room(out: Path, bytes_needed: float) -> None:
                        '--duration')
 
 
+def _not_foreign(out: Path, sink: Path) -> None:
+    """Refuse to replace ``sink`` or ``out/params.yaml`` unless an earlier simulation wrote
+    them (its ground_truth.csv beside them). Found by a review: a user's recording in
+    DIR/events, with their notes in it, was deleted without a word."""
+    if (out / 'ground_truth.csv').is_file():
+        return
+    for path in (sink, out / 'params.yaml'):
+        if path.exists():
+            raise CliError(f'{path} exists and is no simulated scene (no ground_truth.csv '
+                           'beside it): give another -o')
+
+
 def _scene_and_sink(scenario: str, duration_s: float, ego_level: int | None, seed: int,
                     out: Path, fmt: str, sensor_size: tuple[int, int],
                     scene_kw: dict[str, Any]) -> tuple[Any, ...]:
     """The scene to simulate and where it goes: (scene, path, writer, encoder).
 
-    The events of an earlier run in ``out`` are replaced.
+    The events of an earlier run in ``out`` are replaced; a recording or parameter file
+    that no earlier run wrote is refused (:func:`_not_foreign`).
     """
     from helixtrack_ros.io.recordings import event_sink_path, open_event_sink
     from helixtrack_ros.sim import make_scenario
+    _not_foreign(out, event_sink_path(out, fmt))
     try:
         scene = make_scenario(scenario, duration_s=duration_s, ego_level=ego_level, seed=seed,
                               sensor_size=sensor_size, **scene_kw)

@@ -31,7 +31,7 @@ class StreamNotes:
 
     #: the counters said (:meth:`say` looks at them all in one comparison first)
     KEYS = ('seq_gaps', 'seq_restarts', 'camera_restarts', 'seq_repeats', 'format_changes',
-            'sensor_gaps')
+            'sensor_gaps', 'decode_errors', 'detections')
 
     def __init__(self, log: Any) -> None:
         self._log = log
@@ -74,6 +74,15 @@ class StreamNotes:
         if self._new(c, 'sensor_gaps'):
             warn(f'sensor time went on further than the header stamps: events lost before '
                  f'the driver ({c["sensor_gaps"]} such gaps so far)', throttle_duration_sec=5.0)
+        # (found by a review: packets of odd byte counts, and a start-up detection that
+        # found nothing, were counted and never said)
+        if self._new(c, 'decode_errors'):
+            warn(f'{c["decode_errors"]} decode errors so far (words or bytes the decoder '
+                 'could not use, events outside the sensor): damaged data, or a header or '
+                 'encoding that does not match it', throttle_duration_sec=5.0)
+        if self._new(c, 'detections') and not pipe.rotor_names:
+            warn(f'start-up detection found no rotor ({c["detections"]} tries so far): '
+                 'looking again in the next events', throttle_duration_sec=5.0)
 
 
 class StampSteps:
