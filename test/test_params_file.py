@@ -104,6 +104,23 @@ def test_cli_names_unknown_parameters_with_the_closest_known_one(tmp_path, capsy
     assert len(err.strip().splitlines()) == 1
 
 
+def test_the_nodes_own_parameters_are_no_typo_offline(tmp_path, capsys):
+    """One parameter file configures the node and the offline command; track called the
+    node's own parameters unknown, "typo?" (red-team review)."""
+    from helixtrack_ros.cli.track import load_config
+    from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
+    from helixtrack_ros.node_parameters import NODE_CHOICES, NODE_PARAMETERS
+
+    tree = rotor_params_tree([{'name': 'a', 'center_px': [100.0, 100.0], 'radius_px': 40.0,
+                               'rpm': 3000.0, 'blades': 2}])
+    tree.update({k: spec.default for k, spec in NODE_PARAMETERS.items()})
+    tree.update({k: allowed[0] for k, (allowed, _) in NODE_CHOICES.items()})
+    path = tmp_path / 'p.yaml'
+    write_ros_params(path, tree)
+    load_config(str(path))
+    assert capsys.readouterr().err == ''
+
+
 def test_a_number_yaml_read_as_text_gets_a_hint():
     """PyYAML (YAML 1.1) reads 1e12 as text; before, the message said only "bad value"."""
     import yaml

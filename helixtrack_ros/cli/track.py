@@ -68,6 +68,7 @@ def load_config(params_path: str | None, preset: str | None = None,
     are no parameter (a sweep says it once, not per configuration).
     """
     from helixtrack_ros.io.params_file import load_ros_params
+    from helixtrack_ros.node_parameters import NODE_NAMES
     from helixtrack_ros.pipeline import PipelineConfig
     from helixtrack_ros.pipeline.config import known_names, unknown_text
     origin = params_path or 'parameters'
@@ -89,6 +90,8 @@ def load_config(params_path: str | None, preset: str | None = None,
         config = PipelineConfig.from_ros_params(params, unknown=unknown)
     except ValueError as exc:
         raise CliError(f'{origin}: {exc}') from None
+    # (the node's own parameters, in the same file, are no typo offline)
+    unknown = [key for key in unknown if key not in NODE_NAMES]
     if unknown and warn:
         # the node says the same of the same file
         print(f'helixtrack: warning: ignoring unknown parameters in {params_path} (typo, or rotor '

@@ -27,7 +27,6 @@ _LEVEL_BYTES = [DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERR
 
 
 #: Values of the ``events_type`` parameter.
-EVENTS_TYPES = ('auto', 'event_packet', 'event_array')
 _TYPE_NAMES = {'event_camera_msgs/msg/EventPacket': 'event_packet',
                'event_array_msgs/msg/EventArray': 'event_array'}
 

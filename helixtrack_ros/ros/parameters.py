@@ -5,8 +5,8 @@
 The pipeline's parameters come from
 :func:`helixtrack_ros.pipeline.config.parameter_table` and
 :data:`~helixtrack_ros.pipeline.config.ROTOR_FIELDS`; the node adds its own
-(:data:`NODE_PARAMETERS`, :data:`NODE_CHOICES`). Every value, at start-up and
-when changed at run time, goes through the same checks the CLI uses. The
+(:mod:`helixtrack_ros.node_parameters`). Every value, at start-up and when
+changed at run time, goes through the same checks the CLI uses. The
 pipeline's string parameters (:data:`~helixtrack_ros.pipeline.config.CHOICES`:
 ``preset``) are declared first: the ``tracker.*`` defaults are the preset's,
 so that only the values a parameter file gives override it, as in the CLI.
@@ -22,6 +22,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from helixtrack_ros.core.presets import apply_preset
+from helixtrack_ros.node_parameters import NODE_CHOICES, NODE_PARAMETERS, NODE_READ_ONLY
 from helixtrack_ros.pipeline.config import (
     CHOICES,
     ROTOR_FIELDS,
@@ -31,37 +32,8 @@ from helixtrack_ros.pipeline.config import (
     check_value,
     coerce_rotor_field,
 )
-from helixtrack_ros.ros.messages import EVENTS_TYPES
 from helixtrack_ros.ros.overrides import Dropped, value_text
 
-#: Values of the ``executor`` parameter.
-EXECUTORS = ('events', 'single_threaded')
-
-#: The node's own numeric parameters (reconfigurable unless in NODE_READ_ONLY).
-NODE_PARAMETERS: dict[str, ParamSpec] = {
-    'debug_image_hz': ParamSpec(0.0, 'debug image rate, 0 = off', 'Hz', 0.0, 60.0),
-    'debug_image_window_ms': ParamSpec(10.0, 'sensor time of events drawn in a debug image',
-                                       'ms', 0.1, 1000.0),
-    'diagnostics_period_s': ParamSpec(1.0, 'period of /diagnostics', 's', 0.05, 60.0),
-    'rotor_topics_hz': ParamSpec(
-        100.0, 'rate of ~/<rotor>/rpm and ~/<rotor>/homography per second of sensor time, '
-        'and at once on a state change; 0 = with every packet (~/rotors and ~/health always '
-        'go with every packet)', 'Hz', 0.0, 100000.0),
-    'max_batch_packets': ParamSpec(
-        20, 'when packets queue up (processing behind), up to this many are taken and '
-        'tracked together: one kernel call per rotor', '', 1, 1000),
-}
-#: The node's own string parameters: name -> (allowed values, description).
-NODE_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
-    'debug_image_encoding': (('mono8', 'rgb8'), 'debug image encoding: mono8 or rgb8'),
-    'events_type': (EVENTS_TYPES, 'message type of ~/events: '
-                    'event_camera_msgs/EventPacket, event_array_msgs/EventArray (older '
-                    'drivers), or auto: the type its publishers use'),
-    'executor': (EXECUTORS, 'how callbacks are run: "events" (rclpy.experimental.'
-                 'EventsExecutor, Kilted and newer; elsewhere single_threaded) or '
-                 '"single_threaded"'),
-}
-NODE_READ_ONLY = ('diagnostics_period_s', 'executor', 'events_type')
 
 def _descriptor(spec: ParamSpec, read_only: bool) -> ParameterDescriptor:
     """A descriptor with the spec's label and range; dynamic typing so that YAML 400
