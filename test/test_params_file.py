@@ -134,3 +134,26 @@ def test_a_number_yaml_read_as_text_gets_a_hint():
     for text in ('big', 'inf', '-Infinity', 'nan'):   # (inf: review, 2026-11-27)
         with pytest.raises(ValueError, match=rf"rotors.a.radius_px has a bad value: '{text}'$"):
             coerce_rotor_field('rotors.a.radius_px', text)
+
+
+def test_every_check_of_a_family_switched_off_is_said(tmp_path, capsys):
+    """Each health switch alone is safe; every phase-lock or pose check off at once
+    published a scene with no rotor as TRACKING, without a word (red-team review)."""
+    from helixtrack_ros.cli.track import load_config
+    from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
+
+    tree = rotor_params_tree([{'name': 'a', 'center_px': [100.0, 100.0], 'radius_px': 40.0,
+                               'rpm': 3000.0, 'blades': 2}])
+    path = tmp_path / 'p.yaml'
+    tree['tracker'] = {'health_coherence_min': 0.0, 'health_coherence_seed': -1.0}
+    write_ros_params(path, tree)
+    load_config(str(path))
+    assert capsys.readouterr().err == ''           # one of the family still on
+    tree['tracker'].update(health_coherence_rel=0.0, health_spill_max=1.0,
+                           health_spill_rel=1.0, health_spill_seed=1.0)
+    write_ros_params(path, tree)
+    load_config(str(path))
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert 'the phase lock' in err and 'the pose on the blade tips' in err
+    assert 'validated' not in err

@@ -70,7 +70,7 @@ def load_config(params_path: str | None, preset: str | None = None,
     from helixtrack_ros.io.params_file import load_ros_params
     from helixtrack_ros.node_parameters import NODE_NAMES
     from helixtrack_ros.pipeline import PipelineConfig
-    from helixtrack_ros.pipeline.config import known_names, unknown_text
+    from helixtrack_ros.pipeline.config import checks_off, known_names, unknown_text
     origin = params_path or 'parameters'
     params: dict[str, Any] = {'auto_detect': True}
     if params_path is not None:
@@ -97,6 +97,9 @@ def load_config(params_path: str | None, preset: str | None = None,
         print(f'helixtrack: warning: ignoring unknown parameters in {params_path} (typo, or rotor '
               f'not in rotor_names?): {unknown_text(unknown, known_names(params))}',
               file=sys.stderr)
+    unchecked = checks_off(config.tracker)
+    if unchecked and warn:
+        print(f'helixtrack: warning: {origin}: {unchecked}', file=sys.stderr)
     if not config.rotors and not config.auto_detect:
         raise CliError(f'{origin}: rotor_names is empty (list the rotors to track, '
                        'or set auto_detect: true)')

@@ -185,6 +185,31 @@ def parameter_table(base: PipelineConfig | None = None) -> dict[str, ParamSpec]:
     return out
 
 
+#: families of health checks whose values all say "off": (what they check, the parameters,
+#: whether each one is off)
+_CHECK_FAMILIES = (
+    ('the phase lock', ('health_coherence_min', 'health_coherence_seed',
+                        'health_coherence_rel'), lambda v: v <= 0.0),
+    ('the pose on the blade tips', ('health_spill_max', 'health_spill_rel',
+                                    'health_spill_seed'), lambda v: v >= 1.0),
+    ('the time a rate is validated', ('health_recover_us', 'health_recover_passes'),
+     lambda v: v <= 0.0),
+)
+
+
+def checks_off(tracker: Any) -> str | None:
+    """One line naming the families of health checks that ``tracker`` (TrackerParams)
+    switched off entirely, or None. Each switch alone is safe, all of one family are not:
+    with every documented "off" at once a scene with no rotor published 40 TRACKING
+    values near 7,000 RPM, accepted without a word (red-team review)."""
+    off = [f'{what} ({", ".join(keys)})' for what, keys, is_off in _CHECK_FAMILIES
+           if all(is_off(float(getattr(tracker, k))) for k in keys)]
+    if not off:
+        return None
+    return ('every check of ' + '; of '.join(off) + ' is off: the values published are '
+            'not checked for it')
+
+
 def unknown_text(keys: list[str], known: list[str]) -> str:
     """Unknown parameter names as one line, each with the closest known name as a hint."""
     parts = []

@@ -26,7 +26,7 @@ from rclpy.parameter import Parameter
 
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.latency import LatencyHistogram, PeriodCounters
-from helixtrack_ros.pipeline.config import ParamSpec, check_rotor_name, unknown_text
+from helixtrack_ros.pipeline.config import ParamSpec, check_rotor_name, checks_off, unknown_text
 from helixtrack_ros.pipeline.records import PacketResult
 from helixtrack_ros.pipeline.sequence import SEQ_COUNTERS
 from helixtrack_ros.process_memory import HeapTrimmer, rss_mb
@@ -92,6 +92,10 @@ class HelixtrackNode(Node):
             self._log.warning('ignoring unknown parameters (typo, or rotor not in '
                               f'rotor_names?): {unknown_text(unused, list(self._parameters))}')
         self._pipe = pipeline_factory(params)
+        config = getattr(self._pipe, 'config', None)    # (a stand-in pipeline has none)
+        unchecked = checks_off(config.tracker) if config is not None else None
+        if unchecked:
+            self._log.warning(unchecked)
         self.rotor_names = list(self._pipe.rotor_names)
         for name in self.rotor_names:
             check_rotor_name(name)
