@@ -704,6 +704,29 @@ def test_the_console_script_ends_quickly_with_its_exit_code_and_every_line(scene
     assert missing.returncode == 2 and 'recording not found' in one_line(missing.stderr)
 
 
+def test_the_command_loads_without_numpy_before_its_interrupt_handling():
+    """Ctrl-C in the first 0.3 s of a run (the package's imports, numpy among them, before
+    main) printed a 46-line traceback (red-team review); the parser's module now loads
+    nothing heavy, and an interrupt inside main is one line, exit 130."""
+    code = 'import sys, helixtrack_ros.cli; print("numpy" in sys.modules)'
+    res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=60)
+    assert res.stdout.strip() == 'False', res.stderr
+
+
+def test_an_os_error_says_where_it_happened():
+    """A full disk said only "[Errno 28] No space left on device" (red-team review)."""
+    import argparse
+
+    from helixtrack_ros.cli import _os_error_text
+    full = OSError(28, 'No space left on device')
+    assert _os_error_text(full, argparse.Namespace(out='o')) == \
+        'No space left on device (writing o)'
+    named = OSError(28, 'No space left on device', 'o/rpm.csv')
+    assert _os_error_text(named, argparse.Namespace(out='o')) == \
+        'o/rpm.csv: No space left on device'
+
+
 def test_a_rotor_the_sensor_cannot_show_is_said_and_named_in_the_summary(scene, tmp_path,
                                                                          capsys):
     """Before: a centre off the sensor, a disc far larger than it or a 1 px radius were

@@ -35,7 +35,7 @@ from helixtrack_ros.cli.common import (
     seed,
     sensor_size,
 )
-from helixtrack_ros.io.recordings import SINK_FORMATS
+from helixtrack_ros.io.sink_formats import SINK_FORMATS
 
 __all__ = ['CliError', 'Detection', 'ExitCode', 'build_parser', 'detect_in_bag', 'main',
            'simulate_to_dir', 'track_bag']
@@ -225,7 +225,11 @@ def _terminated(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``helixtrack`` console script; returns an :class:`ExitCode`."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        print('helixtrack: interrupted', file=sys.stderr)
+        return ExitCode.INTERRUPTED
     if threading.current_thread() is not threading.main_thread():
         return _run(args)
     previous = signal.signal(signal.SIGTERM, _terminated)
@@ -245,7 +249,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f'helixtrack: error: {exc}', file=sys.stderr)
         return ExitCode.USAGE
     except OSError as exc:   # an output that cannot be written after all (disk full, ...)
-        print(f'helixtrack: error: {exc}', file=sys.stderr)
+        print(f'helixtrack: error: {_os_error_text(exc, args)}', file=sys.stderr)
         return ExitCode.USAGE
     except KeyboardInterrupt:
         print('helixtrack: interrupted', file=sys.stderr)
@@ -282,6 +286,16 @@ def console_main() -> None:
                 pass
         os._exit(code)
     sys.exit(code)
+
+
+def _os_error_text(exc: OSError, args: argparse.Namespace) -> str:
+    """An OSError in one line that says where: its file, else the command's output (a full
+    disk said only "[Errno 28] No space left on device"; review)."""
+    text = exc.strerror or str(exc)
+    if exc.filename is not None:
+        return f'{exc.filename}: {text}'
+    out = getattr(args, 'out', None)
+    return f'{text} (writing {out})' if out else str(exc)
 
 
 def _caused_by_interrupt(exc: BaseException) -> bool:

@@ -162,15 +162,19 @@ def _fork(name: str, args: tuple) -> tuple[int, int]:
     """Draw a job in a forked copy of this worker; (its pid, the pipe its result comes on)."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
-    if pid == 0:   # the copy: draw, send the result, leave at once
-        os.close(read_fd)
+    if pid == 0:   # the copy: draw, send the result, leave at once, whatever happens
         try:
-            reply: tuple[str, Any] = ('ok', _run(name, args))
-        except Exception as exc:   # noqa: BLE001  (reported by the worker)
-            reply = ('failed', repr(exc))
-        with os.fdopen(write_fd, 'wb') as out:
-            out.write(pickle.dumps(reply))
-        os._exit(0)
+            os.close(read_fd)
+            try:
+                reply: tuple[str, Any] = ('ok', _run(name, args))
+            except Exception as exc:   # noqa: BLE001  (reported by the worker)
+                reply = ('failed', repr(exc))
+            with os.fdopen(write_fd, 'wb') as out:
+                out.write(pickle.dumps(reply))
+        except BaseException:   # noqa: BLE001  (the reader gone, e.g. on a full disk: a
+            pass                # traceback, and a copy that ran on as the worker; review)
+        finally:
+            os._exit(0)
     os.close(write_fd)
     return pid, read_fd
 

@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from helixtrack_ros.io.packet_record import EventPacketRecord
+from helixtrack_ros.io.sink_formats import SINK_FORMATS
 
 #: Kinds of recording :func:`open_recording` reads.
 KINDS = ('raw', 'dat', 'npz', 'text', 'rosbag2', 'rosbag1')
-#: Formats :func:`open_event_sink` writes.
-SINK_FORMATS = ('rosbag2', 'raw-evt3', 'raw-evt2', 'raw-evt21')
 
 
 class RecordingError(ValueError):
