@@ -123,6 +123,18 @@ def test_track_with_every_packet_refused_exits_1(scene, tmp_path, capsys):
     assert 'every one of the 5 packets was refused' in err.splitlines()[-1]
 
 
+def test_events_leaves_out_the_packets_track_refuses(tmp_path, capsys):
+    """Random bytes labelled evt3 came out of `events` as 1.5 M events and 0.6 M
+    triggers, exit 0, while track refused every packet (red-team review)."""
+    rng = np.random.default_rng(4)
+    bag = raw_event_bag(tmp_path / 'bag', [rng.integers(0, 256, 20_000, np.uint8).tobytes()
+                                           for _ in range(5)])
+    assert main(['events', str(bag), '-o', str(tmp_path / 'e.npz'), '-q']) == 1
+    err = capsys.readouterr().err
+    assert '5 of 5 packets refused' in err and 'no event decoded' in err
+    assert len(np.load(tmp_path / 'e.npz')['t_us']) == 0
+
+
 def test_refused_packets_are_said_three_times_then_counted(capsys):
     """A file whose every packet is refused for its own reason printed 1,372 lines
     (adversarial review)."""

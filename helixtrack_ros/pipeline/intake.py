@@ -227,6 +227,8 @@ class PacketIntake:
         self._clamp_recent = 0
         #: the packet before (a duplicate of it is dropped)
         self._prev: EventPacketRecord | None = None
+        #: the last packet decoded (its triggers: ``helixtrack events`` keeps them)
+        self.last_decoded: Any = None
         #: the latest change of encoding or sensor size: (before, after) as text
         self.last_format_change: tuple[str, str] | None = None
 
@@ -256,8 +258,9 @@ class PacketIntake:
         snapshot = decoder.snapshot() if self._trusted is None else None
         mark = out.n
         try:
-            ev = decoder.decode(pkt.events, is_bigendian=bool(pkt.is_bigendian),
-                                time_base=int(pkt.time_base), out=out).events
+            self.last_decoded = decoder.decode(pkt.events, is_bigendian=bool(pkt.is_bigendian),
+                                               time_base=int(pkt.time_base), out=out)
+            ev = self.last_decoded.events
         except ValueError as exc:
             return self._refused(pkt, f'undecodable payload: {exc}')
         delta = decoder.counts_since(before)
