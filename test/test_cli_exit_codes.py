@@ -923,8 +923,8 @@ def test_evt3_packets_without_a_sensor_size_are_refused_saying_so(scene, tmp_pat
     """Found by a review: EVT3 packets with width and height 0 went through the size
     look-up meant for ``mono`` words: "buffer size must be a multiple of element size"
     (exit 2), or (payloads of whole 8-byte words) evt3 words read as mono events, a
-    32817x28672 sensor "taken from the events". Now the pipeline refuses them, and
-    ``events`` says there is no usable size."""
+    32817x28672 sensor "taken from the events". Now the pipeline refuses them, in track
+    and in ``events`` alike."""
     from helixtrack_ros.io.bags import iter_event_packets
     bag = tmp_path / 'wh0'
     with EventBagWriter(bag) as w:
@@ -939,9 +939,11 @@ def test_evt3_packets_without_a_sensor_size_are_refused_saying_so(scene, tmp_pat
     assert 'Traceback' not in err and 'element size' not in err
     assert 'every one of the 21 packets was refused (bad packet: width must be in 1..2048, ' \
            'got 0)' in err
-    assert main(['events', str(bag), '-q', '-o', str(tmp_path / 'e.npz')]) == 2
-    assert one_line(capsys.readouterr().err).endswith(
-        'packet 0: width must be in 1..2048, got 0: no usable sensor size')
+    # (events checks packets as track does: every one refused, nothing found, as track)
+    assert main(['events', str(bag), '-q', '-o', str(tmp_path / 'e.npz')]) == 1
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err
+    assert '21 of 21 packets refused' in err and 'width must be in 1..2048, got 0' in err
 
 
 def test_messages_lost_inside_an_mcap_without_an_error_are_said(scene, tmp_path, capsys):
