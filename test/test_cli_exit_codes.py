@@ -1002,3 +1002,28 @@ def test_decoded_events_on_a_sensor_too_large_are_refused_at_once(kind, tmp_path
         assert main([cmd, str(path), '-q', '-o', str(out)]) == 2
         assert one_line(capsys.readouterr().err).endswith(
             'a sensor of 65535 x 100 pixels is larger than the 32768 x 32768 this reader takes')
+
+
+@pytest.mark.parametrize('string_first', [True, False])
+def test_a_topic_recorded_under_another_type_too_is_read_for_its_events(scene, tmp_path,
+                                                                        capsys, string_first):
+    """A topic written as std_msgs/String and as EventPacket was refused: "has type
+    EventPacket, expected EventPacket or ..." (the last connection's type named), or "no
+    event topic" (red-team review). Its EventPackets are read; the rest is not."""
+    from rosbags.rosbag2 import Reader
+    ts = typestore()
+    bag = tmp_path / 'mixed'
+    with Reader(scene / 'events') as r, Writer(bag, version=Writer.VERSION_LATEST,
+                                                storage_plugin=StoragePlugin.MCAP) as w:
+        (conn,) = r.connections
+        string = 'std_msgs/msg/String'
+        text = ts.serialize_cdr(ts.types[string](data='hello'), string)
+        order = [string, conn.msgtype] if string_first else [conn.msgtype, string]
+        out = {t: w.add_connection(conn.topic, t, typestore=ts) for t in order}
+        w.write(out[string], 1, bytes(text))
+        for c, stamp, raw in r.messages():
+            w.write(out[conn.msgtype], stamp, raw)
+    assert main(['track', str(bag), '--params', str(scene / 'params.yaml'), '-q', '-o',
+                 str(tmp_path / 'o')]) == 0, capsys.readouterr().err
+    rows = (tmp_path / 'o' / 'rpm.csv').read_text().splitlines()
+    assert len(rows) == 1 + 100

@@ -114,7 +114,14 @@ def _metadata_problem(path: Path) -> str | None:
 
 
 def _topic_types(reader: Reader) -> dict[str, str]:
-    return {c.topic: c.msgtype for c in reader.connections}
+    """Topic -> message type; a topic recorded under several types says an event type it
+    has, if any (those messages are read; the last connection's type hid them)."""
+    from helixtrack_ros.io.ros_types import READABLE_EVENT_TYPES
+    types: dict[str, str] = {}
+    for c in reader.connections:
+        if c.topic not in types or c.msgtype in READABLE_EVENT_TYPES:
+            types[c.topic] = c.msgtype
+    return types
 
 
 def _require_topic(reader: Reader, topic: str,
@@ -127,10 +134,17 @@ def _require_topic(reader: Reader, topic: str,
         raise ValueError(f'topic {topic!r} not in bag {reader.path}; available: {avail}')
     conns = [c for c in reader.connections if c.topic == topic]
     allowed = (msgtype,) if isinstance(msgtype, str) else msgtype
-    if allowed is not None and any(c.msgtype not in allowed for c in conns):
-        raise ValueError(f'topic {topic!r} has type {topics[topic]}, expected '
+    if allowed is None:
+        return conns
+    # (a topic recorded under several types: its messages of the allowed ones are read;
+    # the first rule named the last connection's type only, which could be an allowed
+    # one, and refused the topic: red-team review)
+    usable = [c for c in conns if c.msgtype in allowed]
+    if not usable:
+        types = ', '.join(sorted({c.msgtype for c in conns}))
+        raise ValueError(f'topic {topic!r} has type {types}, expected '
                          f'{" or ".join(allowed)}')
-    return conns
+    return usable
 
 
 def list_topics(bag_path: 'str | Path') -> dict[str, str]:
