@@ -1021,7 +1021,7 @@ def test_a_topic_recorded_under_another_type_too_is_read_for_its_events(scene, t
         order = [string, conn.msgtype] if string_first else [conn.msgtype, string]
         out = {t: w.add_connection(conn.topic, t, typestore=ts) for t in order}
         w.write(out[string], 1, bytes(text))
-        for c, stamp, raw in r.messages():
+        for _, stamp, raw in r.messages():
             w.write(out[conn.msgtype], stamp, raw)
     assert main(['track', str(bag), '--params', str(scene / 'params.yaml'), '-q', '-o',
                  str(tmp_path / 'o')]) == 0, capsys.readouterr().err
