@@ -133,3 +133,33 @@ def test_a_clock_drifting_down_is_still_followed():
         m.update(10_000_000_000 + k * 1_000_000 - k * 500, 5_000_000 + k * 1000)
     assert m.n_set_aside == 0 and m.n_restarts == 0
     assert m.offset_ns == 10_000_000_000 - 5_000_000_000 - 4999 * 500
+
+
+@pytest.mark.parametrize('start', [300, 340, 395, 399])
+@pytest.mark.parametrize('frozen', [30, 150, 1000])
+def test_frozen_stamps_move_the_estimate_at_most_drop_ns_whenever_they_start(start, frozen):
+    """Found by a review of the anchor: a freeze that began just before a new anchor slid
+    8.8 ms, and one longer than confirm_us was followed down all the way (150 ms; its
+    samples each agreed with the one before). A run of jumps now agrees with its first
+    sample, and the anchor holds over a period with samples set aside."""
+    m = TimeMapper()
+    for k in range(start):
+        m.update(10_000_000_000 + k * 1_000_000, 5_000_000 + k * 1000)
+    offset = m.offset_ns
+    for j in range(frozen):
+        m.update(10_000_000_000 + start * 1_000_000, 5_000_000 + (start + j) * 1000)
+    for k in range(start + frozen, start + frozen + 300):
+        assert m.update(10_000_000_000 + k * 1_000_000, 5_000_000 + k * 1000)
+    assert offset - m.offset_ns <= m.drop_ns and m.n_restarts == 0
+
+
+def test_a_latency_floor_that_fell_a_little_is_followed_for_good():
+    """A floor 2 ms lower (under drop_ns) is taken at once; its anchor holds the old value
+    without creeping from its old stamp, so a minute later nothing is set aside."""
+    m = TimeMapper()
+    for k in range(300):
+        m.update(10_000_000_000 + k * 1_000_000, 5_000_000 + k * 1000)
+    for k in range(300, 60_300):
+        m.update(10_000_000_000 + k * 1_000_000 - 2_000_000, 5_000_000 + k * 1000)
+    assert m.n_set_aside == 0 and m.n_restarts == 0
+    assert m.offset_ns == 10_000_000_000 - 5_000_000_000 - 2_000_000

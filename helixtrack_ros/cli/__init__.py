@@ -29,8 +29,8 @@ from helixtrack_ros.cli.common import (
     CliError,
     ExitCode,
     Parser,
+    holding_outputs,
     out_path,
-    release_outputs,
     seconds,
     seed,
     sensor_size,
@@ -234,10 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        return _run(args)
+        with holding_outputs():
+            return _run(args)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        release_outputs()
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterable, Iterator
+import contextlib
 from enum import IntEnum
 import math
 import os
@@ -175,38 +176,52 @@ def output_dir(path: Path) -> Path:
     return path
 
 
-#: the output directories this process holds: their open descriptors, by real path
-_HELD: dict[Path, int] = {}
+#: the output directories this command holds: their open descriptors, by real path; None
+#: outside a command (a library call, a Dask worker: nothing is held)
+_HELD: dict[Path, int] | None = None
 
 
 def _hold(path: Path) -> None:
-    """Lock ``path`` for this process (flock on the directory: released when the process
-    ends, no file left behind); a directory another run holds is refused in one line.
+    """Lock ``path`` for the command running (flock on the directory, released when it
+    ends: :func:`holding_outputs`; no file left behind); a directory another run holds is
+    refused in one line. A file system without locks is written as before.
 
     Found by a review: two runs into one -o ended with an exit-0 run whose rpm.csv held
     the other recording's rows and a row spliced from both, read as TRACKING.
     """
+    import errno
     import fcntl
+    if _HELD is None:
+        return
     key = path.resolve()
     if key in _HELD:
         return
     fd = os.open(key, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except OSError as exc:
         os.close(fd)
-        raise CliError(f'output directory {path} is being written by another helixtrack run '
-                       '(wait for it to end, or give another -o)') from None
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise CliError(f'output directory {path} is being written by another helixtrack '
+                           'run (wait for it to end, or give another -o)') from None
+        return        # (no locks there, e.g. NFS without lockd: not held)
     _HELD[key] = fd
 
 
-def release_outputs() -> None:
-    """Let go of every output directory held (a command ended; its outputs are closed)."""
+@contextlib.contextmanager
+def holding_outputs() -> Iterator[None]:
+    """Hold the output directories made while the block runs (one command) and let them go
+    at its end."""
+    global _HELD
     import fcntl
-    while _HELD:
-        _, fd = _HELD.popitem()
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+    _HELD = {}
+    try:
+        yield
+    finally:
+        held, _HELD = _HELD, None
+        for fd in held.values():
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
 
 def _recording_dir(recording: Path) -> Path | None:

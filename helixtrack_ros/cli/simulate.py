@@ -64,7 +64,7 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     _write_ground_truth(out / 'ground_truth.csv', scene)
     tree = rotor_params_tree(scene.initial_rotor_params(0))
     write_ros_params(out / 'params.yaml', tree,
-                     header=f'true initial rotors of scenario {scenario} '
+                     header=f'{PARAMS_HEADER} {scenario} '
                             f'(duration {duration_s} s, seed {seed}, ego level {scene.ego_level})')
     return {'events': n_events, 'packets': seq, 'duration_s': scene.duration_us * 1e-6,
             'wall_s': time.perf_counter() - wall0, 'bag': bag_path,
@@ -131,16 +131,25 @@ def _check_room(out: Path, bytes_needed: float) -> None:
                        '--duration')
 
 
+#: the first words of the parameter file a simulation writes (its mark in a directory)
+PARAMS_HEADER = 'true initial rotors of scenario'
+
+
 def _not_foreign(out: Path, sink: Path) -> None:
-    """Refuse to replace ``sink`` or ``out/params.yaml`` unless an earlier simulation wrote
-    them (its ground_truth.csv beside them). Found by a review: a user's recording in
-    DIR/events, with their notes in it, was deleted without a word."""
-    if (out / 'ground_truth.csv').is_file():
-        return
-    for path in (sink, out / 'params.yaml'):
+    """Refuse to replace ``sink``, ``out/params.yaml`` or ``out/ground_truth.csv`` unless an
+    earlier simulation wrote them (its params.yaml begins with PARAMS_HEADER). Found by a
+    review: a user's recording in DIR/events, with their notes in it, was deleted without a
+    word; a user's own ground_truth.csv is no mark of a simulation (review)."""
+    params = out / 'params.yaml'
+    try:
+        if params.read_text(errors='replace').startswith(f'# {PARAMS_HEADER}'):
+            return
+    except OSError:
+        pass          # (none, or unreadable: nothing of ours)
+    for path in (sink, params, out / 'ground_truth.csv'):
         if path.exists():
-            raise CliError(f'{path} exists and is no simulated scene (no ground_truth.csv '
-                           'beside it): give another -o')
+            raise CliError(f'{path} exists and is no scene helixtrack simulated: give '
+                           'another -o')
 
 
 def _scene_and_sink(scenario: str, duration_s: float, ego_level: int | None, seed: int,

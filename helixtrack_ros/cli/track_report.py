@@ -156,11 +156,11 @@ def print_track_summary(info: dict[str, Any], skip_s: float) -> None:
               f'could not use, or events outside the {info["size"]} sensor): damaged data, '
               'or a header or encoding that does not match it', file=sys.stderr)
     quantum_us = info.get('time_quantum_us', 1)
-    if quantum_us > 1:
+    if c.get('outputs_coarse_time'):
         print(f'helixtrack: warning: event times are {quantum_us} us apart at the finest '
               '(rounded, or stamped per packet): a rotor whose blade pass is shorter than '
-              f'{MIN_QUANTA_PER_PASS * quantum_us} us is withheld (event times too coarse)',
-              file=sys.stderr)
+              f'{MIN_QUANTA_PER_PASS * quantum_us} us is withheld (event times too coarse; '
+              f'{c["outputs_coarse_time"]} outputs)', file=sys.stderr)
     if c['events_clamped'] > CLAMPED_SAID * max(info['events'], 1):
         print(f'helixtrack: warning: {c["events_clamped"]} events came earlier than events '
               'before them and were held at the latest time: packets out of order (the '

@@ -51,6 +51,9 @@ import numpy as np
 #: A header stamp of this value is no stamp (e.g. sim time before its clock runs); the
 #: readers of files stamp their first packet at least one above it.
 NO_STAMP_NS = 0
+#: the share of ``drop_ns`` the estimate may fall in one ``confirm_us`` and still move its
+#: anchor (a host clock 500 ppm slow falls 0.05 ms in 100 ms)
+ANCHOR_FALL = 0.2
 
 
 class TimeMapper:
@@ -90,10 +93,13 @@ class TimeMapper:
         """Forget all samples."""
         self._offset_ns: int | None = None
         self._last_stamp_ns = 0
-        self._jump: tuple[int, int] | None = None   # (first sensor time, last sample)
+        #: a run of jumps: (its first sensor time, its first sample, its last sample)
+        self._jump: tuple[int, int, int] | None = None
         self._start_us = 0                # sensor time at which the estimate (re)started
-        #: the estimate as of up to confirm_us ago: (offset, its stamp, its sensor time)
+        #: the estimate as of up to confirm_us ago: (offset, its stamp, its sensor time);
+        #: kept for another period when samples were set aside in the last (a slide)
         self._anchor: tuple[int, int, int] | None = None
+        self._aside_in_period = False
         self.n_updates = 0
         self.n_restarts = 0
         #: samples set aside as jumps that did not persist
@@ -147,12 +153,15 @@ class TimeMapper:
             self._start_us = t_us
             return self._take(sample, stamp_ns, t_us)
         agree = self.drop_ns if abs(sample - crept) <= self.reset_ns else self.reset_ns
+        # (a run agrees with its first sample: stamps frozen for 150 ms drift 1 ms a packet,
+        # each near the one before, and were followed down 150 ms; review)
         if self._jump is None or abs(sample - self._jump[1]) > agree:
-            self._jump = (t_us, sample)    # a new run of jumps
+            self._jump = (t_us, sample, sample)    # a new run of jumps
         else:
-            self._jump = (self._jump[0], sample)
+            self._jump = (self._jump[0], self._jump[1], sample)
         if t_us - self._jump[0] < self.confirm_us:
             self.n_set_aside += 1
+            self._aside_in_period = True
             return False
         self.n_restarts += 1
         self._start_us = t_us
@@ -164,7 +173,7 @@ class TimeMapper:
         lowest offset the recent packets say (a packet whose sensor time went this far
         beyond its stamp is no new sign of events lost upstream)."""
         offset = self.offset_ns
-        return offset if self._jump is None else min(offset, self._jump[1])
+        return offset if self._jump is None else min(offset, self._jump[2])
 
     def _crept(self, offset_ns: int, since_stamp_ns: int, stamp_ns: int) -> int:
         """``offset_ns`` with the upward creep allowed from ``since_stamp_ns`` to
@@ -173,13 +182,22 @@ class TimeMapper:
 
     def _take(self, offset_ns: int, stamp_ns: int, t_us: int) -> bool:
         """Make ``offset_ns`` the estimate, as of header stamp ``stamp_ns`` and sensor
-        time ``t_us`` (the anchor too while young or confirm_us after the last); True."""
+        time ``t_us``; True. The anchor follows it while young and every confirm_us after,
+        unless samples were set aside in the period or the estimate fell more than
+        ANCHOR_FALL of drop_ns below it: then the anchor's value holds for another period
+        (a slide that began just before a new anchor went 8.8 ms down, not drop_ns;
+        review). A clock's drift moves the offset far less in a period."""
         self._offset_ns = offset_ns
         self._jump = None
         self._last_stamp_ns = stamp_ns
-        if (self._anchor is None or t_us - self._start_us < self.confirm_us
-                or t_us - self._anchor[2] >= self.confirm_us):
-            self._anchor = (offset_ns, stamp_ns, t_us)
+        anchor = self._anchor
+        if anchor is None or t_us - self._start_us < self.confirm_us:
+            self._anchor, self._aside_in_period = (offset_ns, stamp_ns, t_us), False
+        elif t_us - anchor[2] >= self.confirm_us:
+            fell = self._crept(anchor[0], anchor[1], stamp_ns) - offset_ns
+            holds = self._aside_in_period or fell > ANCHOR_FALL * self.drop_ns
+            self._anchor = (anchor[0], stamp_ns, t_us) if holds else (offset_ns, stamp_ns, t_us)
+            self._aside_in_period = False
         return True
 
     def to_ros_ns(self, t_us: int) -> int:

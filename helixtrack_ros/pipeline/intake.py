@@ -487,6 +487,7 @@ class PacketIntake:
             self.decoder = decoder
             self.decoder_key = key
             self._trusted = None
+            self.quantum.reset()       # (another stream: its times may be rounded otherwise)
         return self.decoder
 
     def _leap_persists(self, ev: EventArrays) -> bool:

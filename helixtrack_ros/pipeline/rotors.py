@@ -270,7 +270,8 @@ class RotorBank:
         if len(per_rotor) > 1:
             withhold_other_rotors(self, per_rotor, anchors)
             hold_unsettled(self, per_rotor)
-        hold_coarse_times(per_rotor, self.time_quantum_us(), self.inits)
+        self.counters['outputs_coarse_time'] += hold_coarse_times(
+            per_rotor, self.time_quantum_us(), self.inits)
         self.roll.widen(per_rotor, float(size[0]))
         routed = ([outs[0].events for outs in per_rotor] if n_pk == 1 else
                   [sum([o.events for o in outs]) for outs in per_rotor])

@@ -40,6 +40,9 @@ CHECK_FIRST = 64
 CHECK_EVERY = 8
 #: the quantum is the least of the last this many packets checked
 KEEP = 16
+#: a packet of fewer events says nothing of the quantum (a sensor's last 1-3 events of a
+#: stream, microseconds apart, gave steps of 5-204 us: "rounded" times; review)
+LEAST_EVENTS = 32
 
 
 class TimeQuantum:
@@ -63,7 +66,7 @@ class TimeQuantum:
         n = self._packets
         self._packets += 1
         last, self._last_t_us = self._last_t_us, int(t_us[-1])
-        if n >= CHECK_FIRST and n % CHECK_EVERY:
+        if (n >= CHECK_FIRST and n % CHECK_EVERY) or len(t_us) < LEAST_EVENTS:
             return
         head = t_us[:CHECK_EVENTS]
         steps = np.diff(head)
@@ -78,12 +81,13 @@ class TimeQuantum:
 
 
 def hold_coarse_times(per_rotor: list[list[RotorOutput]], quantum_us: int,
-                      inits: list[RotorInit]) -> None:
+                      inits: list[RotorInit]) -> int:
     """Withhold each TRACKING output whose blade pass spans fewer than
     ``MIN_QUANTA_PER_PASS`` time quanta (``per_rotor[r][k]``, rotor r's blades in
-    ``inits[r]``)."""
+    ``inits[r]``); how many were withheld."""
     if quantum_us <= 1:
-        return
+        return 0
+    held = 0
     tracking = RotorState.TRACKING
     for outs, init in zip(per_rotor, inits, strict=True):
         for k, o in enumerate(outs):
@@ -91,9 +95,11 @@ def hold_coarse_times(per_rotor: list[list[RotorOutput]], quantum_us: int,
                 continue
             pass_us = 60e6 / max(abs(o.rpm_shaft) * max(init.blades, 1), 1e-9)
             if not pass_us >= MIN_QUANTA_PER_PASS * quantum_us:     # (NaN: withheld)
+                held += 1
                 outs[k] = withheld(
                     o.name, o.t_us, o.events, WARN,
                     f'event times too coarse: {quantum_us} us apart, a blade pass '
                     f'{pass_us:.0f} us (at least {MIN_QUANTA_PER_PASS} of them)',
                     DEGRADED, RotorState.DEGRADED, R_COARSE_TIME)
+    return held
 

@@ -44,7 +44,7 @@ _NO_EVENTS = EventArrays.empty()
 COUNTERS = ('packets', 'packets_refused', 'seq_gaps', 'packets_dropped', 'seq_restarts',
             'events_in', 'events_routed', 'time_backwards', 'time_gaps', 'camera_restarts',
             'decode_errors', 'packets_corrupt', 'resumes', 'recoveries', 'recovery_attempts',
-            'searches_widened', 'detections', 'replays_dropped')
+            'searches_widened', 'detections', 'replays_dropped', 'outputs_coarse_time')
 
 
 class TrackingPipeline:
