@@ -316,8 +316,11 @@ class ResumableMessages:
             raise ValueError(f'cannot read message {n} {self._what} in {self.reader.path}: '
                              f'{one_line(err)}') from err
         self.reader = salvage
-        topics = {c.topic for c in self._conns}
-        it = self.reader.messages([c for c in self.reader.connections if c.topic in topics])
+        # (by topic and type: a topic recorded under another type too gave that type's
+        # messages, and the skip below counted only the first reader's; review)
+        keys = {(c.topic, c.msgtype) for c in self._conns}
+        it = self.reader.messages([c for c in self.reader.connections
+                                   if (c.topic, c.msgtype) in keys])
         for _ in range(n):
             next(it, None)
         return it

@@ -298,7 +298,7 @@ class PacketIntake:
             # time gap), so start over from here
             back = int(ev.t_us[0]) < (self.last_t_us or 0) - RESTART_JUMP_US
             self.counters['camera_restarts' if back else 'time_gaps'] += 1
-            self.time.reset()
+            self._restart_clock()
             self.last_t_us = None
         ev = _without_spikes(ev, self.last_t_us, self.counters)
         n_events = len(ev.t_us)
@@ -367,7 +367,7 @@ class PacketIntake:
             if t_first < self.last_t_us - RESTART_JUMP_US:
                 # camera restart: sensor time starts again; keep the rotor estimates
                 self.counters['camera_restarts'] += 1
-                self.time.reset()
+                self._restart_clock()
                 restart = True
             elif t_first < self.last_t_us:
                 self.counters['time_backwards'] += 1
@@ -472,8 +472,14 @@ class PacketIntake:
         after, _ = _largest_step(ev.t_us, back=True)
         self.counters['events_mistimed'] += after
         self.counters['camera_restarts'] += 1
-        self.time.reset()
+        self._restart_clock()
         return ev.slice(after, len(ev))
+
+    def _restart_clock(self) -> None:
+        """Sensor time starts again (a restart, a gap): the time mapping and the time
+        quantum are learnt afresh (a stream's times may be rounded otherwise; review)."""
+        self.time.reset()
+        self.quantum.reset()
 
     def _get_decoder(self, encoding: str, width: int, height: int) -> Any:
         # (as make_decoder reads it: 'EVT3' and 'evt3' are one stream, not a change)

@@ -37,9 +37,11 @@ MIN_QUANTA_PER_PASS = 10
 CHECK_EVENTS = 4096
 #: every packet of a stream's first CHECK_FIRST is checked, then one in CHECK_EVERY
 CHECK_FIRST = 64
-CHECK_EVERY = 8
-#: the quantum is the least of the last this many packets checked
-KEEP = 16
+CHECK_EVERY = 4
+#: the quantum is the least of the last this many packets checked (times turning coarse
+#: within a stream are seen KEEP * CHECK_EVERY packets later; 128 published 60 values up
+#: to 2.2 % off; review)
+KEEP = 8
 #: a packet of fewer events says nothing of the quantum (a sensor's last 1-3 events of a
 #: stream, microseconds apart, gave steps of 5-204 us: "rounded" times; review)
 LEAST_EVENTS = 32
