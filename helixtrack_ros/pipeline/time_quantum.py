@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: a blade pass must span this many time quanta for its outputs to be published
 MIN_QUANTA_PER_PASS = 10
 #: the events of a packet looked at (its first ones; a quantum shows in any of them)
-CHECK_EVENTS = 4096
+CHECK_EVENTS = 1024
 #: every packet of a stream's first CHECK_FIRST is checked, then one in CHECK_EVERY
 CHECK_FIRST = 64
 CHECK_EVERY = 4
