@@ -267,9 +267,7 @@ class PacketIntake:
         n_events = len(ev.t_us)
         self.counters['decode_errors'] += sum([delta[i] for i in _ERRORS])
         stamp_ns = int(pkt.stamp_ns)
-        reason, final = self._corrupt_reason(ev, delta[_WORDS], delta[_UNKNOWN], stamp_ns)
-        if reason is None and n_events == 0:
-            reason, final = _eventless_reason(delta), True
+        reason, final = self._corrupt_reason(ev, delta, stamp_ns)
         if reason is None and self._stale_clock(n_events, delta[_CLAMPED]):
             reason, final = (f'{delta[_CLAMPED]} of {n_events} events came earlier than events '
                              'before them: the time is stale (events lost?)'), True
@@ -476,8 +474,7 @@ class PacketIntake:
         return ev.slice(after, len(ev))
 
     def _restart_clock(self) -> None:
-        """Sensor time starts again (a restart, a gap): the time mapping and the time
-        quantum are learnt afresh (a stream's times may be rounded otherwise; review)."""
+        """Sensor time starts again (a restart, a gap): its mapping and quantum too."""
         self.time.reset()
         self.quantum.reset()
 
@@ -537,22 +534,26 @@ class PacketIntake:
         from packet to packet: a packet refused rolls the decoder's clock back)."""
         return self.decoder_key is not None and self.decoder_key[0] in _OWN_TIME_BASE
 
-    def _corrupt_reason(self, ev: EventArrays, words: int, unknown: int,
+    def _corrupt_reason(self, ev: EventArrays, delta: Sequence[int],
                         stamp_ns: int) -> tuple[str | None, bool]:
-        """Say why a decoded packet looks like garbage (None when it looks sane), and
-        whether that is final (never to be taken as a restart).
+        """Why a decoded packet (decoder counters ``delta``) looks like garbage (None:
+        sane), and whether that is final (never to be taken as a restart).
 
-        Two signs: many words of codes no sensor sends (real streams have at
-        most a little 0x9 padding: final), or sensor time leaping more than
-        CORRUPT_LEAP_US further ahead than the header stamps moved (random
-        TIME_HIGH words). A leap is refused until it persists
-        (:meth:`_leap_persists`): events lost upstream of the driver while it
-        was behind (its backlog dropped) leap sensor time ahead of the header
-        stamps for good, and refusing every later packet locked a rotor out
-        for the rest of the stream (live-node review); random TIME_HIGH words
-        do not continue one another.
+        Three signs: many words and no event (:func:`_eventless_reason`: final),
+        many words of codes no sensor sends (real streams have at most a little
+        0x9 padding: final), or sensor time leaping more than CORRUPT_LEAP_US
+        further ahead than the header stamps moved (random TIME_HIGH words). A
+        leap is refused until it persists (:meth:`_leap_persists`): events lost
+        upstream of the driver while it was behind (its backlog dropped) leap
+        sensor time ahead of the header stamps for good, and refusing every
+        later packet locked a rotor out for the rest of the stream (live-node
+        review); random TIME_HIGH words do not continue one another.
         """
         self._back_jump = False
+        words, unknown = delta[_WORDS], delta[_UNKNOWN]
+        eventless = None if len(ev.t_us) else _eventless_reason(delta)
+        if eventless is not None:
+            return eventless, True
         if words >= 16 and unknown > CORRUPT_UNKNOWN_FRACTION * words:
             return f'{unknown} of {words} words have unknown codes', True
         if len(ev.t_us) and self.last_t_us is not None and self._last_stamp_ns is not None:
