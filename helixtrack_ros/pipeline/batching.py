@@ -50,6 +50,7 @@ class Pending:
     stamp_ns: int
     error: str | None = None             # why the packet was refused
     silent_ns: int = 0                   # an empty packet: header time since the last events
+    quantum_us: int = 1                  # the stream's time quantum when it was admitted
 
 
 class Jobs:

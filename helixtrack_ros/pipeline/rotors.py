@@ -271,7 +271,7 @@ class RotorBank:
             withhold_other_rotors(self, per_rotor, anchors)
             hold_unsettled(self, per_rotor)
         self.counters['outputs_coarse_time'] += hold_coarse_times(
-            per_rotor, self.time_quantum_us(), self.inits)
+            per_rotor, [pk.quantum_us for pk in inf.pending if pk.t_last >= 0], self.inits)
         self.roll.widen(per_rotor, float(size[0]))
         routed = ([outs[0].events for outs in per_rotor] if n_pk == 1 else
                   [sum([o.events for o in outs]) for outs in per_rotor])

@@ -82,18 +82,21 @@ class TimeQuantum:
             self.quantum_us = min(self._seen)
 
 
-def hold_coarse_times(per_rotor: list[list[RotorOutput]], quantum_us: int,
+def hold_coarse_times(per_rotor: list[list[RotorOutput]], quanta_us: list[int],
                       inits: list[RotorInit]) -> int:
     """Withhold each TRACKING output whose blade pass spans fewer than
     ``MIN_QUANTA_PER_PASS`` time quanta (``per_rotor[r][k]``, rotor r's blades in
-    ``inits[r]``); how many were withheld."""
-    if quantum_us <= 1:
+    ``inits[r]``, packet k's quantum ``quanta_us[k]``: the one known when it was
+    admitted, so that a batch is judged as its packets one by one; review); how many
+    were withheld."""
+    if max(quanta_us, default=1) <= 1:
         return 0
     held = 0
     tracking = RotorState.TRACKING
     for outs, init in zip(per_rotor, inits, strict=True):
         for k, o in enumerate(outs):
-            if o.state != tracking:
+            quantum_us = quanta_us[min(k, len(quanta_us) - 1)]
+            if o.state != tracking or quantum_us <= 1:
                 continue
             pass_us = 60e6 / max(abs(o.rpm_shaft) * max(init.blades, 1), 1e-9)
             if not pass_us >= MIN_QUANTA_PER_PASS * quantum_us:     # (NaN: withheld)

@@ -288,7 +288,8 @@ class TrackingPipeline:
             if not self._bank.trackers and self.config.auto_detect:
                 self._flush()
                 self._auto_detect(ev)
-            self._batches.add(Pending(results, i, ev, int(ev.t_us[-1]), adm.stamp_ns))
+            self._batches.add(Pending(results, i, ev, int(ev.t_us[-1]), adm.stamp_ns,
+                                      quantum_us=self._intake.quantum.quantum_us))
         return results
 
     def _auto_detect(self, ev: EventArrays) -> None:
