@@ -1027,3 +1027,17 @@ def test_a_topic_recorded_under_another_type_too_is_read_for_its_events(scene, t
                  str(tmp_path / 'o')]) == 0, capsys.readouterr().err
     rows = (tmp_path / 'o' / 'rpm.csv').read_text().splitlines()
     assert len(rows) == 1 + 100
+
+
+def test_a_rotor_re_detected_with_other_blades_than_given_is_said(tmp_path, capsys):
+    """A wrong blade count in --params: every value withheld, while the re-detection's line
+    named the right count and an RPM, without a word on the mismatch (red-team review)."""
+    from helixtrack_ros.cli import simulate_to_dir
+    simulate_to_dir('lone_constant', 0.3, 1, tmp_path / 'scene', quiet=True)
+    params = (tmp_path / 'scene' / 'params.yaml').read_text()
+    assert 'blades: 2' in params
+    (tmp_path / 'p.yaml').write_text(params.replace('blades: 2', 'blades: 3'))
+    main(['track', str(tmp_path / 'scene' / 'events'), '--params', str(tmp_path / 'p.yaml'),
+          '-q', '-o', str(tmp_path / 'o')])
+    err = capsys.readouterr().err
+    assert 're-detected with 2 blades' in err and 'the parameters give 3 blades' in err

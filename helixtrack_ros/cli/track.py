@@ -390,6 +390,7 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
             'size': (f'{recording.width}x{recording.height}' if recording.width
                      else 'declared'),
             'auto_detect': not config.rotors, 'given': [r.name for r in config.rotors],
+            'given_shapes': {r.name: (r.blades, r.direction) for r in config.rotors},
             'impossible': run.impossible,
             'truncated': packets.truncated, 'read_error': run.read_error,
             'detected': detected, 'match': match, 'overlay_labels': labels,

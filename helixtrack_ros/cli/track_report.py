@@ -113,6 +113,8 @@ def _print_rotors(info: dict[str, Any]) -> None:
               're-detection of each):')
     for name, (_, r) in info['detected'].items():
         print(rotor_line(name, r))
+    if not info['auto_detect']:
+        _say_other_shapes(info)
     match = info['match']
     if match is None:
         return
@@ -122,6 +124,19 @@ def _print_rotors(info: dict[str, Any]) -> None:
             print(f'  {name} = {true_name} (centres {match.distance_px[name]:.1f} px apart)')
     if match.problem:
         print(f'helixtrack: warning: ground truth: {match.problem}', file=sys.stderr)
+
+
+def _say_other_shapes(info: dict[str, Any]) -> None:
+    """Warn of a rotor re-detected with other blades or direction than --params gives: the
+    tracker keeps the given ones, so every value of it was withheld while the detector's
+    line named the right ones, and an RPM (review)."""
+    for name, (_, r) in info['detected'].items():
+        blades, direction = info.get('given_shapes', {}).get(name, (r.blades, r.direction))
+        if r.blades != blades or (direction and r.direction != direction):
+            print(f'helixtrack: warning: rotor {name} was re-detected with {r.blades} blades, '
+                  f'direction {r.direction:+d}; the parameters give {blades} blades, '
+                  f'direction {direction:+d}, which the tracker keeps: check them',
+                  file=sys.stderr)
 
 
 #: the share of events held at an earlier event's time that gets a warning
