@@ -88,6 +88,8 @@ def test_a_stream_of_rounded_times_publishes_no_value_it_cannot_resolve(rounded_
     pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
     results = pipe.process_packets(_coarse_stream(scene, rounded_to))
     assert pipe.time_quantum_us == rounded_to
+    (status,) = [d for d in pipe.diagnostics() if d['name'] == 'helixtrack: pipeline']
+    assert status['values']['time_quantum_us'] == str(rounded_to)
     t = np.array([r.t_us for r in results])
     truth = scene.ground_truth(t)
     published = 0

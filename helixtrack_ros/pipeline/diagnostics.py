@@ -32,10 +32,11 @@ def stopped(idle_s: float | None) -> bool:
 
 
 def pipeline_status(counters: dict[str, int], policy: StridePolicy, bank: RotorBank,
-                    detected: list[DetectedRotor],
-                    idle_s: float | None = None) -> dict[str, Any]:
+                    detected: list[DetectedRotor], idle_s: float | None = None,
+                    quantum_us: int = 1) -> dict[str, Any]:
     """The pipeline's own status: counters, rates, load, stride and start-up detections;
-    ``idle_s``: wall time since the last packet (None before the first)."""
+    ``idle_s``: wall time since the last packet (None before the first); ``quantum_us``:
+    the stream's time quantum (pipeline/time_quantum.py)."""
     c = counters
     sensor_s = max(policy.sensor_us * 1e-6, 1e-9)
     level, msg = OK, 'ok'
@@ -55,7 +56,7 @@ def pipeline_status(counters: dict[str, int], policy: StridePolicy, bank: RotorB
         'stride': str(policy.stride),
         'gn_target_events': str(bank.trackers[0].gn_target_events if bank.trackers else 0),
         'backlog_packets': f'{policy.backlog_ema:.1f}',
-        'time_quantum_us': str(bank.time_quantum_us()),
+        'time_quantum_us': str(quantum_us),
     })
     for i, d in enumerate(detected):
         # what the start-up detection found (auto_detect), for inspection

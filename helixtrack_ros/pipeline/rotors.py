@@ -53,12 +53,10 @@ class RotorBank:
     """Trackers, recoveries and worker threads of the configured (or detected) rotors."""
 
     def __init__(self, config: PipelineConfig, counters: dict[str, int],
-                 image_size: Callable[[], tuple[int, int]],
-                 time_quantum_us: Callable[[], int] = lambda: 1) -> None:
+                 image_size: Callable[[], tuple[int, int]]) -> None:
         self.config = config
         self.counters = counters
         self.image_size = image_size
-        self.time_quantum_us = time_quantum_us
         self.threads = RotorThreads()
         self._stack = TrackerStack()
         self._detect_pool: ThreadPoolExecutor | None = None

@@ -53,8 +53,7 @@ class TrackingPipeline:
     def __init__(self, config: PipelineConfig) -> None:
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._intake = PacketIntake(self.counters)
-        self._bank = RotorBank(config, self.counters, lambda: self._intake.image_size,
-                               lambda: self._intake.quantum.quantum_us)
+        self._bank = RotorBank(config, self.counters, lambda: self._intake.image_size)
         self._policy = StridePolicy(config.realtime_stride, config.max_stride)
         self._startup = StartupDetector()
         self._batches = BatchQueue(self._bank)
@@ -162,7 +161,8 @@ class TrackingPipeline:
     def diagnostics(self) -> list[dict[str, Any]]:
         """Statuses for ``/diagnostics``: one for the pipeline, one per rotor."""
         idle_s = self._idle_s()
-        return [pipeline_status(self.counters, self._policy, self._bank, self.detected, idle_s),
+        return [pipeline_status(self.counters, self._policy, self._bank, self.detected, idle_s,
+                                self.time_quantum_us),
                 *rotor_statuses(self._bank, self._policy, self._batches.last_outputs, idle_s)]
 
     def _idle_s(self) -> float | None:
