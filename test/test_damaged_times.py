@@ -18,7 +18,7 @@ from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.evaluation import rotor_inits_from_scene
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
-from helixtrack_ros.pipeline.intake import _without_spikes as without_spikes
+from helixtrack_ros.pipeline.packet_times import without_spikes
 from helixtrack_ros.pipeline.startup import StartupDetector
 from helixtrack_ros.sim import Simulator, make_scenario
 

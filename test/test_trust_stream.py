@@ -397,14 +397,12 @@ def test_header_stamps_stepped_back_or_late_are_no_unseen_gap(quad, shift_ms, la
 
 def test_an_evt3_source_whose_every_packet_falls_behind_is_not_refused_for_ever():
     """(Review: with no way out, such a source would be NaN to the end of its stream.)"""
-    from helixtrack_ros.pipeline.intake import STALE_RUN_ACCEPT, PacketIntake
-    intake = PacketIntake({})
-    intake.decoder_key = ('evt3', 1280, 720)
-    seen = [intake._stale_clock(1000, 600) for _ in range(STALE_RUN_ACCEPT + 5)]
+    from helixtrack_ros.pipeline.corrupt_packets import STALE_RUN_ACCEPT, CorruptCheck
+    check = CorruptCheck()
+    seen = [check._stale_clock('evt3', 1000, 600) for _ in range(STALE_RUN_ACCEPT + 5)]
     assert seen == [True] * STALE_RUN_ACCEPT + [False] * 5
-    assert not intake._stale_clock(1000, 10) and intake._stale_clock(1000, 600)
-    intake.decoder_key = ('libcaer', 346, 260)
-    assert not intake._stale_clock(1000, 600)
+    assert not check._stale_clock('evt3', 1000, 10) and check._stale_clock('evt3', 1000, 600)
+    assert not check._stale_clock('libcaer', 1000, 600)
 
 
 @pytest.fixture(scope='module')

@@ -32,9 +32,9 @@ from helixtrack_ros.pipeline.identity import (
     layout_discs,
     withhold_other_rotors,
 )
-from helixtrack_ros.pipeline.intake import RESTART_JUMP_US
 from helixtrack_ros.pipeline.layout_roll import LayoutRoll
 from helixtrack_ros.pipeline.outputs import outputs_of, searching_output, tracking_discs
+from helixtrack_ros.pipeline.packet_times import RESTART_JUMP_US
 from helixtrack_ros.pipeline.realtime import gn_divisor
 from helixtrack_ros.pipeline.records import RotorOutput
 from helixtrack_ros.pipeline.recovery import RotorRecovery
