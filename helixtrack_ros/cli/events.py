@@ -14,6 +14,7 @@ chunks concatenate in name order. ``helixtrack track FILE.npz`` reads one.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 import sys
 from typing import Any
@@ -35,6 +36,20 @@ from helixtrack_ros.cli.progress import Progress, progress_enabled
 CHUNK_EVENTS = 4_000_000
 #: the name of chunk file k of ``events --out DIR``
 CHUNK_NAME = 'events_{:06d}.npz'
+
+
+def _save_whole(path: Path, **arrays: Any) -> None:
+    """Write an npz file whole or not at all: into a hidden file beside it, then renamed.
+    Ctrl-C or a full disk while writing left a chunk cut short, whose ``x`` no longer
+    loaded, among whole ones (review)."""
+    part = path.with_name(f'.{path.name}.part')
+    try:
+        with part.open('wb') as fh:
+            np.savez(fh, **arrays)
+        os.replace(part, path)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
 
 
 class _NpzSink:
@@ -75,13 +90,13 @@ class _NpzSink:
         ev = EventArrays.concatenate(self._parts)
         trig = self._trig
         width, height = (int(v or 0) for v in self.size)
-        np.savez(path, t_us=ev.t_us, x=ev.x, y=ev.y, p=ev.p, width=width, height=height,
-                 trig_t_us=np.concatenate([t[0] for t in trig]) if trig
-                 else np.empty(0, np.int64),
-                 trig_value=np.concatenate([t[1] for t in trig]) if trig
-                 else np.empty(0, np.uint8),
-                 trig_id=np.concatenate([t[2] for t in trig]) if trig
-                 else np.empty(0, np.uint8))
+        _save_whole(path, t_us=ev.t_us, x=ev.x, y=ev.y, p=ev.p, width=width, height=height,
+                    trig_t_us=np.concatenate([t[0] for t in trig]) if trig
+                    else np.empty(0, np.int64),
+                    trig_value=np.concatenate([t[1] for t in trig]) if trig
+                    else np.empty(0, np.uint8),
+                    trig_id=np.concatenate([t[2] for t in trig]) if trig
+                    else np.empty(0, np.uint8))
         self.files.append(path)
         self._parts, self._trig, self._buffered = [], [], 0
 
@@ -157,11 +172,17 @@ def cmd_events(args: argparse.Namespace) -> int:
     progress = Progress(recording.count, 'decoding', enabled=progress_enabled(args.quiet))
     packets = Packets(recording)
     intake = _Checked()
-    for pkt in packets:
-        decoded = intake.take(pkt)
-        if decoded is not None:
-            sink.add(decoded)
-            progress.update(intake.n_packets, intake.sensor_s, sink.n_events)
+    interrupted = False
+    try:
+        for pkt in packets:
+            decoded = intake.take(pkt)
+            if decoded is not None:
+                sink.add(decoded)
+                progress.update(intake.n_packets, intake.sensor_s, sink.n_events)
+    except KeyboardInterrupt:
+        # (the outputs hold what was decoded, as after track's Ctrl-C: a single file
+        # interrupted was not written at all; review)
+        interrupted = True
     progress.close()
     written = sink.close()
     counters = intake.decoder_counters()
@@ -174,6 +195,10 @@ def cmd_events(args: argparse.Namespace) -> int:
         print(f'helixtrack: warning: {intake.refused} of {n_packets} packets refused as '
               f'track refuses them, their events left out (the first: {intake.first_error})',
               file=sys.stderr)
+    if interrupted:
+        print('helixtrack: interrupted: the outputs hold the events decoded so far',
+              file=sys.stderr)
+        return ExitCode.INTERRUPTED
     if packets.truncated is not None:
         print(f'helixtrack: {damage_line(packets.truncated, "decoded")}', file=sys.stderr)
         return ExitCode.PARTIAL_INPUT

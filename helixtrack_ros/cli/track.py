@@ -270,6 +270,26 @@ class _TrackRun:
         return True
 
 
+def _cut_partial_row(path: Path) -> None:
+    """Cut a CSV file whose writing failed (a full disk) back to its last whole line: a row
+    cut short reads as other numbers (``10001.336,3.3`` of a longer row; review)."""
+    try:
+        with path.open('r+b') as fh:
+            end = fh.seek(0, 2)
+            fh.seek(max(end - _TAIL_BYTES, 0))
+            tail = fh.read()
+            if tail.endswith(b'\n'):
+                return
+            cut = tail.rfind(b'\n')
+            fh.truncate(end - len(tail) + cut + 1 if cut >= 0 else end - len(tail))
+    except OSError:
+        pass          # (the error being raised says what went wrong)
+
+
+#: the tail of rpm.csv searched for its last whole line (a row is about 300 bytes)
+_TAIL_BYTES = 1 << 16
+
+
 def _csv_line(r: Any, stamp_ns: int) -> str:
     """One rotor output as a line of rpm.csv (:data:`CSV_COLUMNS`)."""
     h = r.homography.ravel().tolist()   # (floats format faster)
@@ -355,10 +375,14 @@ def _track_with(pipe: Any, recording: Any, config: Any, out: Path | None,
     if out is None:
         run.stream(pipe, packets, None, None, progress)
     else:
-        with (out / 'rpm.csv').open('w', newline='') as fh, \
-                ResultBagWriter(out / 'results.mcap', single_file=True) as results_bag:
-            fh.write(','.join(CSV_COLUMNS) + '\n')
-            run.stream(pipe, packets, fh, results_bag, progress)
+        try:
+            with (out / 'rpm.csv').open('w', newline='') as fh, \
+                    ResultBagWriter(out / 'results.mcap', single_file=True) as results_bag:
+                fh.write(','.join(CSV_COLUMNS) + '\n')
+                run.stream(pipe, packets, fh, results_bag, progress)
+        except OSError:
+            _cut_partial_row(out / 'rpm.csv')
+            raise
     progress.close()
     wall = time.perf_counter() - wall0
     arrays = run.arrays()

@@ -98,10 +98,19 @@ class _BagWriterBase:
             self._open = True
 
     def close(self) -> None:
-        """Finish the bag and write its metadata (called by ``with``)."""
+        """Finish the bag and write its metadata (called by ``with``).
+
+        A single-file bag that cannot be finished (a full disk) is removed: an
+        unfinished MCAP is no bag, and its hidden folder was left behind (review).
+        """
         if self._open:
-            self._writer.close()
             self._open = False
+            try:
+                self._writer.close()
+            except BaseException:
+                if self._bag_dir != self.path:
+                    shutil.rmtree(self._bag_dir, ignore_errors=True)
+                raise
             if self._bag_dir != self.path:
                 (inner,) = self._bag_dir.glob('*.mcap')
                 inner.replace(self.path)
