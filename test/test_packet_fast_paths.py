@@ -25,7 +25,7 @@ from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
 from helixtrack_ros.pipeline import outputs as O  # noqa: N812
 from helixtrack_ros.pipeline.recovery import PLACES_EVERY_US, RotorRecovery
-from helixtrack_ros.ros.stream_notes import StreamNotes
+from helixtrack_ros.ros.stream_notes import SAY_EVERY_S, StreamNotes
 from helixtrack_ros.sim import Simulator, make_scenario
 
 
@@ -91,7 +91,8 @@ class _Pipe:
 
 def test_the_stream_counters_are_said_once_per_change():
     log, pipe = _Log(), _Pipe()
-    notes = StreamNotes(log)
+    now = [100.0]
+    notes = StreamNotes(log, clock=lambda: now[0])
     for _ in range(3):
         notes.say(pipe)
     assert log.lines == []
@@ -100,11 +101,38 @@ def test_the_stream_counters_are_said_once_per_change():
         notes.say(pipe)
         notes.say(pipe)
     assert len(log.lines) == len(StreamNotes.KEYS)
+    now[0] += SAY_EVERY_S
     pipe.counters['seq_gaps'] += 2
     pipe.counters['sensor_gaps'] += 1
     notes.say(pipe)
     assert len(log.lines) == len(StreamNotes.KEYS) + 2
     assert log.lines[-2].startswith('packets lost') and 'sensor time' in log.lines[-1]
+
+
+def test_a_count_that_changes_within_its_lines_interval_is_said_when_that_is_up():
+    """(Red-team review, node under load: the one line said 61 packets dropped while
+    1,331 were, in 7 gaps; the later gaps fell inside the logger's 5 s throttle and no
+    line came after it.)"""
+    log, pipe = _Log(), _Pipe()
+    now = [100.0]
+    notes = StreamNotes(log, clock=lambda: now[0])
+    pipe.counters.update(seq_gaps=1, packets_dropped=61)
+    notes.say(pipe)
+    assert log.lines == ['packets lost: seq 4 -> 7 (61 dropped so far, in 1 gaps)']
+    pipe.counters.update(seq_gaps=7, packets_dropped=1331)
+    now[0] += 1.0
+    notes.say(pipe)
+    notes.flush(pipe)
+    assert len(log.lines) == 1                     # (within the 5 s: not yet)
+    now[0] += SAY_EVERY_S
+    notes.say(pipe)                                # (per packet, nothing new: said now)
+    assert log.lines[-1].endswith('(1331 dropped so far, in 7 gaps)')
+    pipe.counters.update(seq_gaps=8, packets_dropped=1400)
+    notes.say(pipe)
+    notes.flush(pipe)
+    assert len(log.lines) == 2
+    notes.flush(pipe, force=True)                  # (the node's end)
+    assert log.lines[-1].endswith('(1400 dropped so far, in 8 gaps)') and len(log.lines) == 3
 
 
 def _records(scene):

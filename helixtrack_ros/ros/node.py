@@ -373,6 +373,7 @@ class HelixtrackNode(Node):
 
     def _publish_diagnostics(self) -> None:
         self._heap.trigger(rss_mb())
+        self._notes.flush(self._pipe)     # (counts that changed within a line's 5 s, said)
         statuses = [self.node_status()]
         try:
             statuses += list(self._pipe.diagnostics())
@@ -390,5 +391,7 @@ class HelixtrackNode(Node):
     def destroy_node(self) -> None:
         """Stop the pipeline's workers, then the node."""
         if hasattr(self, '_pipe'):
+            if hasattr(self, '_notes'):
+                self._notes.flush(self._pipe, force=True)
             self._pipe.close()
         super().destroy_node()
