@@ -14,6 +14,7 @@ bad: 'phase filter coasting'.
 import math
 
 import numpy as np
+import pytest
 from test_health_evidence import OM, Q
 from test_health_evidence import _tracking as _settled
 
@@ -22,6 +23,8 @@ from helixtrack_ros.core.health import (
     HI_CAUSE,
     HI_LEVEL,
     HI_NTIP,
+    HI_T0,
+    HP_SUPPORT,
     HP_WIN,
     HS_COS,
     HS_NREF,
@@ -31,7 +34,12 @@ from helixtrack_ros.core.health import (
     R_COASTING,
     TRACKING,
 )
-from helixtrack_ros.core.health_machine import _health_close, _health_support
+from helixtrack_ros.core.health_machine import (
+    _PACKET_SUPPORT_SHARE,
+    _health_close,
+    _health_packet_support,
+    _health_support,
+)
 from helixtrack_ros.core.health_text import health_values, reason_text
 from helixtrack_ros.core.params import TrackerParams
 
@@ -114,6 +122,74 @@ def test_per_packet_a_coasting_filter_is_degraded_before_its_window_closes():
     hs[HS_W] = 0.8 * USUAL * 2.5
     _health_support(hp, hs, hi, 2500, OM)
     assert hi[HI_LEVEL] == TRACKING
+
+
+def _packet_support_naive(hp, hs, hi, t, w_from, win_from, t_from):
+    """The twin of _health_packet_support in plain Python: (DEGRADED now?, support)."""
+    if hi[HI_T0] != win_from:
+        return False, math.nan
+    support = (hs[HS_W] - w_from) * 1000.0 / (t - t_from)
+    usual = hs[HS_SUPPORT_REF]          # (at the reference's RPM)
+    judged = usual * (t - t_from) * 1e-3 >= 30.0
+    return judged and support < _PACKET_SUPPORT_SHARE * hp[HP_SUPPORT] * usual, support
+
+
+@pytest.mark.parametrize(('weight', 'window_closed'), [
+    (0.0, False), (0.05, False), (0.09, False), (0.11, False), (0.5, False), (1.0, False),
+    (0.05, True), (0.5, True)])
+def test_per_packet_a_packet_the_filter_found_no_support_in_is_degraded(weight, window_closed):
+    """(Red-team review: the first packet of noise after TRACKING, early in a window, was
+    published TRACKING, an extrapolation; the window's check fired one packet later.)
+    A packet's own update weight is judged against a quarter of the window's bound."""
+    hp, hs, hi = _tracking(usual=5000.0)
+    w_from, win_from, t_from = 0.3 * 5000.0 * 0.4, 0, 400      # (0.4 ms into a window)
+    hs[HS_W] = w_from + weight * 5000.0 * 1.0                     # the packet: 1 ms
+    if window_closed:           # (the window closed at 1.0 ms, its weight judged there)
+        hi[HI_T0] = 1000
+        hs[HS_W] = 0.0
+    want, support = _packet_support_naive(hp, hs, hi, 1400, w_from, win_from, t_from)
+    _health_packet_support(hp, hs, hi, 1400, OM, w_from, win_from, t_from)
+    assert (hi[HI_LEVEL] == DEGRADED) == want
+    assert want == (weight < _PACKET_SUPPORT_SHARE * hp[HP_SUPPORT] and not window_closed)
+    if want:
+        assert hi[HI_CAUSE] == R_COASTING and abs(support - weight * 5000.0) < 1e-6
+
+
+def test_per_packet_support_is_not_judged_where_few_updates_are_due_or_the_rule_is_off():
+    hp, hs, hi = _tracking(usual=USUAL)         # 80 per ms: 8 due in 0.1 ms, too few
+    _health_packet_support(hp, hs, hi, 500, OM, 0.0, 0, 400)
+    assert hi[HI_LEVEL] == TRACKING
+    hp, hs, hi = _tracking(TrackerParams(health_support_rel=0.0), usual=5000.0)
+    _health_packet_support(hp, hs, hi, 1400, OM, 0.0, 0, 400)
+    assert hi[HI_LEVEL] == TRACKING
+
+
+def test_a_packet_of_noise_after_tracking_is_not_published():
+    """A lone rotor TRACKING, then packets of valid events at random places and times."""
+    from helixtrack_ros.codecs.evt3_encoder import packetize
+    from helixtrack_ros.core.events import EventArrays
+    from helixtrack_ros.evaluation import rotor_inits_from_scene
+    from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
+    from helixtrack_ros.sim import Simulator, make_scenario
+
+    scene = make_scenario('lone_constant', 0.2, seed=1)
+    ev = Simulator(scene, seed=1).all_events()
+    rng = np.random.default_rng(3)
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    states = []
+    for k, (a, b) in enumerate(packetize(ev.t_us, 1000)):
+        part = ev.slice(a, b)
+        if k >= 150:
+            n = len(part.t_us)
+            part = EventArrays(np.sort(rng.integers(part.t_us[0], part.t_us[-1] + 1, n)),
+                               rng.integers(0, 1280, n).astype(np.uint16),
+                               rng.integers(0, 720, n).astype(np.uint16),
+                               rng.integers(0, 2, n).astype(np.uint8))
+        o = pipe.process_events(part)[0]
+        states.append((o.state, math.isnan(o.rpm_shaft)))
+    pipe.close()
+    assert states[149] == (TRACKING, False)
+    assert all(s != TRACKING and nan for s, nan in states[150:]), states[150:155]
 
 
 def test_a_rotor_left_behind_by_camera_jolts_publishes_no_coasting_rate():

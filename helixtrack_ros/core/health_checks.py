@@ -95,10 +95,10 @@ _SUPPORT_MIN_WEIGHT = 30.0
 
 
 @kernel_inline
-def _coasting(hp, hs, om, support, span_us):
+def _coasting(hp, hs, om, support, span_us, share):
     """True when the EKF's support (update weight per ms) over ``span_us`` fell below
-    ``health_support_rel`` of its usual value: few events agree with the predicted phase,
-    so the rate is extrapolated, not measured.
+    ``share`` x ``health_support_rel`` of its usual value: few events agree with the
+    predicted phase, so the rate is extrapolated, not measured.
 
     The in-annulus rate does not see it: on a shaking camera the events of a rotor
     whose pose lags keep the annulus busy while the filter's weight fell from ~80 to
@@ -109,7 +109,7 @@ def _coasting(hp, hs, om, support, span_us):
     usual = _usual_support(hp, hs, om)
     if usual * span_us * 1e-3 < _SUPPORT_MIN_WEIGHT:
         return False
-    return support < hp[HP_SUPPORT] * usual
+    return support < share * hp[HP_SUPPORT] * usual
 
 
 @kernel_inline

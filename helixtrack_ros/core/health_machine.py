@@ -230,7 +230,37 @@ def _health_support(hp, hs, hi, t, om):
     if hi[HI_LEVEL] != TRACKING or span < _DRIFT_MIN_SPAN * hp[HP_WIN]:
         return
     support = hs[HS_W] * 1000.0 / span
-    if _coasting(hp, hs, om, support, span):
+    if _coasting(hp, hs, om, support, span, 1.0):
+        hi[HI_LEVEL] = DEGRADED
+        hi[HI_REASON] = R_COASTING
+        _set_cause(hs, hi, R_COASTING, support, _usual_support(hp, hs, om))
+        hs[HS_GOOD_US] = 0.0
+
+
+#: a packet's own support below this share of the window's bound (``health_support_rel``
+#: of the usual support) is coasting at once. Calibrated on 33 scenes at egomotion 1, 4
+#: and 7 (benchmarks/RESULTS.md): a TRACKING rotor's packets kept 0.245 of the usual
+#: support or more, a packet of noise events 0.006
+_PACKET_SUPPORT_SHARE = 0.25
+
+
+@kernel
+def _health_packet_support(hp, hs, hi, t, om, w_from, win_from, t_from):
+    """Per packet: a TRACKING rotor whose phase filter found almost no support in the
+    packet itself (from ``t_from``, the pending window's weight ``w_from`` then, its start
+    ``win_from``; not judged when a window closed in the packet) becomes DEGRADED at once.
+    The window's check (:func:`_health_support`) judges from 0.4 of a window on: a packet
+    of noise early in a window was published TRACKING, an extrapolation (red-team review).
+    """
+    # (a window closed in the packet: its events may all lie in the closed one, which the
+    # window's own check judged; the packet after is judged again)
+    if hi[HI_LEVEL] != TRACKING or t_from < 0 or hi[HI_T0] != win_from:
+        return
+    span = float(t - t_from)
+    if span <= 0.0:
+        return
+    support = (hs[HS_W] - w_from) * 1000.0 / span
+    if _coasting(hp, hs, om, support, span, _PACKET_SUPPORT_SHARE):
         hi[HI_LEVEL] = DEGRADED
         hi[HI_REASON] = R_COASTING
         _set_cause(hs, hi, R_COASTING, support, _usual_support(hp, hs, om))
@@ -324,7 +354,7 @@ def _reason_with_references(hp, hs, level, om, rate, thin, n_tip, span, s, coh, 
                              or spill > hs[HS_SPILL_REF] + hp[HP_SPILLREL]
                              or (hs[HS_NREF] < _SEED_WINDOWS and spill > hp[HP_SPILLSEED])):
         reason, val, ref = R_SPILL, spill, hs[HS_SPILL_REF]
-    elif _coasting(hp, hs, om, support, dur):
+    elif _coasting(hp, hs, om, support, dur, 1.0):
         # (after the pose checks: a pose error is the more telling reason)
         reason, val, ref = R_COASTING, support, _usual_support(hp, hs, om)
     elif abs(ds) > hp[HP_SCALETOL]:

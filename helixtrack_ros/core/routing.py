@@ -15,10 +15,11 @@ import math
 import numpy as np
 
 from helixtrack_ros.core.fastmath import TWO_PI, shaft_rpm_k
-from helixtrack_ros.core.health import HI_LEVEL, HI_T0
+from helixtrack_ros.core.health import HI_LEVEL, HI_T0, HS_W
 from helixtrack_ros.core.health_machine import (
     _health_advance,
     _health_drift,
+    _health_packet_support,
     _health_range,
     _health_support,
 )
@@ -138,7 +139,8 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
     arrays): route the events inside the rotor's box (every stride-th),
     run :func:`_process` with one sample at the packet's last event time,
     close the health windows up to it (:meth:`HelixTracker.advance`), check
-    the pending window for a lagging rate (:func:`_health_drift`), and
+    the pending window for a lagging rate (:func:`_health_drift`) or a coasting
+    phase filter, and the packet for one (:func:`_health_packet_support`), and
     write the sample, q_core, box and health into row k. Stops after a
     packet that leaves the rotor LOST, or not TRACKING past
     ``reset_deadline_us`` (>= 0: a re-initialised rotor; cleared once
@@ -163,6 +165,10 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
         m = _route(t_us, xs, ys, ps, e0, e1, x0, y0, x1, y1, stride, bi, bt, bx, by, bp)
         t_last = pkt_t_last[k]
         samp[0] = t_last
+        # (the packet's own support is judged from here)
+        w_from = hs[HS_W]
+        win_from = hi[HI_T0]
+        t_from = pkt_t_last[k - 1] if k > 0 else ist[IS_TMAX]
         _process(bt[:m], bx[:m], by[:m], bp[:m], tp, gp, fs, ist, q, pose, acc, acq_t, acq_a,
                  hp, hs, hi, MODE_TIMES, samp, out_t1, out_v1)
         # health windows close even for a rotor that received no event
@@ -173,6 +179,7 @@ def _process_packets(t_us, xs, ys, ps, pkt_end, pkt_t_last, stride, reset_deadli
         _health_drift(hp, hs, hi, t_last, fs[FS_OM])
         # (nor a rate the phase filter only extrapolates)
         _health_support(hp, hs, hi, t_last, fs[FS_OM])
+        _health_packet_support(hp, hs, hi, t_last, fs[FS_OM], w_from, win_from, t_from)
         # (and an RPM outside its plausible range is LOST before it is published)
         _health_range(hp, hs, hi, fs[FS_OM])
         for j in range(OUT_LEN):
