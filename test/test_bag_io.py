@@ -60,6 +60,25 @@ def test_event_packets_round_trip(tmp_path, storage):
     assert count_messages(f, '/event_camera/events') == len(payloads)
 
 
+def test_a_bag_compressed_per_message_reads_from_its_storage_file(tmp_path):
+    """(Formats review: given by its .mcap/.db3 file, the bag was read without its
+    metadata, every packet refused as corrupt.)"""
+    from rosbags.rosbag2.writer import CompressionFormat, CompressionMode
+    ev = _events()
+    enc = Evt3Encoder()
+    payloads = [enc.encode(ev.slice(a, b)) for a, b in packetize(ev.t_us, 1000)]
+    bag = tmp_path / 'zstd'
+    w = EventBagWriter(bag, storage='mcap')
+    w._writer.set_compression(CompressionMode.MESSAGE, CompressionFormat.ZSTD)
+    with w:
+        for i, pl in enumerate(payloads):
+            w.write(1_700_000_000_000_000_000 + i * 1_000_000, i, pl)
+    (f,) = [p for p in bag.iterdir() if p.suffix == '.mcap']
+    for path in (bag, f):
+        recs = list(iter_event_packets(path))
+        assert [bytes(r.events) for r in recs] == payloads, path
+
+
 def test_real_bag_without_message_definition(tmp_path):
     assert count_messages(REAL_BAG, '/event_camera/events') == 105
     recs = list(iter_event_packets(REAL_BAG))

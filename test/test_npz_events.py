@@ -65,7 +65,31 @@ def test_times_in_nanoseconds_are_read_from_t_ns(tmp_path):
         read_npz_events(tmp_path / 'both.npz')
 
 
+def test_polarity_minus_one_is_off_as_in_text_files(tmp_path):
+    """(Formats review: -1 was read as ON, every event ON, without a word.)"""
+    rng = np.random.default_rng(4)
+    n = 2000
+    t, x, y = np.sort(rng.integers(0, 5000, n)), rng.integers(0, 90, n), rng.integers(0, 60, n)
+    p01 = rng.integers(0, 2, n)
+    np.savez(tmp_path / 'pm1.npz', t_us=t, x=x, y=y, p=2 * p01 - 1)
+    np.savez(tmp_path / 'b.npz', t_us=t, x=x, y=y, p=p01.astype(bool))
+    for name in ('pm1.npz', 'b.npz'):
+        assert np.array_equal(read_npz_events(tmp_path / name)[0].p, p01), name
+
+
+def _coarse(path, scale):
+    t = np.sort(np.random.default_rng(5).integers(0, 400_000, 20_000))
+    t[-1] = 400_000
+    n = len(t)
+    np.savez(path, t_us=t / scale, x=np.zeros(n), y=np.zeros(n), p=np.ones(n))
+
+
 @pytest.mark.parametrize('write, message', [
+    # found by the formats review: seconds or milliseconds under t_us were floored, every
+    # event at a few times, and the run ended "no rotor detected: give --params"
+    (lambda p: _coarse(p, 1e6), 't_us cannot be microseconds (20000 events within 0.4 us'),
+    (lambda p: _coarse(p, 1e3), 't_us cannot be microseconds (they run over 400 us only, '
+     'most with a fraction)'),
     (lambda p: np.savez(p, t_us=np.arange(3), x=np.arange(3)), 'no y, p array'),
     (lambda p: np.savez(p, t_us=np.arange(3), x=np.arange(3), y=np.arange(2),
                         p=np.arange(3)), 'one length'),

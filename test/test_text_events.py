@@ -59,6 +59,15 @@ def test_quoted_column_names_and_windows_line_ends_are_read(tmp_path):
     assert text.events.x.tolist() == [1, 3] and (text.width, text.height) == (4, 5)
 
 
+def test_a_time_column_named_in_microseconds_keeps_its_fractions_as_such(tmp_path):
+    """(Formats review: t_us of 12345.678 were read as seconds, 400,000 s of sensor time.)"""
+    (tmp_path / 'f.csv').write_text('x,y,p,t_us\n1,2,1,12345.678\n3,4,0,12346.2\n'
+                                    '5,6,1,13000.5\n')
+    text = read_text_events(tmp_path / 'f.csv')
+    assert text.events.t_us.tolist() == [12346, 12346, 13000]
+    assert text.events.p.tolist() == [1, 0, 1]
+
+
 def test_seconds_since_the_epoch_keep_microseconds(tmp_path):
     t_s = 1468939993.0 + np.array([0.000001, 0.000002, 0.5])
     _write(tmp_path / 'e.txt', '', (t_s, [1, 2, 3], [4, 5, 6], [1, 0, 1]),

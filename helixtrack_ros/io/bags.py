@@ -77,6 +77,29 @@ def resolve_bag_path(bag_path: 'str | Path') -> Path:
                 f'{path} is not a rosbag2 directory: no metadata.yaml and '
                 f'{len(files)} .mcap/.db3 files')
         path = files[0]
+    elif path.is_file() and (path.parent / 'metadata.yaml').is_file():
+        path = _bag_of_file(path)
+    return path
+
+
+def _bag_of_file(path: Path) -> Path:
+    """The rosbag2 directory of a .mcap/.db3 file its metadata.yaml lists alone, else the
+    file. Read bare, a bag compressed per message was refused as corrupt packets (the
+    compression is said in the metadata only; formats review)."""
+    try:
+        info = yaml.safe_load((path.parent / 'metadata.yaml').read_text())
+        info = info['rosbag2_bagfile_information']
+        listed = [str(f) for f in info.get('relative_file_paths') or []]
+        per_message = str(info.get('compression_mode') or '').lower() == 'message'
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError):
+        return path              # (no metadata of a bag: the file alone)
+    if path.name not in listed:
+        return path
+    if len(listed) == 1:
+        return path.parent
+    if per_message:
+        raise ValueError(f'{path} is one file of a bag compressed per message: give its '
+                         f'directory {path.parent}')
     return path
 
 

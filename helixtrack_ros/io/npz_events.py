@@ -63,6 +63,28 @@ def nanoseconds_reason(t: np.ndarray) -> 'str | None':
     return f'the {steps} steps between events are all whole multiples of 1000'
 
 
+#: More events than this per microsecond, over a whole file, no camera sends (2 G events/s)
+MAX_EVENTS_PER_US = 2000.0
+#: A file's times spanning less than this [us] while most have a fraction are no microseconds
+_SHORTEST_FRACTIONAL_US = 10_000
+
+
+def coarse_unit_reason(t: np.ndarray) -> 'str | None':
+    """Why event times cannot be microseconds, being seconds or milliseconds (None: they
+    may be). Found by the formats review: seconds as floats under t_us were floored to 0,
+    every event at one time, and the run ended "no rotor detected"."""
+    if len(t) < 1000 or t.dtype.kind not in 'iuf':
+        return None
+    span = float(t.max()) - float(t.min())
+    if len(t) > MAX_EVENTS_PER_US * max(span, 1.0):
+        return f'{len(t)} events within {span:g} us'
+    if t.dtype.kind == 'f' and span < _SHORTEST_FRACTIONAL_US:
+        fractional = np.count_nonzero(t[:_NS_SAMPLE] != np.round(t[:_NS_SAMPLE]))
+        if 2 * fractional > min(len(t), _NS_SAMPLE):
+            return f'they run over {span:g} us only, most with a fraction'
+    return None
+
+
 class NpzEventsError(ValueError):
     """An ``.npz`` file that holds no events in the expected arrays."""
 
@@ -140,14 +162,21 @@ def pixel_problem(name: str, a: np.ndarray) -> str | None:
             f'value(s), e.g. {a[bad][0].item()!r}')
 
 
+def polarity_on(p: np.ndarray) -> np.ndarray:
+    """ON (1) or OFF (0) of polarity values: ON above 0, so that -1/1, 0/1 and True/False
+    all read alike (npz and text files share it; npz read -1 as ON, every event ON;
+    formats review)."""
+    return (p > 0).astype(np.uint8)
+
+
 def _polarities(path: Path, p: np.ndarray) -> np.ndarray:
-    """Polarities as uint8 (non-zero: 1); NaN or a non-number is an error."""
+    """Polarities as uint8 (:func:`polarity_on`); NaN or a non-number is an error."""
     if p.dtype.kind not in 'biuf':
         raise NpzEventsError(f'{path}: p must hold real numbers, not {p.dtype}')
     if p.dtype.kind == 'f' and not np.all(np.isfinite(p)):
         raise NpzEventsError(f'{path}: p holds {int(np.sum(~np.isfinite(p)))} value(s) '
                              'that are no number')
-    return (p != 0).astype(np.uint8)
+    return polarity_on(p)
 
 
 def _time_key(path: Path, arrays: dict[str, np.ndarray]) -> str:
@@ -172,6 +201,10 @@ def _times(path: Path, t: np.ndarray, key: str) -> np.ndarray:
         if ns is not None:
             raise NpzEventsError(f'{path}: t_us holds nanoseconds, not microseconds ({ns}): '
                                  'save them as t_ns instead (or t_us // 1000)')
+        coarse = coarse_unit_reason(t)
+        if coarse is not None:
+            raise NpzEventsError(f'{path}: t_us cannot be microseconds ({coarse}): seconds or '
+                                 'milliseconds? save the times in microseconds')
     if len(t) and (t.min() < 0 or t.max() > MAX_T_US):
         raise NpzEventsError(f'{path}: {key} runs from {t.min():.0f} to {t.max():.0f} us; '
                              f'sensor times lie within 0..{MAX_T_US} us (shift them to start '

@@ -39,7 +39,7 @@ import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.io.event_packets import mono_packets
-from helixtrack_ros.io.npz_events import MAX_T_US, nanoseconds_reason, pixel_problem
+from helixtrack_ros.io.npz_events import MAX_T_US, nanoseconds_reason, pixel_problem, polarity_on
 from helixtrack_ros.io.packet_record import EventPacketRecord
 
 #: File name endings read as text events.
@@ -193,7 +193,10 @@ class _Header:
                 '(expected four named t (or timestamp), x, y and p (or polarity))')
         self.order = ''.join(sorted(found, key=lambda k: found[k][0]))
         unit = found['t'][1]
-        self.scale = 1e-3 if unit.endswith('_ns') else 1e6 if unit.endswith('_s') else 0.0
+        # (a name ending in _us says microseconds, fractions too: t_us of 1234.5 were read
+        # as seconds, 400,000 s of sensor time; formats review)
+        self.scale = (1e-3 if unit.endswith('_ns') else 1e6 if unit.endswith('_s')
+                      else 1.0 if unit.endswith('_us') else 0.0)
         self.unit_named = unit.endswith(('_us', '_ns', '_s'))
         return True
 
@@ -314,8 +317,9 @@ def _events(path: Path, table: np.ndarray, head: _Header, bad: _BadLines) -> Tex
         notices.append(f'{bad.count} line(s) are not events (four numbers) and are left out, '
                        f'the first {bad.first}')
     cols = {k: table[:, order.index(k)] for k in 'txyp'}
-    t_us = t if scale == 1.0 else t // 1000 if scale == 1e-3 and t.dtype.kind == 'i' else \
-        np.round(t * scale)    # (whole nanoseconds exactly: a float has 53 bits)
+    # (whole nanoseconds exactly: a float has 53 bits)
+    t_us = t if scale == 1.0 and t.dtype.kind == 'i' else \
+        t // 1000 if scale == 1e-3 and t.dtype.kind == 'i' else np.round(t * scale)
     if len(t_us) and (t_us.min() < 0 or t_us.max() > MAX_T_US):
         raise TextEventsError(f'{path}: times run from {t.min():g} to {t.max():g}'
                               f'{" s" if scale == 1e6 else ""}; sensor times lie within 0..'
@@ -325,7 +329,7 @@ def _events(path: Path, table: np.ndarray, head: _Header, bad: _BadLines) -> Tex
         if problem is not None:
             raise TextEventsError(f'{path}: {problem}')
     ev = EventArrays(t_us.astype(np.int64), cols['x'].astype(np.uint16),
-                     cols['y'].astype(np.uint16), (cols['p'] > 0).astype(np.uint8))
+                     cols['y'].astype(np.uint16), polarity_on(cols['p']))
     out = ev.time_sorted()
     if out is not ev:
         notices.append(f'{ev.late()[0]} event(s) come earlier than events before them: '
