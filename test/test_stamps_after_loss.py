@@ -36,3 +36,25 @@ def test_outputs_after_a_seq_gap_keep_the_stamp_of_their_last_event(quad, lost):
     # (the stamps of the stream are its packets' first events: the mapping's offset is 0)
     early_us = [r.t_us - (r.stamp_ns - STAMP0_NS) // 1000 for r in with_events]
     assert max(map(abs, early_us)) == 0, max(early_us)
+
+
+def test_events_lost_upstream_with_the_stamps_leave_no_stale_time_tracked(quad):
+    """100 ms lost before the driver, the seq unbroken, the header stamps moving with
+    sensor time. Before: the next packets' words kept the old TIME_HIGH, their events
+    were tracked 0.1 s in the past, and the leap of the next TIME_HIGH had five good
+    packets refused as corrupt (red-team review, node under load). Now the packet whose
+    stamp leapt while its sensor time did not is left out, the decoder waits for the next
+    TIME_HIGH, and the loss is one gap."""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    kept = [*range(150), *range(250, len(pkts))]
+    recs = [r._replace(seq=j) for j, r in enumerate(_raw(pkts, kept))]
+    got = [pipe.process_packets([rec])[0] for rec in recs]
+    pipe.close()
+    c = pipe.counters
+    assert c['packets_corrupt'] == 0 and c['sensor_gaps'] + c['time_gaps'] >= 1
+    t_hole = pkts[250][1]
+    after = [r for r in got[150:] if r.n_events]
+    assert after and min(r.t_us for r in after) >= t_hole       # nothing from the past
+    assert all(r.t_us == (r.stamp_ns - STAMP0_NS) // 1000 for r in after)
+    assert sum(r.error is not None for r in got) <= 2

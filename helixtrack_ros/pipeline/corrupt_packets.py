@@ -52,10 +52,13 @@ _MAX = np.maximum.reduce
 
 class Verdict(NamedTuple):
     """A packet's judgement: ``reason`` it looks like garbage (None: sane); ``refuse``:
-    it is dropped (else a suspect step is taken as real: a restart or a gap)."""
+    it is dropped (else a suspect step is taken as real: a restart or a gap); ``stale``:
+    its clock is stale, events were lost upstream (not garbage: the decoder waits for
+    the next time word instead of being rolled back)."""
 
     reason: str | None
     refuse: bool
+    stale: bool = False
 
 
 class StreamPlace(NamedTuple):
@@ -88,8 +91,9 @@ class CorruptCheck:
         """Judge one decoded packet (decoder counters ``delta``, header stamp ``stamp_ns``)."""
         (reason, final), back = self._reason(ev, delta, stamp_ns, place)
         if reason is None and self._stale_clock(place.encoding, len(ev.t_us), delta[_CLAMPED]):
-            reason, final = (f'{delta[_CLAMPED]} of {len(ev.t_us)} events came earlier than '
-                             'events before them: the time is stale (events lost?)'), True
+            # (no garbage: the next TIME_HIGH's step is judged against the stamps as usual)
+            return Verdict(f'{delta[_CLAMPED]} of {len(ev.t_us)} events came earlier than '
+                           'events before them: the time is stale (events lost?)', True, True)
         if reason is None:
             return Verdict(None, False)
         real = not final and (self._back_persists() if back else self._leap_persists(ev))

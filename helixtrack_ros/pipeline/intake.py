@@ -48,6 +48,8 @@ _TIME_HIGH_ENCODINGS = ('evt3', 'evt2', 'evt21')
 #: Decoder counters of words that carried no valid event.
 _ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_bytes',
                                       'before_time_high')]
+#: an array's largest value (per packet: without ndarray.max's Python wrapper)
+_MAX = np.maximum.reduce
 #: Decoder counter of events earlier than one before them, held at its time.
 _CLAMPED = COUNTER_INDEX['time_clamped']
 #: Decoder counters of words skipped before the first TIME_HIGH of a stream, or of a resync.
@@ -134,6 +136,8 @@ class PacketIntake:
         self._jumped_us = 0
         #: packets to go in which a jump inside a packet may be an unseen gap (_accept)
         self._clamp_recent = 0
+        #: (header stamp, last sensor time) of the last packet with events judged
+        self._prev_stamped: tuple[int, int] | None = None
         #: the packet before (a duplicate of it is dropped)
         self._prev: EventPacketRecord | None = None
         #: the last packet decoded (its triggers: ``helixtrack events`` keeps them)
@@ -179,6 +183,16 @@ class PacketIntake:
         lost_us = min(int(self._packets_lost * self._packet_us), LOST_SPAN_MAX_US)
         verdict = self.corrupt.judge(ev, delta, stamp_ns, StreamPlace(
             self.last_t_us, self._last_stamp_ns, lost_us, self.decoder_key[0]))
+        stale = (verdict.reason if verdict.stale else None if verdict.reason is not None
+                 else self._stale_time_words(ev, stamp_ns))
+        if stale is not None:
+            # events lost upstream: the decoder waits for the next TIME_HIGH (resync)
+            out.truncate(mark)
+            self.counters['sensor_gaps'] += 1
+            self.counters['events_mistimed'] += n_events
+            self.counters['packets_refused'] += 1
+            self._lose(stamp_ns)
+            return Admission(f'events left out (seq {seq}): {stale}')
         if verdict.refuse:
             # roll the stream state back so that the garbage does not shift later times
             # (to the end of the last packet with events taken: empty packets taken
@@ -220,6 +234,31 @@ class PacketIntake:
         self._note_span(ev)
         self._trusted = self.decoder.snapshot()
         return self._accept(ev, restart, stamp_ns, delta[_BEFORE] + delta[_RESYNC] > 0)
+
+    def _stale_time_words(self, ev: EventArrays, stamp_ns: int) -> str | None:
+        """Why a packet's events carry a stale time (None: they may not).
+
+        Events lost upstream of the driver, the seq unbroken, leave an EVT stream's
+        next words on the TIME_HIGH of before the loss until the next one comes: the
+        header stamp leaps ahead while sensor time does not. Tracked, those events lay
+        up to a second in the past, and the leap of the next TIME_HIGH had five good
+        packets refused as corrupt (red-team review, 1 s lost). Such a packet is left
+        out and the decoder waits for the next TIME_HIGH. A header clock stepped ahead
+        looks alike once: it costs one packet.
+        """
+        if not len(ev.t_us):
+            return None
+        prev, self._prev_stamped = self._prev_stamped, (stamp_ns, int(ev.t_us[-1]))
+        if (prev is None or stamp_ns == NO_STAMP_NS or prev[0] == NO_STAMP_NS
+                or self.decoder_key[0] not in _TIME_HIGH_ENCODINGS):
+            return None
+        header_us = (stamp_ns - prev[0]) // 1000
+        sensor_us = int(_MAX(ev.t_us)) - prev[1]
+        if header_us - sensor_us <= CORRUPT_LEAP_US:
+            return None
+        return (f'the header stamp moved {header_us / 1e6:.3f} s, sensor time '
+                f'{sensor_us / 1e6:.3f} s: events lost upstream, their time words stale '
+                'until the next one')
 
     def _dropped(self, pkt: EventPacketRecord, seq: int) -> Admission | None:
         """Count the packet's number; the Admission of a copy of the packet before or of a
