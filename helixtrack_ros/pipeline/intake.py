@@ -185,26 +185,20 @@ class PacketIntake:
             self.last_t_us, self._last_stamp_ns, lost_us, self.decoder_key[0]))
         stale = (verdict.reason if verdict.stale else None if verdict.reason is not None
                  else self._stale_time_words(ev, stamp_ns))
-        if stale is not None:
-            # events lost upstream: the decoder waits for the next TIME_HIGH (resync)
+        if stale is not None or verdict.refuse:
             out.truncate(mark)
-            self.counters['sensor_gaps'] += 1
-            self.counters['events_mistimed'] += n_events
-            self.counters['packets_refused'] += 1
+            self.counters['packets_refused'] += 1      # (every refusal, as the node counts)
             self._lose(stamp_ns)
-            return Admission(f'events left out (seq {seq}): {stale}')
-        if verdict.refuse:
-            # roll the stream state back so that the garbage does not shift later times
-            # (to the end of the last packet with events taken: empty packets taken
-            # since may have been garbage too, their TIME_HIGH words moving the clock)
+            if stale is not None:
+                # events lost upstream: the decoder waits for the next TIME_HIGH (resync)
+                self.counters['sensor_gaps'] += 1
+                self.counters['events_mistimed'] += n_events
+                return Admission(f'events left out (seq {seq}): {stale}')
+            # garbage: the stream state rolled back (to the last packet with events taken:
+            # empty ones since may have been garbage too), so that it shifts no later time
             decoder.restore(snapshot if self._trusted is None else self._trusted)
-            out.truncate(mark)
             self.counters['packets_corrupt'] += 1
-            # (every refusal, as the node counts them: two meanings of one key in one
-            # /diagnostics array disagreed, 30 against 0; red-team review)
-            self.counters['packets_refused'] += 1
             self.counters['events_corrupt'] += n_events    # (lost: the summary says how many)
-            self._lose(stamp_ns)
             return Admission(f'corrupt payload dropped (seq {seq}): {verdict.reason}')
         restart = verdict.reason is not None
         if restart:
