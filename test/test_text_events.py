@@ -248,3 +248,17 @@ def test_a_size_line_that_gives_no_size_is_said(tmp_path, line):
                                                        np.arange(n) % 2, np.arange(n) * 10), '%d')
     ok = read_text_events(tmp_path / 'ok.csv')
     assert (ok.width, ok.height) == (100, 80) and not ok.notices
+
+
+def test_a_compressed_text_file_is_refused_with_what_to_do(tmp_path, capsys):
+    """(Formats review: a .csv.gz was "not a known recording", and gzip bytes named .csv
+    were printed back as a line that is no event.)"""
+    import gzip
+    data = gzip.compress(b'x,y,p,t\n1,2,1,10\n3,4,0,20\n')
+    (tmp_path / 'e.csv.gz').write_bytes(data)
+    (tmp_path / 'gz.csv').write_bytes(data)
+    assert main(['track', str(tmp_path / 'e.csv.gz'), '-o', str(tmp_path / 'o1')]) == 2
+    assert 'a compressed file (.gz): decompress it first' in capsys.readouterr().err
+    assert main(['track', str(tmp_path / 'gz.csv'), '-o', str(tmp_path / 'o2')]) == 2
+    err = capsys.readouterr().err
+    assert 'gzip-compressed: decompress it first' in err and '\\x1f' not in err

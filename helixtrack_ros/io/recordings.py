@@ -92,6 +92,10 @@ class Recording:
         return sized_records(bag, repr(self.topic), on_notice)
 
 
+#: suffixes of compressed files (a .csv.gz, a .mcap.zstd)
+_COMPRESSED = ('.gz', '.xz', '.bz2', '.zst', '.zstd', '.lz4', '.zip')
+
+
 def recording_kind(path: 'str | Path') -> str:
     """``'raw'``, ``'dat'``, ``'npz'``, ``'text'``, ``'rosbag1'`` or ``'rosbag2'`` by the path
     (see the module docstring)."""
@@ -109,6 +113,9 @@ def recording_kind(path: 'str | Path') -> str:
         return 'text'
     if suffix == '.bag':
         return 'rosbag1'
+    if suffix in _COMPRESSED:   # (named no kind: "not a known recording" alone; review)
+        raise RecordingError(f'{path}: a compressed file ({suffix}): decompress it first, '
+                             f'then give the {path.stem} it holds')
     raise RecordingError(f'{path}: not a known recording (expected a .raw, .dat, .npz, .csv or '
                          '.txt file, a ROS 1 .bag, or a rosbag2 directory, .mcap or .db3 file)')
 

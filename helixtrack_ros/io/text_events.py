@@ -87,7 +87,15 @@ def read_text_events(path: 'str | Path') -> TextEvents:
     """The file's events and size; TextEventsError when it cannot be read as events."""
     path = Path(path)
     stat = path.stat()
+    with path.open('rb') as fh:
+        if fh.read(2) == _GZIP_MAGIC:   # (its bytes were printed as a line that is no event)
+            raise TextEventsError(f'{path}: gzip-compressed: decompress it first '
+                                  f'(gunzip -c {path} > events{path.suffix})')
     return _read_cached(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+#: the first bytes of a gzip file
+_GZIP_MAGIC = b'\x1f\x8b'
 
 
 def iter_text_packets(path: 'str | Path', on_notice: 'Callable[[str], None] | None' = None,
