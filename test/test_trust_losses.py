@@ -315,3 +315,14 @@ def test_a_damaged_time_right_after_a_gap_is_refused_and_a_sparse_restart_taken(
     assert refused == [30] and c['camera_restarts'] == 0
     refused, c = stream(150_000, restart_at=10)
     assert refused == [10, 11, 12, 13, 14] and c['camera_restarts'] == 1
+
+
+def test_a_stream_joined_mid_flight_counts_no_decode_errors(quad):
+    """(Formats review: the words before the first TIME_HIGH of a recording started
+    mid-stream were said as thousands of decode errors, "damaged data".)"""
+    scene, pkts = quad
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    got = pipe.process_packets(_raw(pkts, range(101, 200)))
+    pipe.close()
+    assert pipe.counters['decode_errors'] == 0
+    assert got[0].error is None and sum(r.n_events for r in got) > 0

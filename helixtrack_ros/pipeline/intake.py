@@ -45,9 +45,9 @@ GAP_US = 500_000
 CLAMP_RECENT = 8
 #: The encodings whose words carry the time in TIME_HIGH words (a stale one after a loss).
 _TIME_HIGH_ENCODINGS = ('evt3', 'evt2', 'evt21')
-#: Decoder counters of words that carried no valid event.
-_ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_bytes',
-                                      'before_time_high')]
+#: Decoder counters of words that carried no valid event (not those before a stream's
+#: first time word: a recording started mid-stream is no damage; formats review).
+_ERRORS = [COUNTER_INDEX[k] for k in ('skipped_unknown', 'out_of_bounds', 'odd_bytes')]
 #: an array's largest value (per packet: without ndarray.max's Python wrapper)
 _MAX = np.maximum.reduce
 #: Decoder counter of events earlier than one before them, held at its time.
