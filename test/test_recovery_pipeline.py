@@ -218,6 +218,28 @@ def test_a_background_re_detection_done_late_is_brought_to_the_present_by_replay
     assert published > 1850
 
 
+def test_a_motor_that_stops_and_restarts_is_found_by_a_detection_staler_than_the_window(
+        monkeypatch):
+    """Found by the red-team review of the node under load: a lone rotor stopped (LOST,
+    implausible RPM) and spun up again; each background re-detection came back 100-220 ms
+    stale, found it, and was dropped, the region's events kept only for the last 100 ms
+    (recovery_window_us), so that its replay had nothing to start from: LOST to the end of
+    the stream (2.4 s, 15 attempts). The events since a running detection's end are now
+    kept for its replay. Here each detection takes 150 ms of sensor time."""
+    from helixtrack_ros.sim.schedules import RpmSchedule
+
+    scene = make_scenario('lone_constant', 1.0, seed=1)
+    rotor = scene.rotors[0]
+    rotor.schedule = RpmSchedule(knots_t_us=(0.0, 0.2e6, 0.3e6, 0.4e6, 0.5e6),
+                                 knots_rpm=(1e4, 1e4, 0.0, 0.0, 1e4),
+                                 theta0_rad=rotor.schedule.theta0_rad)
+    from test_pipeline import _raw_packets
+    raw = _raw_packets(scene, 1)
+    published, pipe, _ = _late_run(monkeypatch, scene, raw, 150_000, 1, 5)
+    assert pipe.counters['recoveries'] >= 1
+    assert published > 330            # (388 with the fix: about 250 before the stop)
+
+
 def test_late_re_detections_through_lost_packets_publish_no_wrong_value(monkeypatch):
     """quadcopter_4m at egomotion 5, stride 4, 40 of every 100 packets lost, each
     detection done 30 packets late (the replay crosses the losses): a re-initialised

@@ -377,7 +377,13 @@ class RotorRecovery:
             return False
         if n_region:       # (a rotor with no usual rate yet passes the test above empty)
             self.buf.append(EventArrays(*region))
-        while self.buf and int(self.buf[0].t_us[-1]) < t_last - cfg.recovery_window_us:
+        # (while a background detection runs, its events' end is kept too: a replay starts
+        # there; trimmed to the window, detections 100-220 ms stale under load found the
+        # rotor and were dropped each time, a restarted motor never re-acquired; review)
+        keep_from = t_last - cfg.recovery_window_us
+        if self.detecting is not None:
+            keep_from = min(keep_from, self.detecting_end_us - 1)
+        while self.buf and int(self.buf[0].t_us[-1]) < keep_from:
             self.buf.pop(0)
         if t_last < self.next_try_us or not self.buf:
             return False
