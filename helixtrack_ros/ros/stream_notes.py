@@ -42,7 +42,7 @@ class StreamNotes:
 
     #: the counters said (:meth:`say` looks at them all in one comparison first)
     KEYS = ('seq_gaps', 'seq_restarts', 'camera_restarts', 'seq_repeats', 'format_changes',
-            'sensor_gaps', 'decode_errors', 'detections')
+            'sensor_gaps', 'decode_errors', 'detections', 'recovery_attempts')
 
     def __init__(self, log: Any, clock: Callable[[], float] = time.monotonic) -> None:
         self._log = log
@@ -112,6 +112,10 @@ class StreamNotes:
             return (f'{c["decode_errors"]} decode errors so far (words or bytes the decoder '
                     'could not use, events outside the sensor): damaged data, or a header or '
                     'encoding that does not match it')
+        if key == 'recovery_attempts':
+            # (a lost rotor searched for 2 s, 15 attempts, was never said; review)
+            return (f're-detection of lost rotors: {c["recovery_attempts"]} attempts so far, '
+                    f'{c.get("recoveries", 0)} rotors found again')
         if key == 'detections' and not pipe.rotor_names:
             return (f'start-up detection found no rotor ({c["detections"]} tries so far): '
                     'looking again in the next events')
