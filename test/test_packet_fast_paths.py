@@ -86,6 +86,7 @@ class _Pipe:
         self.counters = dict.fromkeys(StreamNotes.KEYS, 0) | {'packets_dropped': 0}
         self.sequence = _Seq()
         self.format_change = ('evt3 1280x720', 'evt2 640x480')
+        self.foreign_source = ('camera', 'camera2')
         self.rotor_names: list[str] = []
 
 

@@ -145,7 +145,7 @@ CLAMPED_SAID = 0.01
 OTHER_INPUT_COUNTERS = ('packets_dropped', 'seq_restarts', 'seq_repeats', 'packets_duplicate',
                         'packets_late', 'camera_restarts', 'time_gaps', 'packets_corrupt',
                         'stamp_jumps', 'format_changes', 'events_clamped', 'sensor_gaps',
-                        'events_mistimed')
+                        'events_mistimed', 'packets_foreign')
 
 
 def print_track_summary(info: dict[str, Any], skip_s: float) -> None:

@@ -36,6 +36,7 @@ from helixtrack_ros.pipeline.packet_times import (
     without_spikes,
 )
 from helixtrack_ros.pipeline.sequence import SEQ_COUNTERS, SeqCounter
+from helixtrack_ros.pipeline.sources import SourceFilter
 from helixtrack_ros.pipeline.time_quantum import TimeQuantum
 
 #: A forward jump larger than this is a gap: trackers restart their phase lock.
@@ -58,7 +59,7 @@ _BEFORE, _RESYNC = COUNTER_INDEX['before_time_high'], COUNTER_INDEX['resync_skip
 INTAKE_COUNTERS = (*SEQ_COUNTERS, 'packets_refused', 'events_in', 'time_backwards',
                    'time_gaps', 'camera_restarts', 'decode_errors', 'packets_corrupt',
                    'events_corrupt', 'packets_duplicate', 'stamp_jumps', 'format_changes',
-                   'events_clamped', 'sensor_gaps', 'events_mistimed')
+                   'events_clamped', 'sensor_gaps', 'events_mistimed', 'packets_foreign')
 
 
 def _format_text(key: tuple[str, int, int]) -> str:
@@ -116,6 +117,8 @@ class PacketIntake:
         #: how finely the events' times are resolved (time_quantum.py)
         self.quantum = TimeQuantum()
         self.seq = SeqCounter(counters)
+        #: the stream's source (frame_id): packets of another camera are left out
+        self.sources = SourceFilter(counters)
         #: sensor time of the last accepted event, and of the first one
         self.last_t_us: int | None = None
         self.first_t_us: int | None = None
@@ -256,7 +259,10 @@ class PacketIntake:
 
     def _dropped(self, pkt: EventPacketRecord, seq: int) -> Admission | None:
         """Count the packet's number; the Admission of a copy of the packet before or of a
-        packet that came late (None: it is to be decoded)."""
+        packet that came late or from another source (None: it is to be decoded)."""
+        foreign = self.sources.foreign(pkt.frame_id)
+        if foreign is not None:     # (before its seq is counted: another camera's numbers)
+            return Admission(None, dropped=foreign)
         prev, self._prev = self._prev, pkt
         numbered = (seq == int(prev.seq) + 1 and int(pkt.stamp_ns) == int(prev.stamp_ns)
                     and len(pkt.events) > 0) if prev is not None else False

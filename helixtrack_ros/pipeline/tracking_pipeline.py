@@ -84,6 +84,12 @@ class TrackingPipeline:
         return self._intake.last_format_change
 
     @property
+    def foreign_source(self) -> tuple[str, str] | None:
+        """(the stream's frame_id, another source's) of the latest packet of another camera
+        on the topic left out (None: none so far)."""
+        return self._intake.sources.last_foreign
+
+    @property
     def time_quantum_us(self) -> int:
         """How far apart the stream's event times are at the finest [us] (1: a sensor's
         microseconds; more: rounded times, whose fast rotors are withheld)."""

@@ -29,6 +29,11 @@ class PipelineApi(Protocol):
     def format_change(self) -> tuple[str, str] | None:
         """The latest change of the stream's encoding or sensor size (before, after)."""
 
+    @property
+    def foreign_source(self) -> tuple[str, str] | None:
+        """(the stream's frame_id, another source's) of the latest packet left out as
+        another camera's."""
+
     def process_packets(self, packets: Sequence[EventPacketRecord]) -> list[PacketResult]:
         """Track consecutive packets; one result each, in order."""
 

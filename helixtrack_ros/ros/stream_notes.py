@@ -42,7 +42,8 @@ class StreamNotes:
 
     #: the counters said (:meth:`say` looks at them all in one comparison first)
     KEYS = ('seq_gaps', 'seq_restarts', 'camera_restarts', 'seq_repeats', 'format_changes',
-            'sensor_gaps', 'decode_errors', 'detections', 'recovery_attempts')
+            'sensor_gaps', 'decode_errors', 'detections', 'recovery_attempts',
+            'packets_foreign')
 
     def __init__(self, log: Any, clock: Callable[[], float] = time.monotonic) -> None:
         self._log = log
@@ -112,6 +113,11 @@ class StreamNotes:
             return (f'{c["decode_errors"]} decode errors so far (words or bytes the decoder '
                     'could not use, events outside the sensor): damaged data, or a header or '
                     'encoding that does not match it')
+        foreign = getattr(pipe, 'foreign_source', None)
+        if key == 'packets_foreign' and foreign is not None:
+            return (f'packets of another camera on the topic (frame_id {foreign[1]!r}; this '
+                    f'stream is {foreign[0]!r}) left out, {c["packets_foreign"]} so far: one '
+                    'camera per topic and node')
         if key == 'recovery_attempts':
             # (a lost rotor searched for 2 s, 15 attempts, was never said; review)
             return (f're-detection of lost rotors: {c["recovery_attempts"]} attempts so far, '
