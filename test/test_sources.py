@@ -70,3 +70,14 @@ def test_a_second_camera_on_the_topic_is_left_out_and_the_first_tracked_as_alone
     assert _rows(got[0::2]) == _rows(want)
     assert sum(not math.isnan(o.rpm_shaft) for r in got for o in r.rotors) > 1000
     assert pipe.foreign_source == ('camera', 'camera2')
+
+
+def test_an_empty_packet_of_another_frame_sets_no_source(two_cameras):
+    """(A test's priming packets, empty and under another frame, made the stream theirs and
+    every camera packet foreign.)"""
+    scene, mine, _ = two_cameras
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    empty = mine[0]._replace(frame_id='prime', events=b'', seq=99)
+    got = pipe.process_packets([empty, *mine[:50]])
+    pipe.close()
+    assert pipe.counters['packets_foreign'] == 0 and all(r.dropped is None for r in got)

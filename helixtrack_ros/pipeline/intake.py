@@ -260,7 +260,9 @@ class PacketIntake:
     def _dropped(self, pkt: EventPacketRecord, seq: int) -> Admission | None:
         """Count the packet's number; the Admission of a copy of the packet before or of a
         packet that came late or from another source (None: it is to be decoded)."""
-        foreign = self.sources.foreign(pkt.frame_id)
+        # (an empty packet carries nothing of a source: a test's priming packets under
+        # another frame made every later packet foreign)
+        foreign = self.sources.foreign(pkt.frame_id) if len(pkt.events) else None
         if foreign is not None:     # (before its seq is counted: another camera's numbers)
             return Admission(None, dropped=foreign)
         prev, self._prev = self._prev, pkt

@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """One camera per stream: the packets of another source on the topic are left out.
 
-The stream is the source of its first packet with a ``frame_id``; packets of
-another ``frame_id`` are a second camera publishing on the same topic (a
-misconfiguration). Taken in, their sequence numbers, sensor clock and size
-interleaved with the stream's: millions of "dropped" packets, a thousand
-"camera restarts", valid packets "corrupt", "damaged data", and no rotor
-TRACKING (red-team review, two cameras on one topic). They are now left out
-and counted (``packets_foreign``), and the stream goes on. A source that
-alone sends :data:`ADOPT_RUN` packets in a row is the stream from then on
-(a camera or driver restarted under another frame).
+The stream is the source of its first packet with a ``frame_id`` and a payload
+(an empty packet is not judged); packets of another ``frame_id`` are a second
+camera publishing on the same topic (a misconfiguration). Taken in, their
+sequence numbers, sensor clock and size interleaved with the stream's:
+millions of "dropped" packets, a thousand "camera restarts", valid packets
+"corrupt", "damaged data", and no rotor TRACKING (red-team review, two
+cameras on one topic). They are now left out and counted
+(``packets_foreign``), and the stream goes on. A source that alone sends
+:data:`ADOPT_RUN` packets in a row is the stream from then on (a camera or
+driver restarted under another frame).
 """
 
 from __future__ import annotations
