@@ -70,6 +70,24 @@ def test_events_to_a_directory_streams_chunks(scene, tmp_path, capsys, monkeypat
 
 
 
+def test_a_directory_of_event_chunks_tracks_as_the_one_file(scene, tmp_path, capsys,
+                                                            monkeypatch):
+    """(Formats review: ``track`` did not read the chunks ``events --out DIR`` writes back:
+    "not a rosbag2 directory".)"""
+    from cli_scenes import rotor_rows
+    assert main(['events', str(scene / 'events'), '--out', str(tmp_path / 'all.npz')]) == 0
+    monkeypatch.setattr(events_cmd, 'CHUNK_EVENTS', 300_000)
+    chunks = tmp_path / 'chunks'
+    assert main(['events', str(scene / 'events'), '--out', str(chunks)]) == 0
+    assert len(list(chunks.glob('events_*.npz'))) >= 3
+    whole = rotor_rows(tmp_path / 'all.npz', scene, tmp_path / 't_file')
+    assert whole and rotor_rows(chunks, scene, tmp_path / 't_dir') == whole
+    capsys.readouterr()
+    assert main(['events', str(chunks), '--out', str(chunks)]) == 2      # (not over itself)
+    assert 'holds the recording read' in capsys.readouterr().err
+    assert len(list(chunks.glob('events_*.npz'))) >= 3
+
+
 def test_events_interrupted_writes_what_was_decoded(scene, tmp_path, capsys, monkeypatch):
     """(Review: Ctrl-C left no file for --out FILE.npz, and with --out DIR a chunk cut
     short, whose x no longer loaded, among whole ones.)"""

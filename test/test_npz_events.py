@@ -122,3 +122,13 @@ def test_a_bad_npz_file_is_one_line(tmp_path, capsys, write, message):
     assert main(['track', str(path), '-o', str(tmp_path / 'o')]) == 2
     err = capsys.readouterr().err
     assert 'Traceback' not in err and message in err
+
+
+def test_a_chunk_directory_out_of_time_order_is_refused(tmp_path):
+    t = np.arange(0, 20_000, 10)
+    n = len(t)
+    for k, start in enumerate((10_000, 0)):      # (the second chunk starts before the first)
+        np.savez(tmp_path / f'events_{k:06d}.npz', t_us=t + start, x=np.zeros(n, int),
+                 y=np.zeros(n, int), p=np.ones(n, int), width=64, height=48)
+    with pytest.raises(NpzEventsError, match='not one recording in order'):
+        list(iter_npz_packets(tmp_path))

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from helixtrack_ros.cli.common import (
+    CliError,
     ExitCode,
     Packets,
     damage_line,
@@ -31,11 +32,10 @@ from helixtrack_ros.cli.common import (
     outputs_not_input,
 )
 from helixtrack_ros.cli.progress import Progress, progress_enabled
+from helixtrack_ros.io.npz_events import CHUNK_NAME
 
 #: a chunk file of ``events --out DIR`` holds at most this many events (about 52 MB)
 CHUNK_EVENTS = 4_000_000
-#: the name of chunk file k of ``events --out DIR``
-CHUNK_NAME = 'events_{:06d}.npz'
 
 
 def _save_whole(path: Path, **arrays: Any) -> None:
@@ -165,6 +165,9 @@ def cmd_events(args: argparse.Namespace) -> int:
     single = args.out.lower().endswith('.npz')
     out = output_file(Path(args.out)) if single else output_dir(Path(args.out))
     recording = open_or_fail(args.bag, args.topic)
+    if not single and out.resolve() == Path(recording.path).resolve():
+        # (a directory of chunks read back: writing there would delete them first)
+        raise CliError(f'{out} holds the recording read: write the chunks elsewhere')
     outputs_not_input([out] if single else _chunk_paths(out, Path(recording.path)),
                       Path(recording.path))
     sink = _NpzSink(out, None if single else CHUNK_EVENTS,

@@ -3,16 +3,19 @@
 """numpy ``.npz`` files of decoded events: what ``helixtrack events`` writes, read back.
 
 The arrays ``t_us`` (microseconds) or ``t_ns`` (nanoseconds), ``x``, ``y``
-and ``p`` (nonzero = ON) of equal length; ``width`` and ``height`` (as ``helixtrack events``
+and ``p`` (ON above 0) of equal length; ``width`` and ``height`` (as ``helixtrack events``
 writes them) give the sensor size, else the events do (largest x and y
 plus one). Events are sorted by time when they are not (a stable sort). A ``t_us``
 that can only be nanoseconds (:func:`nanoseconds_reason`) is refused, naming ``t_ns``:
 read as microseconds, a second of events took a thousand to track.
 The packets are those of :func:`helixtrack_ros.io.event_packets.mono_packets`.
+A directory of the chunk files ``helixtrack events --out DIR`` writes
+(:data:`CHUNK_NAME`) reads as one recording, chunk by chunk.
 """
 
 from collections.abc import Iterator
 from pathlib import Path
+import re
 import zipfile
 
 import numpy as np
@@ -25,6 +28,8 @@ from helixtrack_ros.io.packet_record import EventPacketRecord
 _CHUNK = 1 << 20
 #: The latest event time taken [us] (2**52: 143 years; in ns it still fits an int64).
 MAX_T_US = 1 << 52
+#: The name of chunk file k of ``helixtrack events --out DIR``.
+CHUNK_NAME = 'events_{:06d}.npz'
 #: The arrays read (the times as ``t_us`` or ``t_ns``).
 _ARRAYS = ('t_us', 't_ns', 'x', 'y', 'p')
 
@@ -212,8 +217,42 @@ def _times(path: Path, t: np.ndarray, key: str) -> np.ndarray:
     return t.astype(np.int64)
 
 
+def chunk_files(path: 'str | Path') -> list[Path]:
+    """The chunk files of a directory ``helixtrack events --out DIR`` wrote, in order
+    ([] for none, or for a file)."""
+    path = Path(path)
+    if not path.is_dir():
+        return []
+    return sorted(p for p in path.glob('events_*.npz')
+                  if re.fullmatch(r'events_\d{6}\.npz', p.name))
+
+
+def npz_size(path: 'str | Path') -> tuple[int, int]:
+    """The sensor (width, height) of an ``.npz`` file or a chunk directory (its first
+    chunk's); (0, 0) when it holds neither events nor a size."""
+    files = chunk_files(path)
+    _, width, height = read_npz_events(files[0] if files else path)
+    return width, height
+
+
 def iter_npz_packets(path: 'str | Path', packet_us: int = 1000) -> Iterator[EventPacketRecord]:
-    """Stream an ``.npz`` file's events as ``mono`` packet records of ``packet_us`` each."""
-    ev, width, height = read_npz_events(path)
-    chunks = (ev.slice(lo, min(lo + _CHUNK, len(ev))) for lo in range(0, len(ev), _CHUNK))
-    yield from mono_packets(chunks, width, height, 0, packet_us)
+    """Stream an ``.npz`` file's events, or a chunk directory's, as ``mono`` packet records
+    of ``packet_us`` each."""
+    width, height = npz_size(path)
+    yield from mono_packets(_event_chunks(Path(path)), width, height, 0, packet_us)
+
+
+def _event_chunks(path: Path) -> Iterator[EventArrays]:
+    """The events of a file, or of a directory's chunk files one after the other, in
+    slices of :data:`_CHUNK`; NpzEventsError when a chunk starts before the one before
+    it ends (not one recording in order)."""
+    last_t = None
+    for file in chunk_files(path) or [path]:
+        ev = read_npz_events(file)[0]
+        if len(ev) and last_t is not None and int(ev.t_us[0]) < last_t:
+            raise NpzEventsError(f'{file}: starts at {int(ev.t_us[0])} us, before the chunk '
+                                 f'before it ends ({last_t} us): not one recording in order')
+        if len(ev):
+            last_t = int(ev.t_us[-1])
+        for lo in range(0, len(ev), _CHUNK):
+            yield ev.slice(lo, min(lo + _CHUNK, len(ev)))

@@ -103,6 +103,8 @@ def recording_kind(path: 'str | Path') -> str:
     if not path.exists():
         raise FileNotFoundError(f'recording not found: {path}')
     suffix = path.suffix.lower()
+    if path.is_dir() and _is_chunk_dir(path):
+        return 'npz'
     if path.is_dir() or suffix in ('.mcap', '.db3'):
         return 'rosbag2'
     if suffix == '.raw':
@@ -118,6 +120,15 @@ def recording_kind(path: 'str | Path') -> str:
                              f'then give the {path.stem} it holds')
     raise RecordingError(f'{path}: not a known recording (expected a .raw, .dat, .npz, .csv or '
                          '.txt file, a ROS 1 .bag, or a rosbag2 directory, .mcap or .db3 file)')
+
+
+def _is_chunk_dir(path: Path) -> bool:
+    """Whether a directory holds the chunk files ``helixtrack events --out DIR`` writes
+    and no bag (before, ``track DIR`` said "not a rosbag2 directory"; formats review)."""
+    from helixtrack_ros.io.npz_events import chunk_files
+    bag = (path / 'metadata.yaml').exists() or any(path.glob('*.mcap')) or any(
+        path.glob('*.db3'))
+    return not bag and bool(chunk_files(path))
 
 
 def recording_problem(path: 'str | Path') -> str | None:
@@ -181,8 +192,8 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
         dat = read_dat_header(path)
         return _decoded_events(path, kind, 'dat cd', dat.width, dat.height)
     if kind == 'npz':
-        from helixtrack_ros.io.npz_events import read_npz_events
-        _, width, height = read_npz_events(path)
+        from helixtrack_ros.io.npz_events import npz_size
+        width, height = npz_size(path)
         return _decoded_events(path, kind, 'npz events', width, height)
     if kind == 'text':
         from helixtrack_ros.io.text_events import read_text_events
