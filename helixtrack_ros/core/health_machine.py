@@ -190,6 +190,16 @@ def _health_range(hp, hs, hi, om):
     hs[HS_GOOD_US] = 0.0
 
 
+@kernel_inline
+def _degrade_now(hs, hi, reason, val, ref):
+    """A per-packet check failed: DEGRADED at once, for ``reason`` (its value and bound),
+    its good time starting again."""
+    hi[HI_LEVEL] = DEGRADED
+    hi[HI_REASON] = reason
+    _set_cause(hs, hi, reason, val, ref)
+    hs[HS_GOOD_US] = 0.0
+
+
 @kernel
 def _health_drift(hp, hs, hi, t, om):
     """Per packet: a TRACKING rotor whose rate lags becomes DEGRADED at once.
@@ -215,10 +225,7 @@ def _health_drift(hp, hs, hi, t, om):
         drift = _drift(hp, hs)
         bound = _drift_bound(hp, om, t - hi[HI_T0])
     if drift > bound:
-        hi[HI_LEVEL] = DEGRADED
-        hi[HI_REASON] = R_DRIFT
-        _set_cause(hs, hi, R_DRIFT, drift, bound)
-        hs[HS_GOOD_US] = 0.0
+        _degrade_now(hs, hi, R_DRIFT, drift, bound)
 
 
 @kernel
@@ -231,10 +238,7 @@ def _health_support(hp, hs, hi, t, om):
         return
     support = hs[HS_W] * 1000.0 / span
     if _coasting(hp, hs, om, support, span, 1.0):
-        hi[HI_LEVEL] = DEGRADED
-        hi[HI_REASON] = R_COASTING
-        _set_cause(hs, hi, R_COASTING, support, _usual_support(hp, hs, om))
-        hs[HS_GOOD_US] = 0.0
+        _degrade_now(hs, hi, R_COASTING, support, _usual_support(hp, hs, om))
 
 
 #: a packet's own support below this share of the window's bound (``health_support_rel``
@@ -261,10 +265,7 @@ def _health_packet_support(hp, hs, hi, t, om, w_from, win_from, t_from):
         return
     support = (hs[HS_W] - w_from) * 1000.0 / span
     if _coasting(hp, hs, om, support, span, _PACKET_SUPPORT_SHARE):
-        hi[HI_LEVEL] = DEGRADED
-        hi[HI_REASON] = R_COASTING
-        _set_cause(hs, hi, R_COASTING, support, _usual_support(hp, hs, om))
-        hs[HS_GOOD_US] = 0.0
+        _degrade_now(hs, hi, R_COASTING, support, _usual_support(hp, hs, om))
 
 
 @kernel_inline

@@ -113,8 +113,8 @@ class StreamNotes:
             return (f'{c["decode_errors"]} decode errors so far (words or bytes the decoder '
                     'could not use, events outside the sensor): damaged data, or a header or '
                     'encoding that does not match it')
-        foreign = getattr(pipe, 'foreign_source', None)
-        if key == 'packets_foreign' and foreign is not None:
+        foreign = pipe.foreign_source if key == 'packets_foreign' else None
+        if foreign is not None:
             return (f'packets of another camera on the topic (frame_id {foreign[1]!r}; this '
                     f'stream is {foreign[0]!r}) left out, {c["packets_foreign"]} so far: one '
                     'camera per topic and node')
