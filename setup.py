@@ -33,8 +33,11 @@ setup(
         # helixtrack batch / sweep (bokeh: the Dask dashboard; summary.parquet is written
         # where pyarrow is installed)
         'fleet': ['dask[distributed]>=2024.1', 'matplotlib', 'bokeh>=3.1'],
+        # HDF5 (Metavision, DSEC, M3ED) and AEDAT 4 (iniVation DV) recordings
+        'formats': ['h5py>=3.8', 'aedat>=2.0'],
+        # (dv-processing: iniVation's own writer makes the AEDAT 4 files the tests read)
         'test': ['pytest', 'hypothesis', 'ruff', 'rosbags>=0.10', 'matplotlib',
-                 'dask[distributed]>=2024.1'],
+                 'dask[distributed]>=2024.1', 'h5py>=3.8', 'aedat>=2.0', 'dv-processing'],
     },
     zip_safe=True,
     maintainer='helixtrack_ros maintainers',

@@ -31,6 +31,9 @@ OPTIONAL = {
     'distributed': 'helixtrack batch / sweep only (pip extra fleet), not on a robot',
     'bokeh': 'the Dask dashboard, when installed (pip extra fleet)',
     'pyarrow': 'summary.parquet of helixtrack batch, when installed',
+    'h5py': 'HDF5 recordings offline only (pip extra formats), said when missing',
+    'aedat': 'AEDAT 4 recordings offline only (pip extra formats), said when missing',
+    'hdf5plugin': 'Blosc / LZ4 / Zstandard HDF5 filters, used when installed',
 }
 #: Declared though no module imports it: why.
 NOT_IMPORTED = {'metavision_driver': 'the camera driver camera_helixtrack.launch.py starts'}

@@ -26,10 +26,11 @@ if TYPE_CHECKING:
 
 DEFAULT_TOPIC = '/event_camera/events'
 #: ``--topic`` and recording help of the offline commands
-TOPIC_HELP = 'event topic of a bag; needed only when the bag has several'
+TOPIC_HELP = ('event topic of a bag (the dataset or group of an HDF5 file, the event stream '
+              'number of an AEDAT 4 file); needed only when there are several')
 RECORDING_HELP = ('recording: rosbag2 directory or .mcap/.db3 file, ROS 1 .bag (EventPacket or '
                   'EventArray), Metavision .raw file (EVT 2.0/2.1/3.0), or decoded events: '
-                  '.dat, .npz, .csv or .txt (README "Inputs")')
+                  '.dat, .hdf5/.h5, .aedat4, .npz, .csv or .txt (README "Inputs")')
 
 
 class ExitCode(IntEnum):

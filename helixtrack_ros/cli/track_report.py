@@ -32,8 +32,8 @@ def _nothing_tracked(info: dict[str, Any]) -> str | None:
         return measured
     c = info['counters']
     if not info['packets']:
-        what = 'no event in' if info['kind'] in ('raw', 'dat', 'npz', 'text') else \
-            'no EventPacket message on'
+        from helixtrack_ros.io.recordings import FILE_KINDS
+        what = 'no event in' if info['kind'] in FILE_KINDS else 'no EventPacket message on'
         return f'{what} {info["topic"]}'
     if sum(info['errors'].values()) >= info['packets']:
         first = next(iter(info['error_text'].values()))

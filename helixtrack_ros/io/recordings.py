@@ -13,6 +13,10 @@ the path is decides how it is read:
   (:mod:`~helixtrack_ros.io.npz_events`, as ``helixtrack events`` writes them);
 - a file ending in ``.csv`` or ``.txt``: decoded events as text, one per line
   (:mod:`~helixtrack_ros.io.text_events`: Metavision's CSV, the UZH-RPG layout);
+- a file ending in ``.hdf5`` or ``.h5``: events in HDF5 (Metavision's event files, DSEC,
+  M3ED: :mod:`~helixtrack_ros.io.hdf5_events`; ``topic`` names the dataset or group);
+- a file ending in ``.aedat4``: iniVation's AEDAT 4 (:mod:`~helixtrack_ros.io.aedat4_events`;
+  ``topic`` is the event stream's number);
 - a file ending in ``.bag``: a ROS 1 bag (:mod:`~helixtrack_ros.io.ros1_bags`);
 - a directory, or a file ending in ``.mcap`` or ``.db3``: a rosbag2
   (:mod:`~helixtrack_ros.io.bags`).
@@ -33,7 +37,9 @@ from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.io.sink_formats import SINK_FORMATS
 
 #: Kinds of recording :func:`open_recording` reads.
-KINDS = ('raw', 'dat', 'npz', 'text', 'rosbag2', 'rosbag1')
+KINDS = ('raw', 'dat', 'npz', 'text', 'hdf5', 'aedat4', 'rosbag2', 'rosbag1')
+#: The kinds that are event files, not bags of messages.
+FILE_KINDS = KINDS[:6]
 
 
 class RecordingError(ValueError):
@@ -82,6 +88,12 @@ class Recording:
         if self.kind == 'text':
             from helixtrack_ros.io.text_events import iter_text_packets
             return iter_text_packets(self.path, on_notice=on_notice)
+        if self.kind == 'hdf5':
+            from helixtrack_ros.io.hdf5_events import iter_hdf5_packets
+            return iter_hdf5_packets(self.path, self.topic, on_notice=on_notice)
+        if self.kind == 'aedat4':
+            from helixtrack_ros.io.aedat4_events import iter_aedat4_packets
+            return iter_aedat4_packets(self.path, self.topic, on_notice=on_notice)
         from helixtrack_ros.io.event_structs import sized_records
         if self.kind == 'rosbag1':
             from helixtrack_ros.io.ros1_bags import iter_ros1_event_packets
@@ -97,8 +109,7 @@ _COMPRESSED = ('.gz', '.xz', '.bz2', '.zst', '.zstd', '.lz4', '.zip')
 
 
 def recording_kind(path: 'str | Path') -> str:
-    """``'raw'``, ``'dat'``, ``'npz'``, ``'text'``, ``'rosbag1'`` or ``'rosbag2'`` by the path
-    (see the module docstring)."""
+    """One of :data:`KINDS` by the path (see the module docstring)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f'recording not found: {path}')
@@ -115,6 +126,10 @@ def recording_kind(path: 'str | Path') -> str:
         return 'text'
     if suffix == '.bag':
         return 'rosbag1'
+    if suffix in ('.hdf5', '.h5', '.he5'):
+        return 'hdf5'
+    if suffix == '.aedat4':
+        return 'aedat4'
     if suffix in _COMPRESSED:   # (named no kind: "not a known recording" alone; review)
         raise RecordingError(f'{path}: a compressed file ({suffix}): decompress it first, '
                              f'then give the {path.stem} it holds')
@@ -165,10 +180,11 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
     Parameters
     ----------
     path : str or pathlib.Path
-        A ``.raw``, ``.dat``, ``.npz``, ``.csv`` or ``.txt`` file, a ROS 1 ``.bag``, a
-        rosbag2 directory or ``.mcap``/``.db3`` file.
+        A ``.raw``, ``.dat``, ``.npz``, ``.csv``, ``.txt``, ``.hdf5``/``.h5`` or ``.aedat4``
+        file, a ROS 1 ``.bag``, a rosbag2 directory or ``.mcap``/``.db3`` file.
     topic : str, optional
-        The event topic of a bag; needed only when it has several.
+        The event topic of a bag (an HDF5 file's dataset or group, an AEDAT 4 file's
+        event stream number); needed only when it has several.
 
     Raises
     ------
@@ -199,6 +215,14 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
         from helixtrack_ros.io.text_events import read_text_events
         text = read_text_events(path)
         return _decoded_events(path, kind, 'text events', text.width, text.height)
+    if kind == 'hdf5':
+        from helixtrack_ros.io.hdf5_events import read_hdf5_layout
+        lay = read_hdf5_layout(path, topic)
+        return _decoded_events(path, kind, 'hdf5 events', lay.width, lay.height, lay.place)
+    if kind == 'aedat4':
+        from helixtrack_ros.io.aedat4_events import aedat4_stream
+        sid, width, height = aedat4_stream(path, topic)
+        return _decoded_events(path, kind, 'aedat4 events', width, height, str(sid))
     if kind == 'rosbag1':
         from helixtrack_ros.io.ros1_bags import ros1_topics
         info = ros1_topics(path)
@@ -215,7 +239,8 @@ def open_recording(path: 'str | Path', topic: str | None = None) -> Recording:
     return rec
 
 
-def _decoded_events(path: Path, kind: str, what: str, width: int, height: int) -> Recording:
+def _decoded_events(path: Path, kind: str, what: str, width: int, height: int,
+                    place: 'str | None' = None) -> Recording:
     """The recording of a file of decoded events (sent as ``mono`` packets), refused in one
     line when its sensor is larger than the ``mono`` decoder takes (before, each packet
     was refused: a RAW file's header is refused at once; review)."""
@@ -223,7 +248,7 @@ def _decoded_events(path: Path, kind: str, what: str, width: int, height: int) -
     if max(width, height) > MONO_MAX_SIZE:
         raise RecordingError(f'{path}: a sensor of {width} x {height} pixels is larger than '
                              f'the {MONO_MAX_SIZE} x {MONO_MAX_SIZE} this reader takes')
-    return Recording(path, kind, None, what, None, width or None, height or None)
+    return Recording(path, kind, place, what, None, width or None, height or None)
 
 
 def _rosbag2_topic(path: Path, topic: str | None) -> tuple[str, str, int]:
