@@ -91,6 +91,9 @@ def _add_demo_and_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument('--format', choices=SINK_FORMATS, default='rosbag2',
                    help='DIR/events as a rosbag2 of EVT3 EventPackets (default), or '
                         'DIR/events.raw, a Metavision RAW file of EVT 3.0, 2.0 or 2.1')
+    p.add_argument('--tachometer', action='store_true',
+                   help="each rotor's once-per-turn tachometer pulse in the trigger input, "
+                        'channel k for rotor k (what events --tachometer reads)')
     p.add_argument('-o', '--out', type=out_path, required=True, help='output directory')
     _add_quiet(p)
     _command(p, 'simulate')
@@ -140,6 +143,11 @@ def _add_track_detect_events(sub: argparse._SubParsersAction) -> None:
     p.add_argument('-o', '--out', type=out_path, required=True,
                    help='output FILE.npz, or a directory that receives chunk files '
                         'events_000000.npz, ... as decoding goes (bounded memory)')
+    p.add_argument('--tachometer', action='append', default=[], metavar='CHANNEL=ROTOR[:N]',
+                   help="ground truth from a tachometer in the trigger input: ROTOR's shaft "
+                        'RPM from the rising edges of trigger CHANNEL, N per turn (default '
+                        '1); written to FILE.ground_truth.csv or DIR/ground_truth.csv, where '
+                        'track, batch and sweep find it; repeatable')
     _add_quiet(p)
     _command(p, 'events')
 

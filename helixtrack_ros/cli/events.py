@@ -163,6 +163,7 @@ def _chunk_paths(out: Path, recording: Path) -> list[Path]:
 def cmd_events(args: argparse.Namespace) -> int:
     """Decode a recording's packets into an npz file, or chunk files in a directory."""
     single = args.out.lower().endswith('.npz')
+    tachs = _tachometers(args.tachometer)
     out = output_file(Path(args.out)) if single else output_dir(Path(args.out))
     recording = open_or_fail(args.bag, args.topic)
     if not single and out.resolve() == Path(recording.path).resolve():
@@ -175,12 +176,14 @@ def cmd_events(args: argparse.Namespace) -> int:
     progress = Progress(recording.count, 'decoding', enabled=progress_enabled(args.quiet))
     packets = Packets(recording)
     intake = _Checked()
+    pulses = _Pulses(tachs)
     interrupted = False
     try:
         for pkt in packets:
             decoded = intake.take(pkt)
             if decoded is not None:
                 sink.add(decoded)
+                pulses.add(decoded)
                 progress.update(intake.n_packets, intake.sensor_s, sink.n_events)
     except KeyboardInterrupt:
         # (the outputs hold what was decoded, as after track's Ctrl-C: a single file
@@ -191,6 +194,7 @@ def cmd_events(args: argparse.Namespace) -> int:
     counters = intake.decoder_counters()
     print(f'{sink.n_events} events, {sink.n_triggers} triggers from {intake.n_packets} '
           f'packets -> {written}')
+    truth_rows = pulses.write(_truth_path(out, single)) if tachs else None
     if counters:
         print('decoder counters: ' + ', '.join(f'{k}={v}' for k, v in counters.items() if v))
     n_packets = intake.n_packets
@@ -209,4 +213,69 @@ def cmd_events(args: argparse.Namespace) -> int:
         print(f'helixtrack: no event decoded from {n_packets} packets on '
               f'{recording.topic or recording.path}', file=sys.stderr)
         return ExitCode.NOTHING_FOUND
+    if truth_rows == 0:
+        print('helixtrack: no tachometer pulses to measure a shaft speed from: no ground '
+              'truth written', file=sys.stderr)
+        return ExitCode.NOTHING_FOUND
     return ExitCode.OK
+
+
+def _tachometers(texts: list[str]) -> list[Any]:
+    """The ``--tachometer`` specs, one rotor per channel; CliError in one line."""
+    from helixtrack_ros.tachometer import parse_tachometer
+    try:
+        specs = [parse_tachometer(t) for t in texts]
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    for key in ('channel', 'rotor'):
+        seen = [getattr(s, key) for s in specs]
+        dup = sorted({v for v in seen if seen.count(v) > 1})
+        if dup:
+            raise CliError(f'--tachometer: {key} {dup[0]} given twice')
+    return specs
+
+
+def _truth_path(out: Path, single: bool) -> Path:
+    """Where the tachometer truth goes: beside FILE.npz, or in the chunk directory, as
+    ``batch`` looks for it."""
+    return out.with_name(out.stem + '.ground_truth.csv') if single else out / 'ground_truth.csv'
+
+
+class _Pulses:
+    """The trigger events of the tachometer channels, kept while decoding, and the ground
+    truth made from them (:func:`~helixtrack_ros.tachometer.rpm_from_pulses`)."""
+
+    def __init__(self, specs: list[Any]) -> None:
+        self.specs = specs
+        self._channels = np.array([s.channel for s in specs], np.int64)
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, decoded: Any) -> None:
+        """Keep one packet's trigger events of the tachometer channels."""
+        if self.specs and len(decoded.trig_t_us):
+            keep = np.isin(decoded.trig_id, self._channels)
+            self._parts.append((decoded.trig_t_us[keep], decoded.trig_value[keep],
+                                decoded.trig_id[keep]))
+
+    def write(self, path: Path) -> int:
+        """Write ``t_us,rotor,rpm`` rows to ``path`` and say per channel what was measured;
+        the number of rows (0: no file written)."""
+        from helixtrack_ros.tachometer import rpm_from_pulses
+        t, v, k = (np.concatenate([p[i] for p in self._parts]) if self._parts
+                   else np.zeros(0, np.int64) for i in range(3))
+        rows = []
+        for spec in self.specs:
+            got = rpm_from_pulses(t, v, k, spec)
+            rows += [(int(a), spec.rotor, float(b)) for a, b in zip(got.t_us, got.rpm)]
+            mean = f', mean {np.mean(got.rpm):.1f} RPM' if len(got.rpm) else ''
+            print(f'tachometer channel {spec.channel} -> {spec.rotor}: {got.edges} rising '
+                  f'edges, {len(got.rpm)} speeds{mean}; {got.bounces} bounces and '
+                  f'{got.outliers} intervals off their neighbours left out')
+        if not rows:
+            return 0
+        rows.sort()
+        with output_file(path).open('w', newline='') as fh:
+            fh.write('t_us,rotor,rpm\n')
+            fh.writelines(f'{a},{r},{b:.4f}\n' for a, r, b in rows)
+        print(f'ground truth: {path}')
+        return len(rows)

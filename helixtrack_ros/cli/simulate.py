@@ -25,7 +25,8 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
                     ego_level: int | None = None, packet_us: int = 1000,
                     quiet: bool = False, fmt: str = 'rosbag2',
                     sensor_size: tuple[int, int] = (1280, 720),
-                    scene_kw: dict[str, Any] | None = None) -> dict[str, Any]:
+                    scene_kw: dict[str, Any] | None = None,
+                    tachometer: bool = False) -> dict[str, Any]:
     """Simulate a scene and write it as the driver would record it.
 
     Writes ``out/events`` (rosbag2, mcap, EVT3 EventPackets on
@@ -34,7 +35,9 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     (``t_us,rotor,rpm``, shaft RPM every 0.5 ms) and ``out/params.yaml`` (the
     true initial rotors). ``sensor_size`` is (width, height) in pixels;
     ``scene_kw`` are further options of ``sim.make_scenario`` (e.g. an induced
-    loss, ``hide_rotor``).
+    loss, ``hide_rotor``). With ``tachometer`` each rotor's once-per-turn pulse
+    (:class:`TachometerPulses`) goes into the stream's trigger input, channel k for
+    rotor k, as on the paper's bench.
 
     Returns
     -------
@@ -56,10 +59,11 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
     sim = Simulator(scene, seed=seed)
     progress = Progress(scene.duration_us // 1000, f'simulating {scenario}', unit='ms',
                         enabled=progress_enabled(quiet))
+    pulses = TachometerPulses(scene) if tachometer else None
     with writer:
         n_events, seq = _write_packets(sim.chunks(chunk_us=10_000), writer, encoder, scene,
                                        packet_us, np.random.default_rng(seed + 1), progress,
-                                       out)
+                                       out, pulses)
     progress.close()
     _write_ground_truth(out / 'ground_truth.csv', scene)
     tree = rotor_params_tree(scene.initial_rotor_params(0))
@@ -71,9 +75,41 @@ def simulate_to_dir(scenario: str, duration_s: float, seed: int, out: Path,
             'ground_truth': out / 'ground_truth.csv', 'params': out / 'params.yaml'}
 
 
+class TachometerPulses:
+    """Each rotor's tachometer: a rising edge each time its shaft passes its zero
+    (:func:`~helixtrack_ros.tachometer.revolution_times`), falling 100 us later, on
+    trigger channel k for rotor k; handed out packet by packet (:meth:`until`)."""
+
+    #: how long a pulse stays high [us]
+    HIGH_US = 100
+
+    def __init__(self, scene: Any) -> None:
+        from helixtrack_ros.tachometer import revolution_times
+        grid = np.arange(0, scene.duration_us + 1, 10, dtype=np.int64)
+        t, v, k = [], [], []
+        for i, rotor in enumerate(scene.rotors):
+            up = revolution_times(rotor.shaft_angle(grid), grid)
+            t += [up, up + self.HIGH_US]
+            v += [np.ones(len(up), np.uint8), np.zeros(len(up), np.uint8)]
+            k += [np.full(2 * len(up), i, np.uint8)]
+        order = np.argsort(np.concatenate(t), kind='stable')
+        self.t_us = np.concatenate(t)[order]
+        self.value = np.concatenate(v)[order]
+        self.channel = np.concatenate(k)[order]
+        self._next = 0
+
+    def until(self, t_us: int | None) -> dict[str, np.ndarray]:
+        """The pulses not handed out yet up to ``t_us`` (None: all), as encoder arguments."""
+        stop = len(self.t_us) if t_us is None else int(np.searchsorted(self.t_us, t_us, 'right'))
+        sl = slice(self._next, max(stop, self._next))
+        self._next = sl.stop
+        return {'trig_t_us': self.t_us[sl], 'trig_value': self.value[sl],
+                'trig_id': self.channel[sl]}
+
+
 def _write_packets(chunks: Any, writer: Any, encoder: Any, scene: Any, packet_us: int,
                    rng: np.random.Generator, progress: Progress,
-                   out: Path) -> tuple[int, int]:
+                   out: Path, pulses: TachometerPulses | None = None) -> tuple[int, int]:
     """Cut the simulated events into ``packet_us`` packets and write them; (events, packets).
 
     Header stamps are the host clock at each packet's first word plus a random
@@ -97,7 +133,7 @@ def _write_packets(chunks: Any, writer: Any, encoder: Any, scene: Any, packet_us
         done, pending = ev.slice(0, n_keep), ev.slice(n_keep, len(ev))
         for start, stop in packetize(done.t_us, packet_us):
             part = done.slice(start, stop)
-            payload = encoder.encode(part)
+            payload = encoder.encode(part, **_pulses(pulses, int(part.t_us[-1])))
             # host arrival time: sensor time + transfer latency, never decreasing
             latency_ns = int(200_000 + rng.exponential(150_000))
             last_stamp = max(last_stamp + 1, stamp0_ns + int(part.t_us[0]) * 1000
@@ -112,14 +148,21 @@ def _write_packets(chunks: Any, writer: Any, encoder: Any, scene: Any, packet_us
             room_checked = True
         progress.update(t_done // 1000, t_done * 1e-6, n_events)
     if pending is not None and len(pending):
-        for start, stop in packetize(pending.t_us, packet_us):
+        cuts = packetize(pending.t_us, packet_us)
+        for j, (start, stop) in enumerate(cuts):
             part = pending.slice(start, stop)
             last_stamp = max(last_stamp + 1, stamp0_ns + int(part.t_us[0]) * 1000 + 300_000)
-            writer.write(last_stamp, seq, encoder.encode(part), width=scene.width,
-                         height=scene.height)
+            till = None if j == len(cuts) - 1 else int(part.t_us[-1])
+            writer.write(last_stamp, seq, encoder.encode(part, **_pulses(pulses, till)),
+                         width=scene.width, height=scene.height)
             seq += 1
             n_events += len(part)
     return n_events, seq
+
+
+def _pulses(pulses: TachometerPulses | None, t_us: int | None) -> dict[str, np.ndarray]:
+    """The encoder's trigger arguments of a packet ending at ``t_us`` (none without)."""
+    return pulses.until(t_us) if pulses is not None else {}
 
 
 def _check_room(out: Path, bytes_needed: float) -> None:
@@ -199,7 +242,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     """``helixtrack simulate``."""
     info = simulate_to_dir(args.scenario, args.duration, args.seed, Path(args.out),
                            ego_level=args.ego_level, fmt=args.format, sensor_size=args.size,
-                           quiet=args.quiet)
+                           quiet=args.quiet, tachometer=args.tachometer)
     rate = info['events'] / max(info['duration_s'], 1e-9)
     print(f'{info["events"]} events ({rate / 1e6:.1f} M events/s of sensor time) in '
           f'{info["packets"]} packets, {info["wall_s"]:.1f} s wall')
