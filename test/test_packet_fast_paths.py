@@ -36,20 +36,21 @@ def test_a_tracking_row_gets_the_status_rotor_status_gives(stride):
     w, h = 640, 480
     edges = [-1.0, -0.5, -0.0, 0.0, 0.5, 100.0, 639.5, 640.0, 641.0, math.nan]
     rows = 0
-    for cx, cy, box0, box1, rpm in itertools.product(
-            edges, [0.0, 479.9, 480.0, math.nan], [-50.0, -0.9, 0.0, 639.0, 640.0, 700.0],
-            [-1.0, -0.5, 0.0, 479.0, 480.0], [9000.0, math.inf, math.nan]):
+    for cx, cy, box0, box1, rpm, radius in itertools.product(
+            edges, [0.0, 479.9, 240.0, 480.0, math.nan], [-50.0, -0.9, 0.0, 639.0, 640.0, 700.0],
+            [-1.0, -0.5, 0.0, 479.0, 480.0], [9000.0, math.inf, math.nan], [0.0, 60.0, 300.0]):
         v = [0.0] * (O.layout.PK_BOX + 4)
-        v[O._TX], v[O._TY], v[O._RPM] = cx, cy, rpm
+        v[O._TX], v[O._TY], v[O._RPM], v[O._S] = cx, cy, rpm, radius
         v[O._X0], v[O._Y0], v[O._X1], v[O._Y1] = box0, box0, box0 + 90.0, box1 + 90.0
         level, message, state = O.rotor_status((w, h), stride, cx, cy, rpm, TRACKING, 0, 10,
-                                               '', v[O.layout.PK_BOX:O.layout.PK_BOX + 4])
+                                               '', v[O.layout.PK_BOX:O.layout.PK_BOX + 4],
+                                               None, radius)
         fits = O._tracking_fits(v, w, h)
         assert fits == (state == RotorState.TRACKING), (cx, cy, box0, box1, rpm)
         if fits:
             assert O._tracking_text(stride) == (level, message)
         rows += 1
-    assert rows > 1000
+    assert rows > 3000
 
 
 def test_note_good_notes_the_places_the_general_step_notes():

@@ -37,8 +37,8 @@ from helixtrack_ros.pipeline.records import ERROR, OK, WARN, RotorOutput, withhe
 from helixtrack_ros.pipeline.recovery import RotorRecovery
 
 _TRACKING_STATE = RotorState.TRACKING
-#: the centre's columns in a packet row (the paper q's tx, ty)
-_TX, _TY = layout.OUT_Q + 2, layout.OUT_Q + 3
+#: the scale (tip radius [px]) and centre columns in a packet row (the paper q's s, tx, ty)
+_S, _TX, _TY = layout.OUT_Q, layout.OUT_Q + 2, layout.OUT_Q + 3
 #: the routing box's columns in a packet row (x0, y0, x1, y1)
 _X0, _Y0, _X1, _Y1 = range(layout.PK_BOX, layout.PK_BOX + 4)
 #: the other columns a packet row's output reads (module constants: read per row)
@@ -56,32 +56,64 @@ def ordinal(k: int) -> str:
     return f'{k}{suffix}'
 
 
-def _geometry_problem(w: int, h: int, cx: float, cy: float, rpm: float, x0: int, y0: int,
-                      x1: int, y1: int) -> tuple[str, RotorState | None] | None:
+#: the least share of a rotor's tip circle inside the image for its numbers to be published:
+#: with the centre on the image border (half the disc seen) a re-detected rotor was
+#: published 0.7-2.1 % off while its pose still walked out to the border; 10-20 px inside
+#: (53-56 %) 0.3-0.4 % off at up to 10 of its std; 40 px inside (63 %) within 0.12 %
+#: (red-team round 5, tip radius 100 px)
+MIN_VISIBLE_SHARE = 0.6
+
+
+def visible_share(w: int, h: int, cx: float, cy: float, radius: float) -> float:
+    """The share of the circle (cx, cy, radius) inside the w x h image, from the arcs each
+    border cuts off (acos(d / r) / pi at a distance d inside it; arcs cut off by two
+    borders at a corner count twice, so the share errs low there). Centre inside."""
+    if not radius > 0.0:
+        return 1.0
+    cut = 0.0
+    for d in (cx, w - cx, cy, h - cy):
+        if d < radius:
+            cut += math.acos(max(d, 0.0) / radius) / math.pi
+    return max(0.0, 1.0 - cut)
+
+
+def _geometry_problem(w: int, h: int, cx: float, cy: float, rpm: float, radius: float,
+                      x0: int, y0: int, x1: int, y1: int
+                      ) -> tuple[str, RotorState | None] | None:
     """What keeps a rotor's output from being a measurement whatever its health (message,
-    and the state it forces; None: the state its health says), or None: its centre
-    is in the image, its state finite, its region overlaps the image."""
+    and the state it forces; None: the state its health says; DEGRADED: at least that), or
+    None: its centre is in the image, its state finite, its region overlaps the image and
+    enough of its disc lies inside (:data:`MIN_VISIBLE_SHARE`)."""
     if not (0 <= cx < w and 0 <= cy < h):
         return 'rotor centre left the image', None
     if not math.isfinite(rpm):
         return 'state is not finite', RotorState.LOST
     if x1 < 0 or y1 < 0 or x0 >= w or y0 >= h:
         return 'rotor region outside the image', RotorState.OUTSIDE
+    if (cx < radius or cy < radius or w - cx < radius or h - cy < radius) and (
+            share := visible_share(w, h, cx, cy, radius)) < MIN_VISIBLE_SHARE:
+        return (f'only {share:.0%} of the rotor disc inside the image (under '
+                f'{MIN_VISIBLE_SHARE:.0%}: its pose is not measured well)', RotorState.DEGRADED)
     return None
 
 
 def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: float,
                  health: int, cause: int, events: int, reason: str, box: Sequence[float],
-                 rec: RotorRecovery | None = None) -> tuple[int, str, RotorState]:
-    """Diagnostic level, message and output state: geometry checks, then health."""
+                 rec: RotorRecovery | None = None, radius: float = 0.0
+                 ) -> tuple[int, str, RotorState]:
+    """Diagnostic level, message and output state: geometry checks, then health
+    (``radius``: the tip radius [px], for the share of the disc inside the image)."""
     w, h = size
     inside = 0 <= cx < w and 0 <= cy < h
     # (what rotor_state says of a TRACKING rotor inside the image, without the call)
     state = _TRACKING_STATE if inside and health == TRACKING else rotor_state(
         health, cause, inside, events)
-    problem = _geometry_problem(w, h, cx, cy, rpm, int(box[0]), int(box[1]), int(box[2]),
-                                int(box[3]))
-    if problem is not None:
+    problem = _geometry_problem(w, h, cx, cy, rpm, radius, int(box[0]), int(box[1]),
+                                int(box[2]), int(box[3]))
+    if problem is not None and problem[1] == RotorState.DEGRADED:
+        if state == _TRACKING_STATE:
+            return WARN, problem[0], RotorState.DEGRADED
+    elif problem is not None:
         return ERROR, problem[0], state if problem[1] is None else problem[1]
     if health == LOST:
         extra = '; re-detecting' if rec is not None and rec.searching else ''
@@ -97,7 +129,7 @@ def rotor_status(size: tuple[int, int], stride: int, cx: float, cy: float, rpm: 
 def _tracking_fits(v: list[float], w: int, h: int) -> bool:
     """Whether :func:`rotor_status` makes a TRACKING row (``v``, a packet row as a list)
     TRACKING: its geometry checks, without the rest of the call (per rotor and packet)."""
-    return _geometry_problem(w, h, v[_TX], v[_TY], v[_RPM], int(v[_X0]), int(v[_Y0]),
+    return _geometry_problem(w, h, v[_TX], v[_TY], v[_RPM], v[_S], int(v[_X0]), int(v[_Y0]),
                              int(v[_X1]), int(v[_Y1])) is None
 
 
@@ -205,7 +237,7 @@ def outputs_of(bank: RotorBank, r: int, run: PacketRun, inf: Inflight, k0: int, 
             level, message, state = rotor_status(
                 size, stride, v[_TX], v[_TY], v[_RPM], health, cause, events,
                 '' if health == TRACKING else run.reason(k),
-                v[layout.PK_BOX:layout.PK_BOX + 4], rec)
+                v[layout.PK_BOX:layout.PK_BOX + 4], rec, abs(v[_S]))
             if state != TRACKING:
                 outs.append(withheld(name, times[k], events, level, message, health, state,
                                      cause))
@@ -230,7 +262,7 @@ def tracking_discs(run: PacketRun, size: tuple[int, int],
         v = rows[k]
         if levels[k] != TRACKING or rotor_status(
                 size, 1, v[_TX], v[_TY], v[layout.OUT_RPM], TRACKING, 0, 0, '',
-                v[layout.PK_BOX:layout.PK_BOX + 4])[2] != RotorState.TRACKING:
+                v[layout.PK_BOX:layout.PK_BOX + 4], None, abs(v[_S]))[2] != RotorState.TRACKING:
             discs.append(None)
             continue
         discs.append(disc_of(homographies[k]) if homographies is not None else
