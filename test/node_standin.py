@@ -123,6 +123,9 @@ class FakePipeline:
     def recent_detections(self, span_us: int) -> list:
         return []
 
+    def shape_problems(self) -> list:
+        return []
+
     def update_tracker_params(self, changes: dict[str, Any]) -> None:
         for k, v in changes.items():
             if k not in self.tracker:

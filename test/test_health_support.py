@@ -32,6 +32,7 @@ from helixtrack_ros.core.health import (
     HS_SUPPORT_REF,
     HS_W,
     R_COASTING,
+    R_HIDDEN,
     TRACKING,
 )
 from helixtrack_ros.core.health_machine import (
@@ -104,10 +105,49 @@ def test_a_sparse_rotor_is_not_judged_on_its_support():
 
 
 def test_the_support_rule_can_be_switched_off():
-    hp, hs, hi = _tracking(TrackerParams(health_support_rel=0.0))
+    hp, hs, hi = _tracking(TrackerParams(health_support_rel=0.0, health_hidden_rel=0.0))
     for k in range(5):
         _window(hp, hs, hi, k, 0.0)
     assert hi[HI_LEVEL] == TRACKING
+
+
+@pytest.mark.parametrize('share, hidden', [(0.5, True), (0.54, True), (0.6, False),
+                                           (0.9, False)])
+def test_a_window_with_part_of_its_support_gone_is_a_rotor_partly_hidden(share, hidden):
+    """Red-team round 5: half the disc's pixels dead, the support fell to 0.50-0.53 of
+    usual; tracked windows on scenes up to egomotion 7 kept 0.625 or more."""
+    hp, hs, hi = _tracking()
+    for k in range(4):
+        _window(hp, hs, hi, k, USUAL)
+    _window(hp, hs, hi, 4, share * USUAL)
+    assert (hi[HI_LEVEL], hi[HI_CAUSE] == R_HIDDEN) == ((DEGRADED, True) if hidden
+                                                        else (TRACKING, False))
+    if hidden:
+        assert reason_text(hi, hs) == (f'partly hidden: update weight {share * USUAL:.1f} per '
+                                       f'ms, {round(100 * share)} % of usual')
+
+
+def test_a_partly_hidden_rotor_stays_degraded_and_comes_back_when_seen_whole():
+    """Not LOST (no re-detection of a rotor that is where it was): withheld while hidden,
+    TRACKING again after health_recover_us of whole windows."""
+    hp, hs, hi = _tracking()
+    for k in range(4):
+        _window(hp, hs, hi, k, USUAL)
+    for k in range(4, 14):
+        _window(hp, hs, hi, k, 0.5 * USUAL)
+        assert hi[HI_LEVEL] == DEGRADED and hi[HI_CAUSE] == R_HIDDEN
+    for k in range(14, 24):
+        _window(hp, hs, hi, k, USUAL)
+    assert hi[HI_LEVEL] == TRACKING
+
+
+def test_the_partly_hidden_rule_can_be_switched_off_alone():
+    hp, hs, hi = _tracking(TrackerParams(health_hidden_rel=0.0))
+    for k in range(5):
+        _window(hp, hs, hi, k, 0.5 * USUAL)
+    assert hi[HI_LEVEL] == TRACKING
+    _window(hp, hs, hi, 5, 0.2 * USUAL)
+    assert hi[HI_CAUSE] == R_COASTING
 
 
 def test_per_packet_a_coasting_filter_is_degraded_before_its_window_closes():

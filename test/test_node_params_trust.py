@@ -230,3 +230,28 @@ def test_the_command_line_and_ros2_param_set_over_dds(tmp_path):
     warnings = [w for w in _warnings(log) if 'no event packets' not in w]
     assert len(warnings) == 1 and 'max_batch_packets:=30.5' in warnings[0], warnings
     assert 'using 20' in warnings[0]
+
+
+def test_switching_every_phase_lock_check_off_at_run_time_is_warned(context, tmp_path):
+    """As at the start: the same values set at run time were taken with an INFO line only
+    (red-team round 5)."""
+    from types import SimpleNamespace
+
+    from helixtrack_ros.core.params import TrackerParams
+    node = _node(context, ['--params-file', str(_params_file(tmp_path))])
+    warned = []
+    try:
+        node._log = SimpleNamespace(info=lambda *a, **k: None, warning=warned.append)
+        off = {'health_coherence_min': 0.0, 'health_coherence_rel': 0.0,
+               'health_coherence_seed': 0.0}
+        # (the stand-in pipeline declares a few parameters: its configuration after the set
+        # is what the warning reads)
+        node._pipe.config = SimpleNamespace(tracker=TrackerParams(**off))
+        (ok,) = node.set_parameters([Parameter('tracker.q_jerk', value=250.0)])
+        assert ok.successful, ok.reason
+        assert len(warned) == 1 and warned[0].startswith('every check of')
+        node._pipe.config = SimpleNamespace(tracker=TrackerParams())
+        (ok,) = node.set_parameters([Parameter('tracker.q_jerk', value=300.0)])
+        assert ok.successful and len(warned) == 1
+    finally:
+        node.destroy_node()

@@ -173,7 +173,7 @@ def test_packet_handling_counts_problems(context):
         # a bug outside the pipeline call (before: it left the callback, and the
         # executor stopped the node; node review, 2026-11-27) costs the packet only
         node._pipe.process_packet = real
-        node._say_seq_jumps = lambda: 1 / 0
+        node._notes.say = lambda *a: 1 / 0
         (late,) = F.fake_packets(1, seq0=2)
         node._on_packet(late)
         assert node.counters['internal_errors'] == 2

@@ -98,11 +98,21 @@ def test_the_stream_counters_are_said_once_per_change():
     for _ in range(3):
         notes.say(pipe)
     assert log.lines == []
+    from types import SimpleNamespace as Pkt
+
+    from helixtrack_ros.pipeline.records import PacketResult
+    named = {'packets_refused': PacketResult(error='no usable sensor size'),
+             'packets_duplicate': PacketResult(dropped='a copy of the packet before'),
+             'packets_late': PacketResult(dropped='late')}
     for key in StreamNotes.KEYS:
         pipe.counters[key] += 1
-        notes.say(pipe)
+        res = named.get(key, PacketResult())
+        notes.say(pipe, [Pkt(seq=7)], [res])
         notes.say(pipe)
     assert len(log.lines) == len(StreamNotes.KEYS)
+    assert 'packet 7 refused (1 so far): no usable sensor size' in log.lines
+    assert ('1 packets left out so far as copies of the packet before; the last left out: '
+            'packet 7, a copy of the packet before') in log.lines
     now[0] += SAY_EVERY_S
     pipe.counters['seq_gaps'] += 2
     pipe.counters['sensor_gaps'] += 1

@@ -130,13 +130,12 @@ def _say_other_shapes(info: dict[str, Any]) -> None:
     """Warn of a rotor re-detected with other blades or direction than --params gives: the
     tracker keeps the given ones, so every value of it was withheld while the detector's
     line named the right ones, and an RPM (review)."""
+    from helixtrack_ros.pipeline.config import rotor_shape_problem
     for name, (_, r) in info['detected'].items():
-        blades, direction = info.get('given_shapes', {}).get(name, (r.blades, r.direction))
-        if r.blades != blades or (direction and r.direction != direction):
-            print(f'helixtrack: warning: rotor {name} was re-detected with {r.blades} blades, '
-                  f'direction {r.direction:+d}; the parameters give {blades} blades, '
-                  f'direction {direction:+d}, which the tracker keeps: check them',
-                  file=sys.stderr)
+        given = info.get('given_shapes', {}).get(name, (r.blades, r.direction))
+        problem = rotor_shape_problem(name, given, (r.blades, r.direction))
+        if problem is not None:
+            print(f'helixtrack: warning: {problem}', file=sys.stderr)
 
 
 #: the share of events held at an earlier event's time that gets a warning

@@ -80,7 +80,8 @@ CAUSE_NAMES = ('ok', 'acquiring', 'starved', 'phase incoherent', 'pose off', 'sc
                'implausible RPM change', 'implausible scale change', 'implausible centre step',
                'events lost in transport', 'rate settling', 'pose settling', 'rate unsteady',
                'on another rotor', 'rate lagging', 'too few events to judge', 'too small',
-               'phase filter coasting', 'rate unverified', 'event times too coarse')
+               'phase filter coasting', 'rate unverified', 'event times too coarse',
+               'partly hidden')
 
 
 #: diagnostic_msgs/DiagnosticStatus level of each RotorState (OK only while measured).
@@ -108,7 +109,7 @@ def rotor_state(level: int, cause: int, centre_inside: bool, events: int) -> Rot
 (R_OK, R_ACQUIRING, R_STARVED, R_INCOHERENT, R_SPILL, R_SCALE, R_PERSP, R_UNCERTAIN,
  R_RPM_RANGE, R_ACCEL, R_SCALE_JUMP, R_CENTRE_JUMP, R_GAP, R_SETTLING,
  R_POSE_SETTLING, R_UNSTEADY, R_OTHER_ROTOR, R_DRIFT, R_THIN, R_SMALL, R_COASTING,
- R_UNVERIFIED, R_COARSE_TIME) = range(23)
+ R_UNVERIFIED, R_COARSE_TIME, R_HIDDEN) = range(24)
 
 # ---- health parameter vector (hp), packed from TrackerParams, the blade count and the
 # rotor's own RPM range
@@ -128,6 +129,7 @@ HP_SPILLREL = _HP.slot('health_spill_rel')
 HP_SPILLSEED = _HP.slot('health_spill_seed')     # before references: spill a seed may have
 HP_STARVE = _HP.slot('health_starve_rel')
 HP_SUPPORT = _HP.slot('health_support_rel')
+HP_HIDDEN = _HP.slot('health_hidden_rel')
 HP_SCALETOL = _HP.slot('health_scale_tol')
 HP_PERSPTOL = _HP.slot('health_persp_tol')
 HP_STDREL = _HP.slot('health_rpm_std_rel')

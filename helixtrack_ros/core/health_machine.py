@@ -84,6 +84,7 @@ from helixtrack_ros.core.health import (
     R_ACQUIRING,
     R_COASTING,
     R_DRIFT,
+    R_HIDDEN,
     R_INCOHERENT,
     R_OK,
     R_PERSP,
@@ -107,6 +108,7 @@ from helixtrack_ros.core.health_checks import (
     _drift_bound,
     _drift_se,
     _gate,
+    _hidden,
     _jerk_bound,
     _lag,
     _lag_bound,
@@ -358,6 +360,8 @@ def _reason_with_references(hp, hs, level, om, rate, thin, n_tip, span, s, coh, 
     elif _coasting(hp, hs, om, support, dur, 1.0):
         # (after the pose checks: a pose error is the more telling reason)
         reason, val, ref = R_COASTING, support, _usual_support(hp, hs, om)
+    elif _hidden(hp, hs, om, support, dur):
+        reason, val, ref = R_HIDDEN, support, _usual_support(hp, hs, om)
     elif abs(ds) > hp[HP_SCALETOL]:
         reason, val, ref = R_SCALE, ds, 0.0
     elif dp > hp[HP_PERSPTOL]:
@@ -412,9 +416,10 @@ def _count_bad_window(hp, hs, hi, level, reason, val, ref, dur):
     if level == TRACKING:
         hi[HI_LEVEL] = DEGRADED
     elif (level == DEGRADED and hs[HS_BAD_US] >= hp[HP_LOST] and reason != R_DRIFT
-          and reason != R_THIN and reason != R_SMALL):
-        # (a lagging rate settles by itself, a thin or small rotor is where it was:
-        # DEGRADED, not a loss and a re-detection)
+          and reason != R_THIN and reason != R_SMALL and reason != R_HIDDEN):
+        # (a lagging rate settles by itself, a thin, small or partly hidden rotor is where
+        # it was: DEGRADED, not a loss and a re-detection; a partly hidden one made LOST
+        # was re-detected every 0.1-0.2 s, on a shaking camera the loss cost 111 values)
         hi[HI_LEVEL] = LOST
         hi[HI_LOSSES] += 1
 

@@ -36,6 +36,7 @@ from helixtrack_ros.core.health import (
     R_COASTING,
     R_DRIFT,
     R_GAP,
+    R_HIDDEN,
     R_INCOHERENT,
     R_OK,
     R_OTHER_ROTOR,
@@ -104,6 +105,8 @@ _CAUSE_TEXT = {
                                f'{ref:.0f})'),
     R_COASTING: lambda val, ref: (f'phase filter coasting: update weight {val:.1f} per ms '
                                   f'(usual {ref:.1f})'),
+    R_HIDDEN: lambda val, ref: (f'partly hidden: update weight {val:.1f} per ms, '
+                                f'{100.0 * val / max(ref, 1e-9):.0f} % of usual'),
     R_COARSE_TIME: lambda val, ref: (f'event times too coarse: {val:.0f} us apart, a blade '
                                      f'pass {ref:.0f} us'),
     R_UNVERIFIED: lambda val, ref: (f"rate unverified: a window's mean phase residual known "

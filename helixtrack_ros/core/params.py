@@ -134,7 +134,8 @@ class RotorInit:
             raise ValueError(f'rotor {self.name}: radius_px must be > 0.5, got '
                              f'{self.radius_px}')
         if not (math.isfinite(self.rpm_shaft) and self.rpm_shaft > 0.0):
-            raise ValueError(f'rotor {self.name}: rpm_shaft must be > 0, got {self.rpm_shaft}')
+            raise ValueError(f'rotor {self.name}: rpm (the shaft RPM) must be > 0, got '
+                             f'{self.rpm_shaft}')
         if isinstance(self.blades, bool) or int(self.blades) != self.blades \
                 or not 1 <= int(self.blades) <= 16:
             raise ValueError(f'rotor {self.name}: blades must be an integer in 1..16, got '

@@ -332,6 +332,20 @@ def rotor_geometry_problem(rotor: RotorInit, width: int, height: int,
     return None
 
 
+def rotor_shape_problem(name: str, given: tuple[int, int], found: tuple[int, int]) -> str | None:
+    """What to say of a rotor re-detected with other (blades, direction) ``found`` than its
+    parameters give (``given``; a direction of 0 is either): the tracker keeps the given
+    ones, so every value of it is withheld (review; red-team round 5: the node said
+    nothing). None when they agree."""
+    (blades, direction), (got_blades, got_direction) = given, found
+    if got_blades == blades and (not direction or not got_direction
+                                 or got_direction == direction):
+        return None
+    return (f'rotor {name} was re-detected with {got_blades} blades, direction '
+            f'{got_direction:+d}; the parameters give {blades} blades, direction '
+            f'{direction:+d}, which the tracker keeps: check them')
+
+
 _NAME_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_]*$')
 
 

@@ -8,7 +8,9 @@ after failure" (Limitations). When a rotor is LOST its
 good pose (the r_out circle plus ``recovery_margin`` tip radii), runs
 :func:`~helixtrack_ros.core.detection.detect_rotors` on it once the buffer
 spans enough time (1.5 shaft turns, at least ``recovery_min_us``, at most
-``recovery_window_us``) and every ``recovery_retry_us`` after that, and
+``recovery_window_us``) and every ``recovery_retry_us`` after that (twice as long after
+each of the attempts beyond :data:`FREE_ATTEMPTS` that left it untracked, up to
+:data:`MOST_DOUBLINGS` times), and
 re-initialises the tracker from the detection that the drone's layout makes
 this rotor, not another tracked one (:mod:`~helixtrack_ros.pipeline.layout_match`;
 same name and blade count; the rotation direction it had). While it is searched
@@ -47,6 +49,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from helixtrack_ros.pipeline.config import PipelineConfig
     from helixtrack_ros.pipeline.rotors import RotorBank
 
+#: re-detections of a rotor at the usual interval since it was last TRACKING (or its region
+#: was last quiet); each later one waits twice as long as the one before, up to
+#: 2 ** MOST_DOUBLINGS intervals: a rotor given the wrong blades or direction was re-detected
+#: and lost again 23-35 times in 3 s, loading the node to 1.2-1.5 cores, and DDS dropped up
+#: to 782 of 3,000 packets, taking the values of the rotors given right (red-team round 5)
+FREE_ATTEMPTS = 10
+MOST_DOUBLINGS = 4
 #: A re-initialised rotor that is not TRACKING this long after the window is searched again.
 RESET_GRACE_US = 100_000
 #: A resumed rotor (restarted at its last good pose) that is not TRACKING this long is searched.
@@ -97,6 +106,7 @@ class RotorRecovery:
         self.recoveries = 0
         self.resumes = 0
         self.attempts = 0
+        self.fails = 0                          # attempts since TRACKING or a quiet region
         self.detecting: Future | None = None    # a re-detection running in the background
         self.detecting_end_us = 0               # the time of the last event it detects on
         self.shared = False                     # it is another rotor's (bank.shared_detection)
@@ -120,6 +130,7 @@ class RotorRecovery:
         self.good_us = t_us
         self.good_rpm = rpm_shaft
         self.good_dir = direction
+        self.fails = 0
         if self.searching or self.reset or self.resumed or self.buf or self.detecting is not None:
             self.forget()
 
@@ -223,7 +234,9 @@ class RotorRecovery:
             self.last_centre = last.center_px
             self.last_radius_px = last.radius_px
             self._clip_region(bank, r)
-            self.next_try_us = t_last + _min_span_us(last, cfg)
+            # (a rotor re-detected and lost again and again waits longer each time)
+            self.next_try_us = t_last + max(_min_span_us(last, cfg), self.retry_us(cfg)
+                                            if self.fails > FREE_ATTEMPTS else 0)
             return
         if self.detecting is not None:
             # a re-detection running in the background: apply it once done (the region's
@@ -252,8 +265,7 @@ class RotorRecovery:
         if cfg.detect_in_background:
             self._detect_in_background(bank, t_last)
             return
-        self.attempts += 1
-        bank.counters['recovery_attempts'] += 1
+        self._count_attempt(bank)
         w, h = bank.image_size()
         self.apply(bank, r, detect_rotors(self._recent(cfg, t_last), w, h, region=self.region),
                    t_last)
@@ -269,12 +281,22 @@ class RotorRecovery:
         if shared is None and bank.detector_busy():
             self.next_try_us = t_last
             return
-        self.attempts += 1
-        bank.counters['recovery_attempts'] += 1
+        self._count_attempt(bank)
         self.shared = shared is not None
         if shared is None:
             shared = bank.detect_later(self._recent(bank.config, t_last), self.region)
         self.detecting, self.detecting_end_us = shared
+
+    def _count_attempt(self, bank: RotorBank) -> None:
+        """One more re-detection attempt (its counters)."""
+        self.attempts += 1
+        self.fails += 1
+        bank.counters['recovery_attempts'] += 1
+
+    def retry_us(self, cfg: PipelineConfig) -> int:
+        """The wait before the next re-detection attempt [us of stream time] (the module
+        docstring: ``recovery_retry_us``, doubled for each attempt beyond FREE_ATTEMPTS)."""
+        return cfg.recovery_retry_us << min(max(self.fails - FREE_ATTEMPTS, 0), MOST_DOUBLINGS)
 
     def _replay(self, bank: RotorBank, r: int, found: list[DetectedRotor], last: RotorInit,
                 t_last: int) -> None:
@@ -372,6 +394,7 @@ class RotorRecovery:
             # detection uses only events since the rotor can be there again
             self.buf = []
             self.region_quiet = True
+            self.fails = 0
             self.next_try_us = max(self.next_try_us, t_last + _min_span_us(
                 self.last_good(bank.inits[r]), cfg))
             return False
@@ -387,7 +410,7 @@ class RotorRecovery:
             self.buf.pop(0)
         if t_last < self.next_try_us or not self.buf:
             return False
-        self.next_try_us = t_last + cfg.recovery_retry_us
+        self.next_try_us = t_last + self.retry_us(cfg)
         return True
 
     def _recent(self, cfg: PipelineConfig, t_last: int) -> EventArrays:

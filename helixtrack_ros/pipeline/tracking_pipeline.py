@@ -28,7 +28,7 @@ from helixtrack_ros.core.routing import search_region_events
 from helixtrack_ros.core.tracker import HelixTracker
 from helixtrack_ros.io.packet_record import EventPacketRecord
 from helixtrack_ros.pipeline.batching import BatchQueue, Pending
-from helixtrack_ros.pipeline.config import PipelineConfig
+from helixtrack_ros.pipeline.config import PipelineConfig, rotor_shape_problem
 from helixtrack_ros.pipeline.diagnostics import pipeline_status, rotor_statuses
 from helixtrack_ros.pipeline.intake import PacketIntake
 from helixtrack_ros.pipeline.realtime import StridePolicy
@@ -114,6 +114,15 @@ class TrackingPipeline:
     def detections(self) -> list[tuple[int, str, DetectedRotor]]:
         """Every detection used (start-up and re-detection): (sensor time, rotor name, it)."""
         return self._bank.detections
+
+    def shape_problems(self) -> list[str]:
+        """Per rotor whose latest detection found other blades or direction than its
+        parameters give, what to say (:func:`.config.rotor_shape_problem`)."""
+        latest = {name: d for _, name, d in self._bank.detections}
+        given = {r.name: (r.blades, r.direction) for r in self._bank.inits}
+        found = [rotor_shape_problem(n, given[n], (d.blades, d.direction))
+                 for n, d in latest.items() if n in given]
+        return [p for p in found if p is not None]
 
     @staticmethod
     def warmup(encodings: Sequence[str] = ('evt3',), detection: bool = False) -> float:

@@ -30,6 +30,7 @@ from helixtrack_ros.pipeline.config import ParamSpec, check_rotor_name, checks_o
 from helixtrack_ros.pipeline.records import PacketResult
 from helixtrack_ros.pipeline.sequence import SEQ_COUNTERS
 from helixtrack_ros.process_memory import HeapTrimmer, rss_mb
+from helixtrack_ros.ros.arrival_stamps import ArrivalStamps
 from helixtrack_ros.ros.debug_publisher import DebugImagePublisher
 from helixtrack_ros.ros.executors import events_executor
 from helixtrack_ros.ros.inputs import EventInput
@@ -113,6 +114,7 @@ class HelixtrackNode(Node):
         self._counts = {k: 0 for k in _NODE_COUNTERS if k not in SEQ_COUNTERS}
         self._notes = StreamNotes(self._log)           # the stream's counts, said
         self._stamps = StampSteps(self._log)           # what the output stamps did, said
+        self._arrival = ArrivalStamps(self._log.warning)   # stamps of a driver that sets none
         self._win = PeriodCounters()
         #: packet-in -> ~/rotors published, since start
         self._latency = LatencyHistogram()
@@ -201,6 +203,10 @@ class HelixtrackNode(Node):
             except (ValueError, TypeError) as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
             self._log.info(f'tracker parameters changed: {changes}')
+            config = getattr(self._pipe, 'config', None)     # (as at the start; review)
+            unchecked = checks_off(config.tracker) if config is not None else None
+            if unchecked:
+                self._log.warning(unchecked)
         for p in params:
             if p.name == 'debug_image_hz':
                 self._debug.set_rate(float(p.value))
@@ -254,6 +260,9 @@ class HelixtrackNode(Node):
             if pkt is None:
                 return
             batch, arrivals = [pkt], [arrival_ns(info, now_ns)]
+        if self._arrival.unstamped:
+            batch = self._arrival.fill(batch, arrivals,
+                                       self.get_clock().now().nanoseconds - time.time_ns())
         c = self._counts
         self._pipe.note_backlog(len(batch) - 1)
         aside = self._pipe.counters.get('stamp_jumps', 0)
@@ -263,14 +272,14 @@ class HelixtrackNode(Node):
             c['internal_errors'] += 1
             self._log.error(f'packets {batch[0].seq}..{batch[-1].seq} failed: '
                             f'{type(exc).__name__}: {exc}', throttle_duration_sec=5.0)
+            self._notes.say(self._pipe)
             return
-        finally:
-            self._say_seq_jumps()
         c['batches'] += 1
         if len(batch) > 1:
             c['batched_packets'] += len(batch)
         for pkt, res, arrived_ns in zip(batch, results, arrivals):
             self._handle_result(pkt, res, arrived_ns)
+        self._notes.say(self._pipe, batch, results)     # (what the stream's counts did)
         self._stamps.note(batch, results, self._pipe.counters.get('stamp_jumps', 0) - aside)
         dt = time.perf_counter() - t0
         win = self._win
@@ -287,22 +296,14 @@ class HelixtrackNode(Node):
             self._log.error(str(exc), throttle_duration_sec=5.0)
             return None
 
-    def _say_seq_jumps(self) -> None:
-        """Say what the pipeline counted of the stream (lost packets, restarts, ...)."""
-        self._notes.say(self._pipe)
-
     def _handle_result(self, pkt: EventPacketRecord, res: PacketResult,
                        arrival_ns: int | None = None) -> None:
         """Publish one packet's result (or count why it was refused)."""
         c = self._counts
-        if res.dropped is not None:   # (counted by the pipeline; no outputs)
-            self._log.info(f'packet {pkt.seq} left out: {res.dropped}',
-                           throttle_duration_sec=5.0)
+        if res.dropped is not None:   # (counted by the pipeline, said by StreamNotes)
             return
         if res.error is not None:
-            c['packets_refused'] += 1
-            self._log.warning(f'packet {pkt.seq} refused ({c["packets_refused"]} so far): '
-                              f'{res.error}', throttle_duration_sec=5.0)
+            c['packets_refused'] += 1       # (said by StreamNotes)
             self._publish_guarded(pkt, res)   # the rotors' states: nothing measured
             return
         self._frame_id = pkt.frame_id

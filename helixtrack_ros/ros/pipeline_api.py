@@ -46,6 +46,9 @@ class PipelineApi(Protocol):
     def recent_detections(self, span_us: int) -> list[tuple[str, Any]]:
         """(rotor name, detection) of the last ``span_us`` of sensor time."""
 
+    def shape_problems(self) -> list[str]:
+        """What to say of rotors re-detected with other blades or direction than given."""
+
     def diagnostics(self) -> list[dict[str, Any]]:
         """Statuses for ``/diagnostics``."""
 
