@@ -62,3 +62,19 @@ def test_a_rotor_given_the_wrong_blades_is_re_detected_ever_less_often_and_said(
     said = []
     StreamNotes(type('Log', (), {'warning': staticmethod(said.append)})).say(pipe)
     assert any('the parameters give 3 blades' in line for line in said), said
+
+
+def test_a_rotor_that_never_locked_in_many_re_detections_is_named():
+    """Live, a rotor given the wrong blades was never re-detected as itself (the detections
+    of 2 blades are not it), so no detection named the difference: 23 attempts, no word."""
+    scene = make_scenario('lone_constant', duration_s=0.1, seed=3)
+    pipe = TrackingPipeline(PipelineConfig(rotors=rotor_inits_from_scene(scene), threads=1))
+    rec = pipe._bank.recs[0]
+    rec.attempts = FREE_ATTEMPTS - 1
+    assert pipe.shape_problems() == []
+    rec.attempts = FREE_ATTEMPTS + 2
+    assert pipe.shape_problems() == [f'rotor rotor never locked in {FREE_ATTEMPTS + 2} '
+                                     're-detections: check its blades and direction in the '
+                                     'parameters']
+    rec.note_good([4.6, 0.0, 640.0, 360.0, 0.0, 0.0], 10_000.0, 1, 1000)
+    assert pipe.shape_problems() == []

@@ -33,6 +33,7 @@ from helixtrack_ros.pipeline.diagnostics import pipeline_status, rotor_statuses
 from helixtrack_ros.pipeline.intake import PacketIntake
 from helixtrack_ros.pipeline.realtime import StridePolicy
 from helixtrack_ros.pipeline.records import PacketResult, RotorOutput, StreamBatch
+from helixtrack_ros.pipeline.recovery import FREE_ATTEMPTS
 from helixtrack_ros.pipeline.rotors import RotorBank
 from helixtrack_ros.pipeline.sequence import SeqCounter
 from helixtrack_ros.pipeline.startup import StartupDetector, rotor_inits
@@ -117,12 +118,20 @@ class TrackingPipeline:
 
     def shape_problems(self) -> list[str]:
         """Per rotor whose latest detection found other blades or direction than its
-        parameters give, what to say (:func:`.config.rotor_shape_problem`)."""
+        parameters give (:func:`.config.rotor_shape_problem`), or that never locked though
+        re-detected :data:`~.recovery.FREE_ATTEMPTS` times or more, what to say (live, a
+        rotor given the wrong blades is never re-detected as itself: none was said)."""
         latest = {name: d for _, name, d in self._bank.detections}
         given = {r.name: (r.blades, r.direction) for r in self._bank.inits}
         found = [rotor_shape_problem(n, given[n], (d.blades, d.direction))
                  for n, d in latest.items() if n in given]
-        return [p for p in found if p is not None]
+        said = [p for p in found if p is not None]
+        for init, rec in zip(self._bank.inits, self._bank.recs):
+            if rec.good_q is None and rec.attempts >= FREE_ATTEMPTS and not any(
+                    p.startswith(f'rotor {init.name} ') for p in said):
+                said.append(f'rotor {init.name} never locked in {rec.attempts} '
+                            're-detections: check its blades and direction in the parameters')
+        return said
 
     @staticmethod
     def warmup(encodings: Sequence[str] = ('evt3',), detection: bool = False) -> float:
