@@ -126,6 +126,8 @@ class FakePipeline:
     def shape_problems(self) -> list:
         return []
 
+    time_mapped = True     # (its outputs keep the input stamps)
+
     def update_tracker_params(self, changes: dict[str, Any]) -> None:
         for k, v in changes.items():
             if k not in self.tracker:

@@ -19,22 +19,31 @@ def _record(stamp_ns: int):
     return EventPacketRecord(stamp_ns, '', 720, 1280, 0, 0, 'evt3', False, b'', 0)
 
 
-def test_unstamped_packets_take_their_arrival_until_the_first_stamp():
+def test_unstamped_packets_take_their_arrival_while_no_mapping_or_filling():
     said = []
     fill = ArrivalStamps(said.append)
-    got = fill.fill([_record(0), _record(0)], [100, 200], 5)
+    got = fill.fill([_record(0), _record(0)], [100, 200], 5, mapped=False)
     assert [p.stamp_ns for p in got] == [105, 205] and len(said) == 1 and fill.filled == 2
-    got = fill.fill([_record(0), _record(7_000), _record(0)], [300, 400, 500], 5)
-    assert [p.stamp_ns for p in got] == [305, 7_000, 0] and not fill.unstamped
-    assert [p.stamp_ns for p in fill.fill([_record(0)], [600], 5)] == [0]   # (set aside)
+    # (the mapping the arrivals made goes on with them: the stream is being filled)
+    got = fill.fill([_record(0)], [300], 5, mapped=True)
+    assert [p.stamp_ns for p in got] == [305] and fill.filling
+    # a stamped packet: the driver's stamps map the time, later 0s are set aside again
+    got = fill.fill([_record(7_000), _record(0)], [400, 500], 5, mapped=True)
+    assert [p.stamp_ns for p in got] == [7_000, 0] and not fill.filling
     assert len(said) == 1
+
+
+def test_stamps_of_0_in_a_mapped_stream_are_left_to_the_mapping():
+    fill = ArrivalStamps(lambda line: None)
+    assert [p.stamp_ns for p in fill.fill([_record(0)], [100], 5, mapped=True)] == [0]
+    assert fill.filled == 0
 
 
 def test_a_clock_that_does_not_run_stamps_nothing():
     """Sim time before its first clock message: the node's clock reads 0."""
     fill = ArrivalStamps(lambda line: None)
-    assert [p.stamp_ns for p in fill.fill([_record(0)], [1_000], -1_000)] == [0]
-    assert fill.unstamped and fill.filled == 0
+    assert [p.stamp_ns for p in fill.fill([_record(0)], [1_000], -1_000, False)] == [0]
+    assert not fill.filling and fill.filled == 0
 
 
 FQN = '/nostamp/helixtrack'
@@ -61,12 +70,9 @@ def test_the_node_stamps_an_unstamped_stream_on_arrival(tmp_path):
         probe.collect(DiagnosticArray, '/diagnostics')
         pub = probe.events_publisher('/nostamp/events')
         probe.wait_matched(pub, [FQN + '/rotors'], timeout=60)
-        seq = 0
-        while not F.node_saw_packets(probe, FQN):        # (primed with unstamped packets)
-            (m,) = F.fake_packets(1, start_ns=0, seq0=seq, payload_bytes=0)
-            pub.publish(m)
-            seq += 1
-            time.sleep(0.02)
+        # (primed with stamped empty packets, as the red-team's harness did: they map no
+        # time, and the unstamped stream after them must still be stamped)
+        seq = probe.prime(pub, lambda: F.node_saw_packets(probe, FQN))
         probe.clear(FQN + '/rotors')
         t0_ns = time.time_ns()
         for i, m in enumerate(packets):

@@ -107,6 +107,12 @@ class TrackingPipeline:
         return self._policy.load
 
     @property
+    def time_mapped(self) -> bool:
+        """Whether the sensor-to-ROS time mapping has an estimate (a stamped packet with
+        events came): until then the node stamps unstamped packets on arrival."""
+        return self._intake.time.has_estimate
+
+    @property
     def detected(self) -> list[DetectedRotor]:
         """What the start-up detection (auto_detect) found."""
         return self._startup.found

@@ -260,9 +260,10 @@ class HelixtrackNode(Node):
             if pkt is None:
                 return
             batch, arrivals = [pkt], [arrival_ns(info, now_ns)]
-        if self._arrival.unstamped:
+        if self._arrival.filling or not self._pipe.time_mapped:
             batch = self._arrival.fill(batch, arrivals,
-                                       self.get_clock().now().nanoseconds - time.time_ns())
+                                       self.get_clock().now().nanoseconds - time.time_ns(),
+                                       self._pipe.time_mapped)
         c = self._counts
         self._pipe.note_backlog(len(batch) - 1)
         aside = self._pipe.counters.get('stamp_jumps', 0)

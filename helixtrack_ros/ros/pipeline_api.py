@@ -30,6 +30,11 @@ class PipelineApi(Protocol):
         """The latest change of the stream's encoding or sensor size (before, after)."""
 
     @property
+    def time_mapped(self) -> bool:
+        """Whether the sensor-to-ROS time mapping has an estimate (a stamped packet with
+        events came)."""
+
+    @property
     def foreign_source(self) -> tuple[str, str] | None:
         """(the stream's frame_id, another source's) of the latest packet left out as
         another camera's."""
