@@ -86,3 +86,15 @@ def test_a_rotor_mostly_inside_the_image_is_published(lone, tmp_path, capsys):
     capsys.readouterr()
     rpm = np.array([float(r) for s, r in states if s == 'TRACKING'])
     assert len(rpm) > 200 and np.max(np.abs(rpm / 10_000 - 1)) < 5e-3
+
+
+def test_detect_warns_of_a_rotor_the_border_cuts(lone, tmp_path, capsys):
+    """Centre 10 px inside the border: detect names the rotor and warns that its blades and
+    RPM may be wrong (a half disc read as 1 blade at twice the RPM, red-team round 5)."""
+    npz, _ = _at_right_border(lone, 10, tmp_path)
+    main(['detect', str(npz), '-q', '--out', str(tmp_path / 'found.yaml')])
+    err = capsys.readouterr().err
+    assert 'rotor_0: only 5' in err and 'may be wrong' in err
+    npz, _ = _at_right_border(lone, 150, tmp_path)
+    assert main(['detect', str(npz), '-q', '--out', str(tmp_path / 'found2.yaml')]) == 0
+    assert 'may be wrong' not in capsys.readouterr().err

@@ -127,6 +127,20 @@ def draw_detections(path: Path, found: Detection, names: list[str],
                        f'helixtrack detect: {len(rotors)} rotor(s){NAMING}')
 
 
+def _say_cut_discs(names: list[str], rotors: list[Any], width: int, height: int) -> None:
+    """Warn of rotors whose disc the image border cuts to under MIN_VISIBLE_SHARE: a half
+    disc of a 2-blade rotor was detected as 1 blade at twice the RPM, and written so into
+    the parameter file (red-team round 5); ``track`` publishes no value of such a rotor."""
+    from helixtrack_ros.pipeline.outputs import MIN_VISIBLE_SHARE, visible_share
+    for name, r in zip(names, rotors):
+        share = visible_share(width, height, r.center_px[0], r.center_px[1], r.radius_px)
+        if share < MIN_VISIBLE_SHARE:
+            print(f'helixtrack: warning: {name}: only {share:.0%} of its disc lies inside the '
+                  'image: its blades, direction and RPM may be wrong (half a 2-blade disc '
+                  'reads as 1 blade at twice the RPM), and no value of it is published while '
+                  'so', file=sys.stderr)
+
+
 def cmd_detect(args: argparse.Namespace) -> int:
     """``helixtrack detect``: write a parameter file with the rotors found."""
     from helixtrack_ros.io.params_file import rotor_params_tree, write_ros_params
@@ -145,6 +159,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
           f'{args.at_s:g} s ({wall:.2f} s){NAMING if rotors else ""}:')
     for name, r in zip(names, rotors):
         print(rotor_line(name, r))
+    _say_cut_discs(names, rotors, found.width, found.height)
     if rotors:   # (none found: a parameter file of the user's stays as it was; review)
         tree = rotor_params_tree([r.to_params_dict(n) for n, r in zip(names, rotors)])
         if args.preset is not None:
