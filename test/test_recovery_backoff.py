@@ -13,7 +13,12 @@ import pytest
 from helixtrack_ros.evaluation import rotor_inits_from_scene
 from helixtrack_ros.pipeline import PipelineConfig, TrackingPipeline
 from helixtrack_ros.pipeline.config import rotor_shape_problem
-from helixtrack_ros.pipeline.recovery import FREE_ATTEMPTS, MOST_DOUBLINGS, RotorRecovery
+from helixtrack_ros.pipeline.recovery import (
+    FREE_ATTEMPTS,
+    MOST_DOUBLINGS,
+    RotorRecovery,
+    retry_us,
+)
 from helixtrack_ros.ros.stream_notes import StreamNotes
 from helixtrack_ros.sim import Simulator, make_scenario
 
@@ -23,13 +28,13 @@ def test_the_wait_doubles_after_the_free_attempts_up_to_its_most():
     rec = RotorRecovery()
     waits = []
     for _ in range(FREE_ATTEMPTS + MOST_DOUBLINGS + 3):
-        waits.append(rec.retry_us(cfg))
+        waits.append(retry_us(cfg, rec.fails))
         rec.fails += 1
     assert waits[:FREE_ATTEMPTS + 1] == [25_000] * (FREE_ATTEMPTS + 1)
     assert waits[FREE_ATTEMPTS + 1:FREE_ATTEMPTS + 4] == [50_000, 100_000, 200_000]
     assert waits[-1] == 25_000 << MOST_DOUBLINGS
     rec.note_good([3.5, 0.0, 100.0, 100.0, 0.0, 0.0], 9000.0, 1, 10)
-    assert rec.fails == 0 and rec.retry_us(cfg) == 25_000
+    assert rec.fails == 0 and retry_us(cfg, rec.fails) == 25_000
 
 
 @pytest.mark.parametrize('given, found, says', [

@@ -235,7 +235,7 @@ class RotorRecovery:
             self.last_radius_px = last.radius_px
             self._clip_region(bank, r)
             # (a rotor re-detected and lost again and again waits longer each time)
-            self.next_try_us = t_last + max(_min_span_us(last, cfg), self.retry_us(cfg)
+            self.next_try_us = t_last + max(_min_span_us(last, cfg), retry_us(cfg, self.fails)
                                             if self.fails > FREE_ATTEMPTS else 0)
             return
         if self.detecting is not None:
@@ -293,11 +293,6 @@ class RotorRecovery:
         self.fails += 1
         bank.counters['recovery_attempts'] += 1
 
-    def retry_us(self, cfg: PipelineConfig) -> int:
-        """The wait before the next re-detection attempt [us of stream time] (the module
-        docstring: ``recovery_retry_us``, doubled for each attempt beyond FREE_ATTEMPTS)."""
-        return cfg.recovery_retry_us << min(max(self.fails - FREE_ATTEMPTS, 0), MOST_DOUBLINGS)
-
     def _replay(self, bank: RotorBank, r: int, found: list[DetectedRotor], last: RotorInit,
                 t_last: int) -> None:
         """Rotor r from a background detection done long after its events (the node
@@ -312,7 +307,7 @@ class RotorRecovery:
         the latest events took over half of the packets' thread. A detection whose
         tracker is LOST by ``t_last`` is dropped.
         """
-        kept = self._kept_since(self.detecting_end_us)
+        kept = _kept_since(self.buf, self.detecting_end_us)
         if kept is None:
             return
         tracker = bank.trackers[r]
@@ -344,23 +339,6 @@ class RotorRecovery:
                        bank.tracking_at(t_last, r, self.packet_k), t_last)
         self.recoveries += 1
         bank.counters['recoveries'] += 1
-
-    def _kept_since(self, t0_us: int) -> EventArrays | None:
-        """The kept region events after ``t0_us`` in time order; None when the kept events
-        do not reach back to it (a quiet region emptied the buffer meanwhile)."""
-        if not self.buf:
-            return None
-        events, k = self._buffered_from(t0_us, 'right')
-        if k == 0 or k == len(events):
-            return None
-        return events.slice(k, len(events))
-
-    def _buffered_from(self, t0_us: int, side: str) -> tuple[EventArrays, int]:
-        """The buffered events in time order (packets may overlap by microseconds, and
-        detection and tracking need it), and the index of the first at ``t0_us`` (or the
-        first after it, ``side`` 'right')."""
-        events = EventArrays.concatenate(self.buf).time_sorted()
-        return events, int(np.searchsorted(events.t_us, t0_us, side=side))
 
     def _widen(self, bank: RotorBank, box: tuple[int, int, int, int]) -> None:
         """Search ``box`` too (clipped to the image) from the next attempt on: the layout
@@ -410,13 +388,13 @@ class RotorRecovery:
             self.buf.pop(0)
         if t_last < self.next_try_us or not self.buf:
             return False
-        self.next_try_us = t_last + self.retry_us(cfg)
+        self.next_try_us = t_last + retry_us(cfg, self.fails)
         return True
 
     def _recent(self, cfg: PipelineConfig, t_last: int) -> EventArrays:
         """The buffered events of the last ``recovery_window_us`` before ``t_last``, in time
         order."""
-        events, k = self._buffered_from(t_last - cfg.recovery_window_us, 'left')
+        events, k = _buffered_from(self.buf, t_last - cfg.recovery_window_us, 'left')
         return events.slice(k, len(events))
 
     def resume(self, bank: RotorBank, r: int, t_last: int) -> None:
@@ -557,6 +535,32 @@ def _taken(bank: RotorBank, r: int, det: DetectedRotor) -> bool:
     """Another rotor that is still tracked owns this detection."""
     return any(math.hypot(det.center_px[0] - x, det.center_px[1] - y) < 0.6 * rad
                for x, y, rad in _still_tracked(bank, r))
+
+
+def retry_us(cfg: PipelineConfig, fails: int) -> int:
+    """The wait before a rotor's next re-detection attempt [us of stream time], after
+    ``fails`` attempts that left it untracked (the module docstring: ``recovery_retry_us``,
+    doubled for each attempt beyond FREE_ATTEMPTS, at most MOST_DOUBLINGS times)."""
+    return cfg.recovery_retry_us << min(max(fails - FREE_ATTEMPTS, 0), MOST_DOUBLINGS)
+
+
+def _kept_since(buf: list[EventArrays], t0_us: int) -> EventArrays | None:
+    """The kept region events ``buf`` after ``t0_us`` in time order; None when they do not
+    reach back to it (a quiet region emptied the buffer meanwhile)."""
+    if not buf:
+        return None
+    events, k = _buffered_from(buf, t0_us, 'right')
+    if k == 0 or k == len(events):
+        return None
+    return events.slice(k, len(events))
+
+
+def _buffered_from(buf: list[EventArrays], t0_us: int, side: str) -> tuple[EventArrays, int]:
+    """The buffered events in time order (packets may overlap by microseconds, and
+    detection and tracking need it), and the index of the first at ``t0_us`` (or the first
+    after it, ``side`` 'right')."""
+    events = EventArrays.concatenate(buf).time_sorted()
+    return events, int(np.searchsorted(events.t_us, t0_us, side=side))
 
 
 def _search_region(last: RotorInit, size: tuple[int, int],
