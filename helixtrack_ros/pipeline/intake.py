@@ -41,6 +41,11 @@ from helixtrack_ros.pipeline.time_quantum import TimeQuantum
 
 #: A forward jump larger than this is a gap: trackers restart their phase lock.
 GAP_US = 500_000
+#: Packets in a row with no event at all: the whole sensor silent, which no spinning rotor
+#: is; the events after them come as after packets lost (the rotors re-validate their
+#: extrapolated state), not as after starvation: 30 empty packets left every rotor LOST and
+#: back only through re-detections, 88-435 ms later (red-team round 5)
+SILENT_PACKETS = 3
 #: After a packet with events held at an earlier time, this many packets are watched for a
 #: jump inside them (the stale time of EVT3 words lasts until the next TIME_HIGH, 4 ms).
 CLAMP_RECENT = 8
@@ -130,6 +135,7 @@ class PacketIntake:
         self._trusted: np.ndarray | None = None
         #: packets were dropped or refused since the last accepted one
         self._events_lost = False
+        self._silent_packets = 0        # packets in a row without any event
         self._lost_at_ns: int | None = None     # the header stamp of the packet of the loss
         #: packets lost (seq gaps) since the last packet with events taken, and the sensor
         #: time a packet spans, recently [us]: lost packets explain a leap of that much
@@ -223,6 +229,7 @@ class PacketIntake:
         # (events held at an earlier time: the decoder's clock may be stale, see _accept)
         self._clamp_recent = CLAMP_RECENT if delta[_CLAMPED] else max(self._clamp_recent - 1, 0)
         if n_events == 0:
+            self._silent_packets += 1
             # (no evidence either way: a run of suspect packets goes on); the silence in
             # header time, stamp against stamp, unless events were lost since (a packet
             # decoded to nothing while the decoder resynchronises is no starvation: 1-3
@@ -335,10 +342,11 @@ class PacketIntake:
             # start again from their estimates (as after a camera restart)
             restart = jumped_us > 0
         gap_us = None
-        if self._events_lost:
-            self._events_lost = False
+        if self._events_lost or self._silent_packets >= SILENT_PACKETS:
+            self._events_lost, self._silent_packets = False, 0
             gap_us = (max(t_first - self.last_t_us, unseen_us)
                       if self.last_t_us is not None else 0)
+        self._silent_packets = 0
         # (a driver that stamps a packet after its last event, libcaer's, is sampled there:
         # taken for its first event's stamp, every output came a whole packet late, 9 ms
         # with 10 ms packets; input review)
