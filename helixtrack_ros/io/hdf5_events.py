@@ -29,13 +29,7 @@ import numpy as np
 
 from helixtrack_ros.core.events import EventArrays
 from helixtrack_ros.io.event_packets import mono_packets
-from helixtrack_ros.io.npz_events import (
-    MAX_T_US,
-    coarse_unit_reason,
-    nanoseconds_reason,
-    pixel_problem,
-    polarity_on,
-)
+from helixtrack_ros.io.npz_events import pixel_problem, polarity_on, sensor_times_us
 from helixtrack_ros.io.packet_record import EventPacketRecord
 
 #: File name suffixes read as HDF5.
@@ -223,24 +217,11 @@ def _size_from_events(f: Any, lay: Hdf5Layout) -> tuple[int, int]:
 
 def _times_us(path: Path, t: np.ndarray, name: str, first: bool, offset_us: int) -> np.ndarray:
     """A chunk's times as int64 microseconds (the unit checked on the first chunk)."""
-    if t.dtype.kind not in 'iuf' or (t.dtype.kind == 'f' and not np.all(np.isfinite(t))):
-        raise Hdf5EventsError(f'{path}: the times ({name}) must be finite numbers')
-    if name.lower() == 't_ns':
-        t = t // 1000 if t.dtype.kind != 'f' else np.floor(t / 1000)
-    elif first:
-        why = nanoseconds_reason(t)
-        if why is not None:
-            raise Hdf5EventsError(f'{path}: the times ({name}) are nanoseconds, not '
-                                  f'microseconds ({why}); name them t_ns')
-        why = coarse_unit_reason(t)
-        if why is not None:
-            raise Hdf5EventsError(f'{path}: the times ({name}) cannot be microseconds ({why}): '
-                                  'seconds or milliseconds?')
-    t = t.astype(np.int64) + offset_us
-    if len(t) and (t.min() < 0 or t.max() > MAX_T_US):
-        raise Hdf5EventsError(f'{path}: times run from {t.min()} to {t.max()} us; sensor times '
-                              f'lie within 0..{MAX_T_US} us')
-    return t
+    try:
+        return sensor_times_us(t, name, nanoseconds=name.lower() == 't_ns', check_unit=first,
+                               offset_us=offset_us)
+    except ValueError as exc:
+        raise Hdf5EventsError(f'{path}: {exc}') from None
 
 
 def _chunk_events(path: Path, cols: tuple, lay: Hdf5Layout, first: bool) -> EventArrays:

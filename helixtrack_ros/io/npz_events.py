@@ -194,26 +194,39 @@ def _time_key(path: Path, arrays: dict[str, np.ndarray]) -> str:
 
 def _times(path: Path, t: np.ndarray, key: str) -> np.ndarray:
     """The times as int64 microseconds; NpzEventsError when a time is not a sensor time."""
+    try:
+        return sensor_times_us(t, key, nanoseconds=key == 't_ns')
+    except ValueError as exc:
+        raise NpzEventsError(f'{path}: {exc}') from None
+
+
+def sensor_times_us(t: np.ndarray, name: str, nanoseconds: bool = False,
+                    check_unit: bool = True, offset_us: int = 0) -> np.ndarray:
+    """Event times ``t`` (named ``name``) as int64 microseconds of sensor time, for every
+    file of decoded events: nanoseconds divided down, ``offset_us`` added; ValueError in one
+    line when they are no numbers, cannot be microseconds (``check_unit``:
+    :func:`nanoseconds_reason`, :func:`coarse_unit_reason`) or leave 0..MAX_T_US."""
     if t.dtype.kind not in 'iuf':
-        raise NpzEventsError(f'{path}: {key} must hold real numbers, not {t.dtype}')
+        raise ValueError(f'{name} must hold real numbers, not {t.dtype}')
     if t.dtype.kind == 'f' and not np.all(np.isfinite(t)):
-        raise NpzEventsError(f'{path}: {key} holds {int(np.sum(~np.isfinite(t)))} time(s) '
-                             'that are not numbers (NaN or infinite)')
-    if key == 't_ns':
+        raise ValueError(f'{name} holds {int(np.sum(~np.isfinite(t)))} time(s) that are not '
+                         'numbers (NaN or infinite)')
+    if nanoseconds:
         t = t // 1000 if t.dtype.kind != 'f' else np.floor(t / 1000)
-    else:
+    elif check_unit:
         ns = nanoseconds_reason(t)
         if ns is not None:
-            raise NpzEventsError(f'{path}: t_us holds nanoseconds, not microseconds ({ns}): '
-                                 'save them as t_ns instead (or t_us // 1000)')
+            raise ValueError(f'{name} holds nanoseconds, not microseconds ({ns}): save them as '
+                             f't_ns instead (or {name} // 1000)')
         coarse = coarse_unit_reason(t)
         if coarse is not None:
-            raise NpzEventsError(f'{path}: t_us cannot be microseconds ({coarse}): seconds or '
-                                 'milliseconds? save the times in microseconds')
+            raise ValueError(f'{name} cannot be microseconds ({coarse}): seconds or '
+                             'milliseconds? save the times in microseconds')
+    if offset_us:
+        t = t.astype(np.int64) + offset_us
     if len(t) and (t.min() < 0 or t.max() > MAX_T_US):
-        raise NpzEventsError(f'{path}: {key} runs from {t.min():.0f} to {t.max():.0f} us; '
-                             f'sensor times lie within 0..{MAX_T_US} us (shift them to start '
-                             'at 0 or later)')
+        raise ValueError(f'{name} runs from {t.min():.0f} to {t.max():.0f} us; sensor times lie '
+                         f'within 0..{MAX_T_US} us (shift them to start at 0 or later)')
     return t.astype(np.int64)
 
 
